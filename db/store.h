@@ -1,0 +1,136 @@
+// reduce-tune: the SQLite store of devices, tuning runs, measurements and best configurations.
+// Plain values only: this header knows nothing of CUDA, NVRTC or SQLite.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace reduce_tune::db {
+
+/// A failure of the store; carries SQLite's extended result code (0 when not from SQLite).
+class StoreError : public std::runtime_error {
+public:
+  StoreError(const std::string& what, int code = 0) : std::runtime_error(what), code_(code) {}
+  int code() const { return code_; }
+private:
+  int code_;
+};
+
+/// A GPU as the store knows it. `uuid` identifies it; the rest is descriptive.
+struct DeviceRecord {
+  std::string uuid;             ///< "GPU-xxxxxxxx-...."
+  std::string name;             ///< "NVIDIA H100 80GB HBM3"
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::int64_t l2_bytes = 0;
+  std::int64_t total_mem_bytes = 0;
+  int mem_clock_khz = 0;
+  int bus_width_bits = 0;
+  double peak_gbps = 0;         ///< theoretical: 2 * clock * bus width / 8
+  int driver_version = 0;       ///< as cuDriverGetVersion reports, e.g. 13000
+  std::string host;             ///< hostname the device was seen on
+};
+
+/// One tuning run: its provenance.
+struct RunRecord {
+  std::int64_t id = 0;
+  std::string device_uuid;
+  std::string tool_version;
+  std::string nvrtc_version;    ///< "13.0"
+  std::string options;          ///< the command line / sweep options, as text
+  std::string timing_method;    ///< e.g. "cuda-events median of 20, L2 flushed"
+  std::string started;          ///< ISO-8601 UTC
+  std::string ended;            ///< empty while running
+  std::string status;           ///< "running", "done", "interrupted", "failed"
+};
+
+/// One (configuration, problem) measured on a device.
+struct Measurement {
+  std::string key;              ///< configuration key, e.g. "unrolling.b512.u8.host"
+  std::string variant;
+  int block = 0, unroll = 1, vec = 1, grid = 0;
+  std::string tail, finish;
+  std::string dtype, op;        ///< "float32", "sum"
+  std::uint64_t n = 0;
+  double median_us = 0, min_us = 0, max_us = 0;
+  double host_us = 0;           ///< host-side final combine (finish=host), included in median_us
+  int reps = 0;
+  double gbps = 0, pct_peak = 0;
+  bool valid = false;           ///< checked against the CPU reference
+  std::string error;            ///< why invalid / failed; empty when valid
+  std::string expected, observed; ///< as text, for failed checks
+  std::uint64_t seed = 0;
+  bool cold = true;             ///< L2 flushed before each repetition
+};
+
+/// The best valid measurement for (device, dtype, op, n).
+struct Best {
+  std::string device_uuid;
+  std::string dtype, op;
+  std::uint64_t n = 0;
+  Measurement m;
+  std::int64_t run_id = 0;
+};
+
+/// The store. Open with a file path or ":memory:". Creates or migrates the schema
+/// (PRAGMA user_version, ordered migrations); refuses, without modifying the file, a database
+/// whose user_version is newer than this build knows, and a file that is not a reduce-tune
+/// database. Files use WAL and a busy timeout so several tuner processes can share one.
+class Store {
+public:
+  explicit Store(const std::string& path);
+  ~Store();
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  static int schema_version();              ///< the version this build writes
+  int user_version() const;                 ///< the version of the open database
+
+  /// Inserts the device or updates its descriptive fields; keyed by uuid.
+  void upsert_device(const DeviceRecord&);
+  std::vector<DeviceRecord> devices() const;
+  std::optional<DeviceRecord> device(const std::string& uuid) const;
+
+  /// Starts a run (status "running", started = now); returns its id.
+  std::int64_t begin_run(const RunRecord&);
+  /// Sets ended = now and the status.
+  void end_run(std::int64_t run_id, const std::string& status);
+  std::vector<RunRecord> runs() const;
+
+  /// Appends measurements of a run in one transaction, and updates the best table for
+  /// every (device, dtype, op, n) touched: the valid measurement with the lowest median wins;
+  /// an invalid one is never best.
+  void add_measurements(std::int64_t run_id, const std::vector<Measurement>&);
+  /// All measurements of a device (optionally filtered), oldest first.
+  std::vector<Measurement> measurements(const std::string& device_uuid,
+                                        const std::string& dtype = "", const std::string& op = "",
+                                        std::uint64_t n = 0) const;
+  /// Keys already measured in a run for (dtype, op, n) (for resume).
+  std::vector<std::string> measured_keys(const std::string& device_uuid, const std::string& dtype,
+                                         const std::string& op, std::uint64_t n) const;
+
+  /// Best for exactly this n, if tuned.
+  std::optional<Best> best(const std::string& device_uuid, const std::string& dtype,
+                           const std::string& op, std::uint64_t n) const;
+  /// Best at the tuned size nearest to n (by |log2 ratio|; ties go to the larger size).
+  std::optional<Best> nearest(const std::string& device_uuid, const std::string& dtype,
+                              const std::string& op, std::uint64_t n) const;
+  /// Like nearest(), over every device with this compute capability (for lookup on a GPU
+  /// model that was not tuned itself). Prefers the exact size, then the nearest.
+  std::optional<Best> nearest_same_arch(int cc_major, int cc_minor, const std::string& dtype,
+                                        const std::string& op, std::uint64_t n) const;
+  /// Every best row of a device.
+  std::vector<Best> bests(const std::string& device_uuid) const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace reduce_tune::db
