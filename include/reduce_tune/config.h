@@ -1,0 +1,65 @@
+// reduce-tune: a configuration is a value with a stable text key.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace reduce_tune {
+
+/// Element type of the reduced array.
+enum class DType { i32, u32, i64, f32, f64 };
+/// Reduction operator.
+enum class Op { sum, min, max };
+/// How a block finishes its last 32 partials.
+enum class Tail {
+  none,      ///< barrier loop all the way down
+  volatile_, ///< the material's warp-synchronous volatile shared memory (unsafe from sm_70)
+  syncwarp,  ///< shared memory with __syncwarp between steps
+  shfl,      ///< __shfl_down_sync
+  redux,     ///< __reduce_{add,min,max}_sync (32-bit integers, sm_80+)
+};
+/// How block partials become one value.
+enum class Finish {
+  host,      ///< partials copied back and combined on the CPU (000/002/003)
+  atomic,    ///< one atomic per block into the result (004)
+  twopass,   ///< a second one-block kernel combines the partials (deterministic)
+  lastblock, ///< the last block to finish combines the partials (deterministic, one launch)
+};
+
+std::string_view name(DType);
+std::string_view name(Op);
+std::string_view name(Tail);
+std::string_view name(Finish);
+std::optional<DType> parse_dtype(std::string_view);
+std::optional<Op> parse_op(std::string_view);
+std::optional<Tail> parse_tail(std::string_view);
+std::optional<Finish> parse_finish(std::string_view);
+/// Bytes per element.
+std::size_t size_of(DType);
+bool is_float(DType);
+
+/// One point of the tuning space: which kernel and how it is shaped. The problem
+/// (dtype, op, n) is not part of it: the same configuration runs for any problem.
+struct Config {
+  std::string variant;          ///< catalogue name, e.g. "unrolling"
+  int block = 256;              ///< threads per block (power of two, 32..1024)
+  int unroll = 1;               ///< data blocks folded per block / loads in flight (1, 2, 4, 8)
+  int vec = 1;                  ///< elements per vector load (1, 2, 4)
+  int grid = 0;                 ///< blocks per SM for grid-stride kernels; 0 = data-sized grid
+  Tail tail = Tail::none;
+  Finish finish = Finish::host;
+
+  bool operator==(const Config&) const = default;
+};
+
+/// The stable text key, e.g. "unroll_warps.b512.u8.shfl.host": the variant, then the parameters
+/// it takes in a fixed order (b<block> u<unroll> v<vec> g<grid> <tail>), then the finish.
+std::string key(const Config&);
+/// Parses a key (parameter tokens in any order). Returns nullopt, with the reason in *why,
+/// when the text is not a key of a known variant.
+std::optional<Config> parse_key(std::string_view text, std::string* why = nullptr);
+
+} // namespace reduce_tune

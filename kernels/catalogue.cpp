@@ -1,0 +1,269 @@
+// reduce-tune: the variant catalogue, its validity rules, launch geometry and rendering.
+#include "kernels/catalogue.h"
+
+#include "kernels/templates.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <stdexcept>
+
+namespace reduce_tune {
+namespace {
+
+constexpr int kBlocks[] = {32, 64, 128, 256, 512, 1024};
+constexpr int kVectorBlocks[] = {128, 256, 512, 1024};
+constexpr int kVecs[] = {1, 2, 4};
+constexpr int kMultiSeqGrids[] = {1, 2, 4, 8, 16, 32};
+constexpr int kVectorGrids[] = {0, 2, 4, 8}; // 0 = data-sized
+
+constexpr int kU1[] = {1};
+constexpr int kU248[] = {2, 4, 8};
+constexpr int kU1248[] = {1, 2, 4, 8};
+constexpr Tail kNoTail[] = {Tail::none};
+constexpr Tail kWarpTails[] = {Tail::shfl, Tail::volatile_, Tail::syncwarp, Tail::redux};
+constexpr Tail kBlockTails[] = {Tail::shfl, Tail::none, Tail::volatile_, Tail::syncwarp,
+                                Tail::redux};
+constexpr Tail kShuffleTails[] = {Tail::shfl, Tail::redux};
+constexpr Finish kMaterialFinishes[] = {Finish::host, Finish::atomic};
+constexpr Finish kAtomicOnly[] = {Finish::atomic};
+constexpr Finish kModernFinishes[] = {Finish::lastblock, Finish::twopass, Finish::atomic,
+                                      Finish::host};
+
+constexpr unsigned kTree = P_BLOCK | P_FINISH;
+constexpr unsigned kUnrolled = P_BLOCK | P_UNROLL | P_TAIL | P_FINISH;
+
+// The catalogue. Order is the material's: the order `variants` and `compare` print.
+constexpr Variant kVariants[] = {
+    {"neighbored_gmem", "divergent neighbored pairs, in place in global memory (on a copy)",
+     kTree, kU1, kNoTail, kMaterialFinishes, false, true, 32},
+    {"neighbored", "divergent neighbored pairs (tid % (2*stride)) in shared memory", kTree, kU1,
+     kNoTail, kMaterialFinishes, false, false, 32},
+    {"neighbored_less", "neighbored pairs with a contiguous index (2*stride*tid)", kTree, kU1,
+     kNoTail, kMaterialFinishes, false, false, 32},
+    {"interleaved", "stride halving, sequential addressing", kTree, kU1, kNoTail,
+     kMaterialFinishes, false, false, 32},
+    {"unrolling", "each block folds U data blocks while loading, then the interleaved tree",
+     P_BLOCK | P_UNROLL | P_FINISH, kU248, kNoTail, kMaterialFinishes, false, false, 32},
+    {"unroll_warps", "unrolling, tree down to 64, then a warp tail", kUnrolled, kU1248,
+     kWarpTails, kMaterialFinishes, false, false, 64},
+    {"complete_unroll", "tree fully unrolled with run-time blockDim checks, then a warp tail",
+     kUnrolled, kU1248, kWarpTails, kMaterialFinishes, false, false, 64},
+    {"complete_unroll_template", "complete_unroll with the block size a compile-time constant",
+     kUnrolled, kU1248, kWarpTails, kMaterialFinishes, true, false, 64},
+    {"atomic_global", "every thread combines its element into the result atomically", P_BLOCK,
+     kU1, kNoTail, kAtomicOnly, false, false, 32},
+    {"atomic_shared", "shared-memory atomics per block, one global atomic per block", P_BLOCK,
+     kU1, kNoTail, kAtomicOnly, false, false, 32},
+    {"multi_seq", "grid-stride sequential accumulation (grid = g blocks per SM), block reduce",
+     P_BLOCK | P_GRID | P_TAIL | P_FINISH, kU1, kBlockTails, kMaterialFinishes, false, false,
+     32},
+    {"vectorized",
+     "vector loads (v elements), u loads in flight, data-sized (g0) or grid-stride grid, "
+     "two-level shuffle reduce",
+     P_BLOCK | P_UNROLL | P_VEC | P_GRID | P_TAIL | P_FINISH, kU1248, kShuffleTails,
+     kModernFinishes, true, false, 32},
+};
+
+bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
+
+template <typename E>
+bool contains(std::span<const E> s, E e) {
+  return std::find(s.begin(), s.end(), e) != s.end();
+}
+
+std::string list(std::span<const int> s) {
+  std::string r;
+  for (int x : s) r += (r.empty() ? "" : ", ") + std::to_string(x);
+  return r;
+}
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+// Elements one block covers in one pass of a data-sized grid.
+std::uint64_t block_span(const Config& c) {
+  const Variant& v = *find_variant(c.variant);
+  return std::uint64_t(c.block) * (takes(v, P_UNROLL) ? c.unroll : 1) * (takes(v, P_VEC) ? c.vec : 1);
+}
+
+bool grid_stride(const Config& c) {
+  return c.variant == "multi_seq" || (c.variant == "vectorized" && c.grid > 0);
+}
+
+std::uint64_t grid_for(const Config& c, const Target& t, std::uint64_t n) {
+  const std::uint64_t data = std::max<std::uint64_t>(1, ceil_div(n, block_span(c)));
+  if (!grid_stride(c)) return data;
+  return std::min<std::uint64_t>(data, std::uint64_t(c.grid) * t.sm_count);
+}
+
+bool uses_smem_warp_tail(const Config& c) {
+  return c.tail == Tail::volatile_ || c.tail == Tail::syncwarp;
+}
+
+} // namespace
+
+std::span<const Variant> variants() { return kVariants; }
+
+const Variant* find_variant(std::string_view name) {
+  for (const Variant& v : kVariants)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
+  const Variant* vp = find_variant(c.variant);
+  if (!vp) return "unknown variant '" + c.variant + "'";
+  const Variant& v = *vp;
+  if (c.block < 32 || c.block > 1024 || !std::has_single_bit(unsigned(c.block)))
+    return "block size " + std::to_string(c.block) + " is not a power of two in 32..1024";
+  if (c.block > t.max_block)
+    return "block size " + std::to_string(c.block) + " exceeds the device limit of " +
+           std::to_string(t.max_block);
+  const bool smem_tail = v.min_block >= 64 || (takes(v, P_TAIL) && uses_smem_warp_tail(c));
+  if (smem_tail && c.block < 64)
+    return "the warp tail reads smem[tid + 32]: needs a block of at least 64 threads";
+  if (takes(v, P_UNROLL) ? !contains(v.unrolls, c.unroll) : c.unroll != 1)
+    return "unroll " + std::to_string(c.unroll) + " is not one of " + list(v.unrolls) +
+           " for " + std::string(v.name);
+  if (takes(v, P_VEC)) {
+    if (!contains(std::span<const int>(kVecs), c.vec))
+      return "vector width " + std::to_string(c.vec) + " is not one of 1, 2, 4";
+    if (c.vec * size_of(t.dtype) > 16)
+      return "a vector of " + std::to_string(c.vec) + " " + std::string(name(t.dtype)) +
+             " exceeds the 16-byte load";
+  } else if (c.vec != 1) {
+    return std::string(v.name) + " takes no vector width";
+  }
+  if (takes(v, P_GRID)) {
+    const int lo = c.variant == "multi_seq" ? 1 : 0;
+    if (c.grid < lo || c.grid > 64)
+      return "grid " + std::to_string(c.grid) + " blocks per SM is outside " +
+             std::to_string(lo) + "..64";
+  } else if (c.grid != 0) {
+    return std::string(v.name) + " takes no grid parameter";
+  }
+  if (!contains(v.tails, c.tail))
+    return "tail " + std::string(name(c.tail)) + " is not available for " + std::string(v.name);
+  if (c.tail == Tail::volatile_ && t.cc >= 70 && !t.allow_unsafe)
+    return "the volatile warp-synchronous tail is unsafe under independent thread scheduling "
+           "(sm_70+); --unsafe-tails admits it for study";
+  if (c.tail == Tail::redux) {
+    if (t.dtype != DType::i32 && t.dtype != DType::u32)
+      return "__reduce_*_sync takes 32-bit integers only";
+    if (t.cc < 80) return "__reduce_*_sync needs sm_80";
+  }
+  if (!contains(v.finishes, c.finish))
+    return "finish " + std::string(name(c.finish)) + " is not available for " +
+           std::string(v.name);
+  const bool atomic = c.finish == Finish::atomic;
+  if (atomic && t.dtype == DType::f64 && t.op == Op::sum && t.cc < 60)
+    return "double-precision atomicAdd needs sm_60";
+  if (atomic && t.dtype == DType::i64 && t.op != Op::sum && t.cc < 35)
+    return "64-bit atomicMin/atomicMax need sm_35";
+  return std::nullopt;
+}
+
+std::vector<Config> space(const Variant& v) {
+  const std::span<const int> blocks =
+      v.name == "vectorized" ? std::span<const int>(kVectorBlocks) : std::span<const int>(kBlocks);
+  const std::span<const int> vecs =
+      takes(v, P_VEC) ? std::span<const int>(kVecs) : std::span<const int>(kU1);
+  const std::span<const int> grids =
+      !takes(v, P_GRID) ? std::span<const int>(kU1)
+      : v.name == "multi_seq" ? std::span<const int>(kMultiSeqGrids)
+                              : std::span<const int>(kVectorGrids);
+  std::vector<Config> out;
+  for (int b : blocks)
+    for (int u : v.unrolls)
+      for (int x : vecs)
+        for (int g : grids)
+          for (Tail tail : v.tails)
+            for (Finish f : v.finishes)
+              out.push_back(Config{std::string(v.name), b, u, x, takes(v, P_GRID) ? g : 0, tail, f});
+  return out;
+}
+
+bool deterministic(const Config& c, DType dtype) {
+  // Integer arithmetic is associative; floating-point atomics combine in arrival order.
+  return !(is_float(dtype) && c.finish == Finish::atomic);
+}
+
+LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {
+  const Variant& v = *find_variant(c.variant);
+  LaunchPlan p;
+  const std::uint64_t grid = grid_for(c, t, n);
+  if (grid > 0x7fffffffull)
+    throw std::invalid_argument(key(c) + ": " + std::to_string(n) +
+                                " elements need more than 2^31-1 blocks");
+  p.grid = unsigned(grid);
+  p.block = unsigned(c.block);
+  p.smem_bytes = unsigned(c.block * size_of(t.dtype));
+  p.init_out = c.finish == Finish::atomic;
+  p.partials = c.finish == Finish::host || c.finish == Finish::twopass ||
+               c.finish == Finish::lastblock;
+  p.second_pass = c.finish == Finish::twopass;
+  p.counter = c.finish == Finish::lastblock;
+  p.host_finish = c.finish == Finish::host;
+  p.scratch = v.in_place;
+  return p;
+}
+
+std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n) {
+  const std::uint64_t grid = grid_for(c, t, n);
+  const std::uint64_t log_block = std::bit_width(unsigned(c.block)) - 1;
+  std::uint64_t thread = 0, block = log_block, finish = 0;
+  if (c.variant == "atomic_global") return n;
+  if (c.variant == "atomic_shared") block = c.block;
+  if (c.variant == "multi_seq") thread = ceil_div(n, grid * c.block);
+  if (c.variant == "unrolling" || c.variant == "unroll_warps" || c.variant.starts_with("complete"))
+    thread = c.unroll;
+  if (c.variant == "vectorized")
+    thread = ceil_div(n, grid * c.block * c.unroll * c.vec) * c.vec + c.unroll;
+  switch (c.finish) {
+  case Finish::host: finish = 1; break; // partials combined in double, then rounded once
+  case Finish::atomic: finish = grid; break;
+  case Finish::twopass:
+  case Finish::lastblock: finish = ceil_div(grid, c.block) + log_block; break;
+  }
+  return thread + block + finish + 1;
+}
+
+std::string render(const Config& c, DType dtype, Op op) {
+  const Variant& v = *find_variant(c.variant);
+  struct TypeText { const char *t, *macro, *uns, *max, *lowest; };
+  static constexpr std::array<TypeText, 5> kTypes{{
+      {"int", "RT_DTYPE_I32", "unsigned int", "2147483647", "(-2147483647 - 1)"},
+      {"unsigned int", "RT_DTYPE_U32", "unsigned int", "4294967295u", "0u"},
+      {"long long", "RT_DTYPE_I64", "unsigned long long", "9223372036854775807ll",
+       "(-9223372036854775807ll - 1)"},
+      {"float", "RT_DTYPE_F32", "unsigned int", "__int_as_float(0x7f800000)",
+       "__int_as_float(0xff800000)"},
+      {"double", "RT_DTYPE_F64", "unsigned long long",
+       "__longlong_as_double(0x7ff0000000000000ll)", "__longlong_as_double(0xfff0000000000000ull)"},
+  }};
+  const TypeText& tt = kTypes[static_cast<int>(dtype)];
+  auto upper = [](std::string_view s) {
+    std::string r(s);
+    for (char& ch : r) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+    return r;
+  };
+  std::string s;
+  s += "// reduce-tune: " + std::string(v.name) + " " + std::string(name(dtype)) + " " +
+       std::string(name(op)) + "\n";
+  s += "typedef " + std::string(tt.t) + " T;\n";
+  s += "#define " + std::string(tt.macro) + " 1\n";
+  s += "#define RT_UNSIGNED_OF_T " + std::string(tt.uns) + "\n";
+  s += "#define RT_T_MAX " + std::string(tt.max) + "\n";
+  s += "#define RT_T_LOWEST " + std::string(tt.lowest) + "\n";
+  s += "#define RT_OP_" + upper(name(op)) + " 1\n";
+  s += "#define RT_TAIL_" + upper(name(c.tail)) + " 1\n";
+  s += "#define RT_FINISH_" + upper(name(c.finish)) + " 1\n";
+  s += "#define RT_UNROLL " + std::to_string(c.unroll) + "\n";
+  s += "#define RT_VEC " + std::to_string(c.vec) + "\n";
+  if (v.block_compile_time) s += "#define RT_BLOCK " + std::to_string(c.block) + "\n";
+  s += template_source("common.cuh");
+  s += template_source(std::string(v.name) + ".cu");
+  return s;
+}
+
+} // namespace reduce_tune

@@ -1,0 +1,77 @@
+// reduce-tune: the variant catalogue. A variant is data plus one template: its name, the template
+// file, the parameters it takes, and a validity rule that says why a point is invalid.
+#pragma once
+
+#include "reduce_tune/config.h"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace reduce_tune {
+
+/// What a configuration may be checked against: the problem and the device's limits.
+struct Target {
+  DType dtype = DType::f32;
+  Op op = Op::sum;
+  int cc = 90;                  ///< compute capability as major*10+minor
+  int max_block = 1024;         ///< threads per block
+  int sm_count = 132;
+  bool allow_unsafe = false;    ///< admit the volatile tail where it is unsafe (for study)
+};
+
+/// The parameters a variant takes (bit set).
+enum Param : unsigned { P_BLOCK = 1, P_UNROLL = 2, P_VEC = 4, P_GRID = 8, P_TAIL = 16, P_FINISH = 32 };
+
+/// One catalogue entry.
+struct Variant {
+  std::string_view name;
+  std::string_view summary;
+  unsigned params;                          ///< Param bits
+  std::span<const int> unrolls;             ///< values of u it takes
+  std::span<const Tail> tails;              ///< tails it takes (first = default)
+  std::span<const Finish> finishes;         ///< finishes it takes (first = default)
+  bool block_compile_time;                  ///< block size is baked into the source
+  bool in_place;                            ///< works on a scratch copy of the input
+  int min_block;                            ///< smallest block its tree handles
+};
+
+std::span<const Variant> variants();
+const Variant* find_variant(std::string_view name);
+
+/// Why `c` is not a valid point for `t`, or nullopt when it is.
+std::optional<std::string> invalid_reason(const Config& c, const Target& t);
+
+/// Every configuration of the catalogue's full space for a variant (valid or not), so that
+/// invalid points can be reported with their reason.
+std::vector<Config> space(const Variant& v);
+
+/// Whether the same input always gives the same bits (no floating-point atomics).
+bool deterministic(const Config& c, DType dtype);
+
+/// How a configuration is launched for n elements.
+struct LaunchPlan {
+  unsigned grid = 0;            ///< blocks (>= 1 for every n >= 1)
+  unsigned block = 0;
+  unsigned smem_bytes = 0;      ///< dynamic shared memory
+  bool init_out = false;        ///< run rt_init_out first (atomic finish)
+  bool partials = false;        ///< needs grid partials
+  bool second_pass = false;     ///< run rt_combine_partials after (twopass)
+  bool counter = false;         ///< needs a zeroed counter word (lastblock)
+  bool host_finish = false;     ///< partials combined on the host
+  bool scratch = false;         ///< in-place: runs on a copy of the input
+};
+LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n);
+
+/// The longest chain of dependent roundings an element goes through (thread, block and finish
+/// stages), which bounds the floating-point error: |got - exact| <= gamma(depth) * sum|x|.
+std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n);
+
+/// The CUDA C++ source for (configuration, dtype, op): generated header + common + template.
+/// Parameters the template does not use are left out, so configurations that differ only in
+/// them share one compiled module.
+std::string render(const Config& c, DType dtype, Op op);
+
+} // namespace reduce_tune

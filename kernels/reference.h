@@ -1,0 +1,78 @@
+// reduce-tune: test data and the CPU reference every GPU result is checked against.
+#pragma once
+
+#include "reduce_tune/config.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace reduce_tune {
+
+/// One value of any supported dtype, held as its bit pattern.
+struct Scalar {
+  DType dtype = DType::f32;
+  std::uint64_t bits = 0;
+
+  template <typename T> static Scalar of(T v);
+  template <typename T> T as() const;
+  double to_double() const;
+  std::string to_string() const;
+  bool operator==(const Scalar&) const = default;
+};
+
+/// Calls f(T{}) with the C++ type of `d`.
+template <typename F> decltype(auto) visit(DType d, F&& f) {
+  switch (d) {
+  case DType::i32: return f(std::int32_t{});
+  case DType::u32: return f(std::uint32_t{});
+  case DType::i64: return f(std::int64_t{});
+  case DType::f32: return f(float{});
+  case DType::f64: return f(double{});
+  }
+  return f(float{});
+}
+
+/// A host array of n elements of one dtype.
+struct HostArray {
+  DType dtype = DType::f32;
+  std::uint64_t n = 0;
+  std::vector<unsigned char> bytes;
+  template <typename T> const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+  template <typename T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
+};
+
+/// Random data from `seed`, the same for the same (dtype, n, seed) on any machine, never zeros.
+/// Integers are uniform over the whole type (so sums wrap). Floats are uniform in [-1, 1) plus
+/// spikes of +-1024 at the first and last element and on both sides of every power-of-two
+/// boundary (block and tile edges), so a dropped or double-counted edge element moves the sum far
+/// past the rounding bound.
+HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed);
+
+/// The reference result and what the float bound needs.
+struct Reference {
+  Scalar value;        ///< exact for integers (two's-complement wrap) and min/max; for float
+                       ///< sums the double-precision sum rounded to the dtype
+  double exact = 0;    ///< float sums: the double-precision sum
+  double abs_sum = 0;  ///< sum of |x|
+};
+Reference reference(const HostArray& a, Op op);
+
+/// Combines values on the host as a `host` finish does: floats accumulate in double and round
+/// once; integers wrap.
+Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op);
+
+/// The outcome of checking a GPU result.
+struct Check {
+  bool ok = false;
+  double error = 0, bound = 0;
+  std::string expected, observed;
+};
+/// Integers and min/max: exact. Float sums: |got - exact| <= gamma(depth) * sum|x| + u * |exact|,
+/// with gamma(k) = k u / (1 - k u) (the classic bound for a summation whose longest chain of
+/// dependent roundings is k) and u the unit roundoff of the dtype. NaN matches NaN; an infinity
+/// matches the same infinity.
+Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth);
+double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact);
+
+} // namespace reduce_tune

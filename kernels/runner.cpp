@@ -1,0 +1,97 @@
+// reduce-tune: the one compile-and-launch path.
+#include "kernels/runner.h"
+
+namespace reduce_tune {
+
+Compiled KernelLoader::compile(const Config& c, DType dtype, Op op) {
+  return cache_.get(nvrtc_, render(c, dtype, op), target_);
+}
+
+Kernel KernelLoader::load(const Config& c, DType dtype, Op op) {
+  const std::string source = render(c, dtype, op);
+  std::shared_ptr<const cuda::Module> module;
+  Resources res;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = modules_.find(source); it != modules_.end())
+      std::tie(module, res) = it->second;
+  }
+  if (!module) {
+    Compiled compiled = cache_.get(nvrtc_, source, target_);
+    module = std::make_shared<const cuda::Module>(compiled.image);
+    res = compiled.resources;
+    std::lock_guard lock(mu_);
+    modules_.emplace(source, std::make_pair(module, res));
+  }
+  Kernel k;
+  k.config = c;
+  k.dtype = dtype;
+  k.op = op;
+  k.module = module;
+  k.reduce = module->function("rt_reduce");
+  k.combine = module->function("rt_combine_partials");
+  k.init = module->function("rt_init_out");
+  k.resources = res;
+  return k;
+}
+
+void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n) {
+  const std::size_t es = size_of(dtype);
+  if (out_.size() < 8) out_ = cuda::Buffer(8);
+  if (p.partials && partials_.size() < p.grid * es) partials_ = cuda::Buffer(p.grid * es);
+  if (p.counter && counter_.size() < 4) {
+    counter_ = cuda::Buffer(4);
+    RT_CU(cuMemsetD32Async(counter_.get(), 0, 1, nullptr));
+    RT_CU(cuCtxSynchronize());
+  }
+  if (p.scratch && scratch_.size() < n * es) scratch_ = cuda::Buffer(n * es);
+  if (p.host_finish && host_partials_.bytes.size() < p.grid * es) {
+    host_partials_.bytes.resize(p.grid * es);
+  }
+  host_partials_.dtype = dtype;
+}
+
+void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
+             CUstream s) {
+  if (p.scratch) RT_CU(cuMemcpyDtoDAsync(w.scratch(), in, n * size_of(k.dtype), s));
+}
+
+void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
+             CUstream s) {
+  CUdeviceptr out = w.out(), partials = w.partials(), work = w.scratch(), counter = w.counter();
+  if (p.init_out) {
+    void* args[] = {&out};
+    cuda::launch(k.init, 1, 1, 0, s, args);
+  }
+  unsigned long long count = n;
+  void* args[] = {&in, &work, &partials, &out, &count, &counter};
+  cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args);
+  if (p.second_pass) {
+    unsigned long long parts = p.grid;
+    void* args2[] = {&partials, &out, &parts};
+    cuda::launch(k.combine, 1, p.block, p.smem_bytes, s, args2);
+  }
+}
+
+Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s) {
+  const std::size_t es = size_of(k.dtype);
+  if (p.host_finish) {
+    RT_CU(cuMemcpyDtoHAsync(w.host_partials().bytes.data(), w.partials(), p.grid * es, s));
+    RT_CU(cuStreamSynchronize(s));
+    return combine_on_host(w.host_partials(), p.grid, k.op);
+  }
+  Scalar r;
+  r.dtype = k.dtype;
+  RT_CU(cuMemcpyDtoHAsync(&r.bits, w.out(), es, s));
+  RT_CU(cuStreamSynchronize(s));
+  return r;
+}
+
+Scalar reduce_once(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n,
+                   Workspace& w, CUstream s) {
+  prepare(k, p, in, n, w, s);
+  enqueue(k, p, in, n, w, s);
+  return result(k, p, w, s);
+}
+
+} // namespace reduce_tune

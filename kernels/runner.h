@@ -1,0 +1,77 @@
+// reduce-tune: compile, load and launch a configuration. The tuner and the library both reduce
+// through this one path, so what was measured is exactly what runs.
+#pragma once
+
+#include "kernels/catalogue.h"
+#include "kernels/driver.h"
+#include "kernels/nvrtc.h"
+#include "kernels/reference.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace reduce_tune {
+
+/// A configuration compiled and loaded for one (dtype, op) in the current context.
+struct Kernel {
+  Config config;
+  DType dtype = DType::f32;
+  Op op = Op::sum;
+  std::shared_ptr<const cuda::Module> module; // shared by configurations with the same source
+  CUfunction reduce = nullptr, combine = nullptr, init = nullptr;
+  Resources resources;
+};
+
+/// Renders, compiles (through the disk cache) and loads kernels for one device; modules with the
+/// same source are loaded once. Thread-safe.
+class KernelLoader {
+public:
+  KernelLoader(const Nvrtc& nvrtc, CompileCache& cache, ArchTarget target)
+      : nvrtc_(nvrtc), cache_(cache), target_(std::move(target)) {}
+  /// Compiles without loading (any thread; no context needed).
+  Compiled compile(const Config& c, DType dtype, Op op);
+  /// Compiles if needed and loads into the current context.
+  Kernel load(const Config& c, DType dtype, Op op);
+  const ArchTarget& target() const { return target_; }
+  CompileCache& cache() { return cache_; }
+
+private:
+  const Nvrtc& nvrtc_;
+  CompileCache& cache_;
+  ArchTarget target_;
+  std::mutex mu_;
+  std::map<std::string, std::pair<std::shared_ptr<const cuda::Module>, Resources>> modules_;
+};
+
+/// Device memory one reduction needs besides its input, grown on demand and reused.
+class Workspace {
+public:
+  /// Makes room for `p` on a dtype, and for a scratch copy of n elements when p.scratch.
+  void reserve(const LaunchPlan& p, DType dtype, std::uint64_t n);
+  CUdeviceptr partials() const { return partials_.get(); }
+  CUdeviceptr out() const { return out_.get(); }
+  CUdeviceptr counter() const { return counter_.get(); }
+  CUdeviceptr scratch() const { return scratch_.get(); }
+  HostArray& host_partials() { return host_partials_; }
+
+private:
+  cuda::Buffer partials_, out_, counter_, scratch_;
+  HostArray host_partials_;
+};
+
+/// Copies the input to the scratch buffer for in-place variants (outside any timed region).
+void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
+             CUstream s);
+/// Enqueues the kernel launches of one reduction (init, reduce, second pass).
+void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
+             CUstream s);
+/// Waits for the stream and returns the result: copied from the device, or, for the host finish,
+/// the partials copied back and combined here.
+Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s);
+
+/// prepare + enqueue + result.
+Scalar reduce_once(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n,
+                   Workspace& w, CUstream s);
+
+} // namespace reduce_tune

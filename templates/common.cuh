@@ -1,0 +1,215 @@
+// reduce-tune: what every reduction template shares. The host prepends a header that defines
+// T, RT_DTYPE_*, RT_OP_*, RT_TAIL_*, RT_FINISH_*, RT_BLOCK (where compile-time), RT_UNROLL and RT_VEC,
+// then this file, then the variant's template. Every kernel has the same signature:
+//   rt_reduce(in, work, partials, out, n, counter)
+// `work` is a scratch copy of `in` for in-place variants; `partials` holds one value per block;
+// `out` is the final value; `counter` is a zeroed word for the last-block finish.
+
+typedef unsigned long long rt_size;
+
+// ---- the operator: identity, combine, atomic combine --------------------------------------
+
+#if defined(RT_OP_SUM)
+__device__ __forceinline__ T rt_identity() { return T(0); }
+#if defined(RT_DTYPE_I32) || defined(RT_DTYPE_I64)
+// Signed sums wrap in two's complement, as the CPU reference does: add as unsigned.
+typedef RT_UNSIGNED_OF_T rt_uT;
+__device__ __forceinline__ T rt_combine(T a, T b) { return T(rt_uT(a) + rt_uT(b)); }
+#else
+__device__ __forceinline__ T rt_combine(T a, T b) { return a + b; }
+#endif
+#elif defined(RT_OP_MIN)
+__device__ __forceinline__ T rt_identity() { return RT_T_MAX; }
+#if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64)
+// IEEE minNum: a NaN operand is ignored, so the result does not depend on the order.
+__device__ __forceinline__ T rt_combine(T a, T b) { return fmin(a, b); }
+#else
+__device__ __forceinline__ T rt_combine(T a, T b) { return b < a ? b : a; }
+#endif
+#elif defined(RT_OP_MAX)
+__device__ __forceinline__ T rt_identity() { return RT_T_LOWEST; }
+#if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64)
+__device__ __forceinline__ T rt_combine(T a, T b) { return fmax(a, b); }
+#else
+__device__ __forceinline__ T rt_combine(T a, T b) { return a < b ? b : a; }
+#endif
+#endif
+
+// Atomic combine into global or shared memory. Native where the hardware has it, else a CAS loop
+// on the bit pattern (float min/max, 64-bit float sum before sm_60).
+template <typename B>
+__device__ __forceinline__ void rt_atomic_cas(T* addr, T v) {
+  B* p = reinterpret_cast<B*>(addr);
+  B old = *p, assumed;
+  do {
+    assumed = old;
+    T cur;
+    memcpy(&cur, &assumed, sizeof(T));
+    T next = rt_combine(cur, v);
+    B nb;
+    memcpy(&nb, &next, sizeof(T));
+    if (nb == assumed) return;
+    old = atomicCAS(p, assumed, nb);
+  } while (old != assumed);
+}
+
+__device__ __forceinline__ void rt_atomic_combine(T* addr, T v) {
+#if defined(RT_OP_SUM) && (defined(RT_DTYPE_I32) || defined(RT_DTYPE_U32) || defined(RT_DTYPE_F32))
+  atomicAdd(addr, v);
+#elif defined(RT_OP_SUM) && defined(RT_DTYPE_F64) && __CUDA_ARCH__ >= 600
+  atomicAdd(addr, v);
+#elif defined(RT_OP_SUM) && defined(RT_DTYPE_I64)
+  atomicAdd(reinterpret_cast<unsigned long long*>(addr), (unsigned long long)v);
+#elif defined(RT_OP_MIN) && (defined(RT_DTYPE_I32) || defined(RT_DTYPE_U32))
+  atomicMin(addr, v);
+#elif defined(RT_OP_MAX) && (defined(RT_DTYPE_I32) || defined(RT_DTYPE_U32))
+  atomicMax(addr, v);
+#elif defined(RT_OP_MIN) && defined(RT_DTYPE_I64)
+  atomicMin(reinterpret_cast<long long*>(addr), (long long)v);
+#elif defined(RT_OP_MAX) && defined(RT_DTYPE_I64)
+  atomicMax(reinterpret_cast<long long*>(addr), (long long)v);
+#elif defined(RT_DTYPE_F32)
+  rt_atomic_cas<unsigned int>(addr, v);
+#else
+  rt_atomic_cas<unsigned long long>(addr, v);
+#endif
+}
+
+// ---- warp level ---------------------------------------------------------------------------
+
+// Reduces v across the 32 lanes of a full warp; lane 0 gets the result.
+__device__ __forceinline__ T rt_warp_reduce(T v) {
+#if defined(RT_TAIL_REDUX)
+#if defined(RT_OP_SUM)
+  return T(__reduce_add_sync(0xffffffffu, (unsigned)v));
+#elif defined(RT_OP_MIN)
+  return __reduce_min_sync(0xffffffffu, v);
+#else
+  return __reduce_max_sync(0xffffffffu, v);
+#endif
+#else
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v = rt_combine(v, __shfl_down_sync(0xffffffffu, v, offset));
+  return v;
+#endif
+}
+
+// The last warp of a shared-memory tree: smem[0..63] hold partials, called by threads 0..31.
+// Returns the block's value in thread 0.
+__device__ __forceinline__ T rt_warp_tail(T* smem, unsigned tid) {
+#if defined(RT_TAIL_VOLATILE)
+  // The material's warp-synchronous form: relies on lock-step execution, which independent
+  // thread scheduling (sm_70+) does not guarantee.
+  volatile T* vs = smem;
+  vs[tid] = rt_combine(vs[tid], vs[tid + 32]);
+  vs[tid] = rt_combine(vs[tid], vs[tid + 16]);
+  vs[tid] = rt_combine(vs[tid], vs[tid + 8]);
+  vs[tid] = rt_combine(vs[tid], vs[tid + 4]);
+  vs[tid] = rt_combine(vs[tid], vs[tid + 2]);
+  vs[tid] = rt_combine(vs[tid], vs[tid + 1]);
+  return vs[0];
+#elif defined(RT_TAIL_SYNCWARP)
+  // Read, barrier, write, barrier: no lane overwrites a value another lane has yet to read.
+  T v = rt_combine(smem[tid], smem[tid + 32]);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    __syncwarp();
+    smem[tid] = v;
+    __syncwarp();
+    v = rt_combine(v, smem[tid + offset]);
+  }
+  return v;
+#else // shfl, redux
+  return rt_warp_reduce(rt_combine(smem[tid], smem[tid + 32]));
+#endif
+}
+
+// ---- block level --------------------------------------------------------------------------
+
+// Shared memory of the launch: blockDim.x elements of T (and a word for flags).
+extern __shared__ __align__(16) unsigned char rt_smem_raw[];
+__device__ __forceinline__ T* rt_smem() { return reinterpret_cast<T*>(rt_smem_raw); }
+
+// Reduces one value per thread over the block; thread 0 gets the result. Every thread calls it.
+// With a shuffle-family tail: warp partials through shared memory, then one warp. Otherwise the
+// interleaved tree in shared memory down to 64, then the warp tail (or the barrier loop to 1).
+__device__ __forceinline__ T rt_block_reduce(T v) {
+  T* smem = rt_smem();
+  const unsigned tid = threadIdx.x;
+#if defined(RT_TAIL_SHFL) || defined(RT_TAIL_REDUX)
+  const unsigned warps = blockDim.x / 32;
+  v = rt_warp_reduce(v);
+  if (warps == 1) return v;
+  if ((tid & 31) == 0) smem[tid / 32] = v;
+  __syncthreads();
+  v = tid < warps ? smem[tid] : rt_identity();
+  if (tid < 32) v = rt_warp_reduce(v);
+  __syncthreads(); // smem may be reused by the caller
+  return v;
+#else
+  smem[tid] = v;
+  __syncthreads();
+#if defined(RT_TAIL_NONE)
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (tid < s) smem[tid] = rt_combine(smem[tid], smem[tid + s]);
+    __syncthreads();
+  }
+  v = smem[0];
+#else
+  for (unsigned s = blockDim.x / 2; s > 32; s >>= 1) {
+    if (tid < s) smem[tid] = rt_combine(smem[tid], smem[tid + s]);
+    __syncthreads();
+  }
+  if (tid < 32) v = rt_warp_tail(smem, tid);
+#endif
+  __syncthreads();
+  return v;
+#endif
+}
+
+// ---- finishing: one value per block becomes the result ------------------------------------
+
+// Called by every thread of every block with the block's value in thread 0.
+__device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsigned* counter) {
+#if defined(RT_FINISH_ATOMIC)
+  if (threadIdx.x == 0) rt_atomic_combine(out, v);
+#elif defined(RT_FINISH_HOST) || defined(RT_FINISH_TWOPASS)
+  if (threadIdx.x == 0) partials[blockIdx.x] = v;
+#elif defined(RT_FINISH_LASTBLOCK)
+  // Publish the partial, then take a ticket; the block that takes the last ticket sees every
+  // partial (the fence orders each block's store before its ticket) and combines them in a fixed
+  // order, so the result does not depend on which block came last.
+  __shared__ bool rt_is_last;
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = v;
+    __threadfence();
+    rt_is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (rt_is_last) {
+    __threadfence();
+    T acc = rt_identity();
+    for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x)
+      acc = rt_combine(acc, __ldcg(partials + i));
+    acc = rt_block_reduce(acc);
+    if (threadIdx.x == 0) {
+      *out = acc;
+      *counter = 0; // ready for the next launch
+    }
+  }
+#endif
+}
+
+// The one-block second pass of the two-pass finish (also used by host code paths that want a
+// device-side combine). Deterministic: a fixed assignment of partials to threads.
+extern "C" __global__ void rt_combine_partials(const T* __restrict__ partials, T* __restrict__ out,
+                                               rt_size count) {
+  T acc = rt_identity();
+  for (rt_size i = threadIdx.x; i < count; i += blockDim.x) acc = rt_combine(acc, partials[i]);
+  acc = rt_block_reduce(acc);
+  if (threadIdx.x == 0) *out = acc;
+}
+
+// Sets the result to the identity before an atomic finish.
+extern "C" __global__ void rt_init_out(T* out) { *out = rt_identity(); }

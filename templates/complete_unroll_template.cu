@@ -1,0 +1,29 @@
+// 000 #8 / 002 reduceCompleteUnroll<iBlockSize> / 004 "unrolled all": as complete_unroll, with the
+// block size a compile-time constant, so the dead steps and their barriers vanish.
+static_assert(RT_BLOCK >= 64 && RT_BLOCK <= 1024 && (RT_BLOCK & (RT_BLOCK - 1)) == 0,
+              "block size must be a power of two in [64, 1024]");
+extern "C" __global__ void __launch_bounds__(RT_BLOCK)
+rt_reduce(const T* __restrict__ in, T* __restrict__ work, T* __restrict__ partials,
+          T* __restrict__ out, rt_size n, unsigned* counter) {
+  T* smem = rt_smem();
+  const unsigned tid = threadIdx.x;
+  const rt_size base = rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid;
+  T v = rt_identity();
+#pragma unroll
+  for (int k = 0; k < RT_UNROLL; ++k) {
+    const rt_size idx = base + rt_size(k) * RT_BLOCK;
+    if (idx < n) v = rt_combine(v, in[idx]);
+  }
+  smem[tid] = v;
+  __syncthreads();
+  if (RT_BLOCK >= 1024 && tid < 512) smem[tid] = rt_combine(smem[tid], smem[tid + 512]);
+  if (RT_BLOCK >= 1024) __syncthreads();
+  if (RT_BLOCK >= 512 && tid < 256) smem[tid] = rt_combine(smem[tid], smem[tid + 256]);
+  if (RT_BLOCK >= 512) __syncthreads();
+  if (RT_BLOCK >= 256 && tid < 128) smem[tid] = rt_combine(smem[tid], smem[tid + 128]);
+  if (RT_BLOCK >= 256) __syncthreads();
+  if (RT_BLOCK >= 128 && tid < 64) smem[tid] = rt_combine(smem[tid], smem[tid + 64]);
+  if (RT_BLOCK >= 128) __syncthreads();
+  if (tid < 32) v = rt_warp_tail(smem, tid);
+  rt_finish_block(v, partials, out, counter);
+}

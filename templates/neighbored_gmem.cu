@@ -1,0 +1,18 @@
+// 000 #1 / 002 reduceNeighbored: the divergent neighbored-pair tree, in place in global memory.
+// Works on `work`, a scratch copy of the input (the caller's input is never modified).
+// Fixed from the material: 64-bit n; no early return before a barrier; the last block may be
+// partial (pairs whose right element lies past n are skipped).
+extern "C" __global__ void rt_reduce(const T* __restrict__ in, T* __restrict__ work,
+                                     T* __restrict__ partials, T* __restrict__ out, rt_size n,
+                                     unsigned* counter) {
+  const unsigned tid = threadIdx.x;
+  const rt_size base = rt_size(blockIdx.x) * blockDim.x;
+  const rt_size count = n - base < blockDim.x ? n - base : blockDim.x;
+  T* idata = work + base;
+  for (unsigned stride = 1; stride < blockDim.x; stride *= 2) {
+    if ((tid % (2 * stride)) == 0 && tid + stride < count)
+      idata[tid] = rt_combine(idata[tid], idata[tid + stride]);
+    __syncthreads();
+  }
+  rt_finish_block(idata[0], partials, out, counter);
+}

@@ -1,0 +1,56 @@
+// Streams the input with RT_VEC-wide vector loads (16 bytes for float4 / int4 / double2),
+// RT_UNROLL independent loads in flight per thread, over a data-sized grid (one pass) or a
+// grid-stride loop (grid from the SM count), then a two-level block reduction and the finish.
+// An unaligned head (input not 16-byte aligned) and a tail shorter than a vector are read as
+// scalars, so every n >= 1 and every element-aligned pointer works.
+static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4, "vector width 1, 2 or 4");
+struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
+
+extern "C" __global__ void __launch_bounds__(RT_BLOCK)
+rt_reduce(const T* __restrict__ in, T* __restrict__ work, T* __restrict__ partials,
+          T* __restrict__ out, rt_size n, unsigned* counter) {
+  const unsigned tid = threadIdx.x;
+  // Elements before the first vector-aligned address.
+  const rt_size misalign = (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC;
+  rt_size head = misalign ? RT_VEC - misalign : 0;
+  if (head > n) head = n;
+  const rt_vec* body = reinterpret_cast<const rt_vec*>(in + head);
+  const rt_size nvec = (n - head) / RT_VEC;
+  const rt_size tail_begin = head + nvec * RT_VEC;
+
+  T acc[RT_UNROLL];
+#pragma unroll
+  for (int k = 0; k < RT_UNROLL; ++k) acc[k] = rt_identity();
+
+  const rt_size step = rt_size(gridDim.x) * RT_BLOCK * RT_UNROLL;
+  rt_size i = rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid;
+  // Whole chunks: RT_UNROLL loads issued before any is used.
+  for (; i + rt_size(RT_UNROLL - 1) * RT_BLOCK < nvec; i += step) {
+    rt_vec r[RT_UNROLL];
+#pragma unroll
+    for (int k = 0; k < RT_UNROLL; ++k) r[k] = body[i + rt_size(k) * RT_BLOCK];
+#pragma unroll
+    for (int k = 0; k < RT_UNROLL; ++k)
+#pragma unroll
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], r[k].x[e]);
+  }
+  // The last, partial chunk of this thread.
+#pragma unroll
+  for (int k = 0; k < RT_UNROLL; ++k) {
+    const rt_size j = i + rt_size(k) * RT_BLOCK;
+    if (j < nvec) {
+      const rt_vec r = body[j];
+#pragma unroll
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], r.x[e]);
+    }
+  }
+  // Head and tail: fewer than RT_VEC elements each, read by block 0.
+  if (blockIdx.x == 0) {
+    if (tid < head) acc[0] = rt_combine(acc[0], in[tid]);
+    if (tid < n - tail_begin) acc[0] = rt_combine(acc[0], in[tail_begin + tid]);
+  }
+  T v = acc[0];
+#pragma unroll
+  for (int k = 1; k < RT_UNROLL; ++k) v = rt_combine(v, acc[k]);
+  rt_finish_block(rt_block_reduce(v), partials, out, counter);
+}
