@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -564,6 +565,15 @@ std::vector<Best> Store::bests(const std::string& device_uuid) const {
   const auto q = impl_->query(kSelectBest + "WHERE b.device_uuid = ?1 ORDER BY b.dtype, b.op, b.n", device_uuid);
   while (q->step()) out.push_back(read_best(*q));
   return out;
+}
+
+std::string default_store_path() {
+  if (const char* e = std::getenv("REDUCE_TUNE_DB"); e && *e) return e;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x)
+    return (std::filesystem::path(x) / "reduce-tune" / "tuning.db").string();
+  const char* home = std::getenv("HOME");
+  return (std::filesystem::path(home && *home ? home : ".") / ".local" / "share" / "reduce-tune" /
+          "tuning.db").string();
 }
 
 } // namespace reduce_tune::db

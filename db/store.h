@@ -76,6 +76,10 @@ struct Best {
   std::int64_t run_id = 0;
 };
 
+/// The default store: $REDUCE_TUNE_DB if set, else $XDG_DATA_HOME/reduce-tune/tuning.db, else
+/// $HOME/.local/share/reduce-tune/tuning.db.
+std::string default_store_path();
+
 /// The store. Open with a file path or ":memory:". Creates or migrates the schema
 /// (PRAGMA user_version, ordered migrations); refuses, without modifying the file, a database
 /// whose user_version is newer than this build knows, and a file that is not a reduce-tune
