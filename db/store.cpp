@@ -1,6 +1,6 @@
 // reduce-tune: the SQLite store. A small, strict layer over the sqlite3 C API: every call is
 // checked, statements are prepared once and reused, writes run in IMMEDIATE transactions.
-#include "store.h"
+#include "db/store.h"
 
 #include <sqlite3.h>
 

@@ -12,10 +12,11 @@ namespace reduce_tune {
 namespace {
 
 constexpr int kBlocks[] = {32, 64, 128, 256, 512, 1024};
-constexpr int kVectorBlocks[] = {128, 256, 512, 1024};
+constexpr int kVectorBlocks[] = {128, 256, 512};
 constexpr int kVecs[] = {1, 2, 4};
-constexpr int kMultiSeqGrids[] = {1, 2, 4, 8, 16, 32};
-constexpr int kVectorGrids[] = {0, 2, 4, 8}; // 0 = data-sized
+constexpr int kSweptVecs[] = {2, 4}; // 1 is valid, but never faster than a vector
+constexpr int kMultiSeqGrids[] = {2, 8, 32};
+constexpr int kVectorGrids[] = {0, 4, 8}; // 0 = data-sized
 
 constexpr int kU1[] = {1};
 constexpr int kU248[] = {2, 4, 8};
@@ -29,6 +30,7 @@ constexpr Finish kMaterialFinishes[] = {Finish::host, Finish::atomic};
 constexpr Finish kAtomicOnly[] = {Finish::atomic};
 constexpr Finish kModernFinishes[] = {Finish::lastblock, Finish::twopass, Finish::atomic,
                                       Finish::host};
+constexpr Finish kSweptModernFinishes[] = {Finish::lastblock, Finish::twopass, Finish::atomic};
 
 constexpr unsigned kTree = P_BLOCK | P_FINISH;
 constexpr unsigned kUnrolled = P_BLOCK | P_UNROLL | P_TAIL | P_FINISH;
@@ -51,9 +53,9 @@ constexpr Variant kVariants[] = {
      kUnrolled, kU1248, kWarpTails, kMaterialFinishes, false, false, 64},
     {"complete_unroll_template", "complete_unroll with the block size a compile-time constant",
      kUnrolled, kU1248, kWarpTails, kMaterialFinishes, true, false, 64},
-    {"atomic_global", "every thread combines its element into the result atomically", P_BLOCK,
+    {"atomic_global", "every thread combines its element into the result atomically", P_BLOCK | P_FINISH,
      kU1, kNoTail, kAtomicOnly, false, false, 32},
-    {"atomic_shared", "shared-memory atomics per block, one global atomic per block", P_BLOCK,
+    {"atomic_shared", "shared-memory atomics per block, one global atomic per block", P_BLOCK | P_FINISH,
      kU1, kNoTail, kAtomicOnly, false, false, 32},
     {"multi_seq", "grid-stride sequential accumulation (grid = g blocks per SM), block reduce",
      P_BLOCK | P_GRID | P_TAIL | P_FINISH, kU1, kBlockTails, kMaterialFinishes, false, false,
@@ -167,18 +169,21 @@ std::vector<Config> space(const Variant& v) {
   const std::span<const int> blocks =
       v.name == "vectorized" ? std::span<const int>(kVectorBlocks) : std::span<const int>(kBlocks);
   const std::span<const int> vecs =
-      takes(v, P_VEC) ? std::span<const int>(kVecs) : std::span<const int>(kU1);
+      takes(v, P_VEC) ? std::span<const int>(kSweptVecs) : std::span<const int>(kU1);
+  const std::span<const int> unrolls = v.name == "vectorized" ? std::span<const int>(kU248) : v.unrolls;
+  const std::span<const Finish> finishes =
+      v.name == "vectorized" ? std::span<const Finish>(kSweptModernFinishes) : v.finishes;
   const std::span<const int> grids =
       !takes(v, P_GRID) ? std::span<const int>(kU1)
       : v.name == "multi_seq" ? std::span<const int>(kMultiSeqGrids)
                               : std::span<const int>(kVectorGrids);
   std::vector<Config> out;
   for (int b : blocks)
-    for (int u : v.unrolls)
+    for (int u : unrolls)
       for (int x : vecs)
         for (int g : grids)
           for (Tail tail : v.tails)
-            for (Finish f : v.finishes)
+            for (Finish f : finishes)
               out.push_back(Config{std::string(v.name), b, u, x, takes(v, P_GRID) ? g : 0, tail, f});
   return out;
 }

@@ -44,8 +44,9 @@ const Variant* find_variant(std::string_view name);
 /// Why `c` is not a valid point for `t`, or nullopt when it is.
 std::optional<std::string> invalid_reason(const Config& c, const Target& t);
 
-/// Every configuration of the catalogue's full space for a variant (valid or not), so that
-/// invalid points can be reported with their reason.
+/// The configurations the sweep tries for a variant (valid or not, so that invalid points are
+/// reported with their reason). For `vectorized` it is a subset of what the validity rules admit
+/// (v1, b1024, u1 and the host finish are valid but never won on the GPUs measured).
 std::vector<Config> space(const Variant& v);
 
 /// Whether the same input always gives the same bits (no floating-point atomics).

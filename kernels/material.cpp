@@ -1,12 +1,6 @@
 // reduce-tune: the kernels of the course material (/work/shared/seeds/), by the names the
 // documents give them, in each document's order, with the configuration key that reproduces each.
-// Found from the repository root (-I.); the fallback finds the same header beside this file
-// when only -Iinclude is given.
-#if __has_include("kernels/material.h")
 #include "kernels/material.h"
-#else
-#include "material.h"
-#endif
 
 #include <array>
 

@@ -1,6 +1,10 @@
 // reduce-tune: the one compile-and-launch path.
 #include "kernels/runner.h"
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 namespace reduce_tune {
 
 Compiled KernelLoader::compile(const Config& c, DType dtype, Op op) {
@@ -33,6 +37,42 @@ Kernel KernelLoader::load(const Config& c, DType dtype, Op op) {
   k.init = module->function("rt_init_out");
   k.resources = res;
   return k;
+}
+
+std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<CompileJob>& jobs,
+                                        unsigned threads,
+                                        const std::function<void(std::size_t, std::size_t)>& done) {
+  std::map<std::string, std::size_t> first; // source -> first job with it
+  std::vector<std::size_t> source_of(jobs.size());
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    auto [it, inserted] = first.emplace(render(jobs[i].config, jobs[i].dtype, jobs[i].op), i);
+    if (inserted) todo.push_back(i);
+    source_of[i] = it->second;
+  }
+  std::vector<CompileOutcome> out(jobs.size());
+  std::atomic<std::size_t> next{0}, finished{0};
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (std::size_t k; (k = next++) < todo.size(); ++finished) {
+        const CompileJob& j = jobs[todo[k]];
+        try {
+          out[todo[k]].compiled = loader.compile(j.config, j.dtype, j.op);
+        } catch (const std::exception& e) {
+          out[todo[k]].error = e.what();
+        }
+      }
+    });
+  while (done && finished < todo.size()) {
+    done(finished, todo.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& th : pool) th.join();
+  for (std::size_t i = 0; i < jobs.size(); ++i)
+    if (source_of[i] != i) out[i] = out[source_of[i]];
+  return out;
 }
 
 void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n) {

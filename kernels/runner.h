@@ -7,6 +7,7 @@
 #include "kernels/nvrtc.h"
 #include "kernels/reference.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,23 @@ private:
   std::mutex mu_;
   std::map<std::string, std::pair<std::shared_ptr<const cuda::Module>, Resources>> modules_;
 };
+
+/// One kernel to compile.
+struct CompileJob {
+  Config config;
+  DType dtype = DType::f32;
+  Op op = Op::sum;
+};
+/// Its outcome: the compiled module, or the error (a CompileError's text carries the log).
+struct CompileOutcome {
+  Compiled compiled;
+  std::string error;
+};
+/// Compiles `jobs` on `threads` threads (0 = one per core), each distinct source once; outcomes
+/// are in the order of `jobs`. `done` (optional) is called with the count of finished sources.
+std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<CompileJob>& jobs,
+                                        unsigned threads,
+                                        const std::function<void(std::size_t, std::size_t)>& done = {});
 
 /// Device memory one reduction needs besides its input, grown on demand and reused.
 class Workspace {

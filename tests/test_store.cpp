@@ -1,7 +1,7 @@
 // Tests of the SQLite store (db/store.cpp).
 #include <catch2/catch.hpp>
 
-#include "store.h"
+#include "db/store.h"
 
 #include <sqlite3.h>
 

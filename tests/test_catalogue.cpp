@@ -1,0 +1,181 @@
+// The variant catalogue: coverage of the material, validity rules, launch plans, rendering, and
+// that every valid configuration compiles (NVRTC needs no GPU).
+#include <catch2/catch.hpp>
+
+#include "kernels/catalogue.h"
+#include "kernels/material.h"
+#include "kernels/runner.h"
+
+#include <fstream>
+#include <set>
+
+#include <unistd.h>
+
+using namespace reduce_tune;
+
+namespace {
+Target sm(int cc, DType d = DType::f32, Op op = Op::sum) { return Target{d, op, cc, 1024, 132, false}; }
+Config cfg(const char* k) {
+  auto c = parse_key(k);
+  REQUIRE(c);
+  return *c;
+}
+} // namespace
+
+TEST_CASE("the catalogue holds every kernel family of the material", "[catalogue]") {
+  for (const char* v : {"neighbored_gmem", "neighbored", "neighbored_less", "interleaved", "unrolling",
+                        "unroll_warps", "complete_unroll", "complete_unroll_template", "atomic_global",
+                        "atomic_shared", "multi_seq", "vectorized"})
+    CHECK(find_variant(v));
+}
+
+TEST_CASE("every material kernel maps to a valid configuration on its own GPUs", "[catalogue]") {
+  std::set<std::string> names;
+  for (const MaterialKernel& k : material_kernels()) {
+    INFO(k.doc << " " << k.name << " " << k.key);
+    std::string why;
+    auto c = parse_key(k.key, &why);
+    REQUIRE(c);
+    // The material ran on Kepler..Turing; sm_35 admits every tail it used.
+    const DType d = k.doc.starts_with("004") ? DType::f32 : DType::i32;
+    CHECK_FALSE(invalid_reason(*c, sm(35, d)));
+    names.insert(std::string(k.name));
+  }
+  for (const char* n : {"reduceNeighbored", "reduceNeighboredLess", "reduceInterleaved", "reduceUnrolling2",
+                        "reduceUnrolling4", "reduceUnrolling8", "reduceUnrollWarps8",
+                        "reduceCompleteUnrollWarps8", "reduceCompleteUnroll", "reduceNeighboredGmem_1",
+                        "reduceCompleteUnrolling8Template_8", "atomic global", "atomic shared", "reduction",
+                        "anti divergence", "anti conflicts", "dual load", "unrolled last", "unrolled all",
+                        "shuffle", "multi seq"})
+    CHECK(names.count(n));
+}
+
+TEST_CASE("validity rules give a reason for each invalid point", "[catalogue]") {
+  auto reason = [](const char* k, Target t) { return invalid_reason(cfg(k), t).value_or(""); };
+  CHECK_THAT(reason("unroll_warps.b512.u8.volatile.host", sm(90)), Catch::Contains("independent thread scheduling"));
+  CHECK(reason("unroll_warps.b512.u8.volatile.host", sm(61)).empty());
+  Target study = sm(90);
+  study.allow_unsafe = true;
+  CHECK(reason("unroll_warps.b512.u8.volatile.host", study).empty());
+  CHECK_THAT(reason("unroll_warps.b32.u8.shfl.host", sm(90)), Catch::Contains("at least 64"));
+  CHECK_THAT(reason("unroll_warps.b512.u8.redux.host", sm(90)), Catch::Contains("32-bit integers"));
+  CHECK_THAT(reason("unroll_warps.b512.u8.redux.host", sm(75, DType::i32)), Catch::Contains("sm_80"));
+  CHECK(reason("unroll_warps.b512.u8.redux.host", sm(90, DType::i32)).empty());
+  CHECK_THAT(reason("unrolling.b512.u2.atomic", sm(50, DType::f64)), Catch::Contains("sm_60"));
+  CHECK_THAT(reason("vectorized.b256.u4.v4.g0.shfl.lastblock", sm(90, DType::f64)), Catch::Contains("16-byte"));
+  Target small = sm(90);
+  small.max_block = 512;
+  CHECK_THAT(reason("interleaved.b1024.host", small), Catch::Contains("device limit"));
+  Config c = cfg("unrolling.b256.u2.host");
+  c.unroll = 3;
+  CHECK_THAT(invalid_reason(c, sm(90)).value_or(""), Catch::Contains("unroll 3"));
+  c.unroll = 2, c.block = 48;
+  CHECK_THAT(invalid_reason(c, sm(90)).value_or(""), Catch::Contains("not a power of two"));
+  CHECK_THAT(reason("atomic_global.b256.atomic", sm(90)), Catch::Equals(""));
+  Config host_atomic = cfg("atomic_global.b256.atomic");
+  host_atomic.finish = Finish::host;
+  CHECK_THAT(invalid_reason(host_atomic, sm(90)).value_or(""), Catch::Contains("not available"));
+}
+
+TEST_CASE("launch plans cover every element with at least one block", "[catalogue]") {
+  const Target t = sm(90);
+  for (const Variant& v : variants())
+    for (const Config& c : space(v)) {
+      if (invalid_reason(c, t)) continue;
+      for (std::uint64_t n : {1ull, 33ull, 1ull << 24, 3ull << 32}) {
+        const LaunchPlan p = plan(c, t, n);
+        INFO(key(c) << " n=" << n);
+        REQUIRE(p.grid >= 1);
+        CHECK(p.block == unsigned(c.block));
+        const std::uint64_t per_block = std::uint64_t(c.block) * c.unroll * c.vec;
+        const bool stride = c.variant == "multi_seq" || (c.variant == "vectorized" && c.grid > 0);
+        if (!stride) CHECK(std::uint64_t(p.grid) * per_block >= n);
+        CHECK(summation_depth(c, t, n) >= 1);
+      }
+    }
+  CHECK(plan(cfg("unrolling.b512.u8.host"), t, 1 << 24).grid == 4096);
+  CHECK(plan(cfg("multi_seq.b256.g8.shfl.atomic"), t, 1 << 28).grid == 8 * 132);
+  CHECK(plan(cfg("neighbored_gmem.b512.host"), t, 100).scratch);
+  CHECK(plan(cfg("vectorized.b256.u4.v4.g0.shfl.lastblock"), t, 100).counter);
+}
+
+TEST_CASE("rendering leaves out what the template does not use", "[catalogue]") {
+  CHECK(render(cfg("neighbored.b128.host"), DType::f32, Op::sum) ==
+        render(cfg("neighbored.b512.host"), DType::f32, Op::sum));
+  CHECK(render(cfg("complete_unroll_template.b128.u2.shfl.host"), DType::f32, Op::sum) !=
+        render(cfg("complete_unroll_template.b256.u2.shfl.host"), DType::f32, Op::sum));
+  const std::string s = render(cfg("unrolling.b256.u4.atomic"), DType::i64, Op::max);
+  CHECK_THAT(s, Catch::Contains("typedef long long T;") && Catch::Contains("#define RT_OP_MAX 1") &&
+                    Catch::Contains("#define RT_UNROLL 4") && Catch::Contains("#define RT_FINISH_ATOMIC 1"));
+  CHECK(deterministic(cfg("unrolling.b256.u4.atomic"), DType::i32));
+  CHECK_FALSE(deterministic(cfg("unrolling.b256.u4.atomic"), DType::f32));
+  CHECK(deterministic(cfg("vectorized.b256.u4.v4.g0.shfl.lastblock"), DType::f32));
+}
+
+TEST_CASE("every valid configuration compiles with NVRTC for sm_75 and sm_90", "[catalogue][nvrtc]") {
+  Nvrtc nvrtc;
+  CompileCache none("");
+  for (int cc : {75, 90}) {
+    KernelLoader loader(nvrtc, none, nvrtc.target_for(cc));
+    std::vector<CompileJob> jobs;
+    for (DType d : {DType::i32, DType::f32})
+      for (const Variant& v : variants())
+        for (const Config& c : space(v))
+          if (!invalid_reason(c, sm(cc, d))) jobs.push_back({c, d, Op::sum});
+    const auto outcomes = compile_all(loader, jobs, 0);
+    std::size_t failed = 0;
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      if (!outcomes[i].error.empty()) {
+        ++failed;
+        FAIL_CHECK(key(jobs[i].config) << " " << name(jobs[i].dtype) << " sm_" << cc << ": " << outcomes[i].error);
+      }
+    CHECK(failed == 0);
+    CHECK(jobs.size() > 500);
+    // ptxas reports resources for cubin targets.
+    CHECK(outcomes.front().compiled.resources.registers > 0);
+  }
+}
+
+TEST_CASE("NVRTC target selection", "[catalogue][nvrtc]") {
+  Nvrtc nvrtc;
+  CHECK(nvrtc.target_for(90).arch == "sm_90");
+  CHECK(nvrtc.target_for(90).cubin);
+  if (nvrtc.major() >= 13) {
+    CHECK_THROWS_WITH(nvrtc.target_for(35), Catch::Contains("CUDA 11"));
+    CHECK_THROWS_WITH(nvrtc.parse_target("sm_35"), Catch::Contains("does not target sm_35"));
+  }
+  CHECK_THROWS_WITH(nvrtc.parse_target("banana"), Catch::Contains("not an architecture"));
+  CHECK(nvrtc.parse_target("compute_90").cubin == false);
+}
+
+TEST_CASE("a compile error carries the full log and the options", "[catalogue][nvrtc]") {
+  Nvrtc nvrtc;
+  try {
+    nvrtc.compile("__global__ void k() { this is not cuda; }", "bad.cu", nvrtc.target_for(90));
+    FAIL("compiled invalid source");
+  } catch (const CompileError& e) {
+    CHECK_THAT(e.log(), Catch::Contains("error"));
+    CHECK_THAT(e.options(), Catch::Contains("--gpu-architecture=sm_90"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("bad.cu"));
+  }
+}
+
+TEST_CASE("the compile cache returns what it stored and survives a corrupt file", "[catalogue][nvrtc]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("rt_cache_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  Nvrtc nvrtc;
+  CompileCache cache(dir);
+  const std::string src = render(cfg("interleaved.b256.host"), DType::f32, Op::sum);
+  const Compiled first = cache.get(nvrtc, src, nvrtc.target_for(90));
+  CHECK_FALSE(first.from_cache);
+  const Compiled second = cache.get(nvrtc, src, nvrtc.target_for(90));
+  CHECK(second.from_cache);
+  CHECK(second.image == first.image);
+  CHECK(second.resources.registers == first.resources.registers);
+  CHECK(cache.hits() == 1);
+  for (const auto& f : std::filesystem::directory_iterator(dir)) std::ofstream(f.path()) << "garbage";
+  const Compiled third = cache.get(nvrtc, src, nvrtc.target_for(90));
+  CHECK_FALSE(third.from_cache);
+  CHECK(third.image == first.image);
+  std::filesystem::remove_all(dir);
+}

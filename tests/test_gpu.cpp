@@ -1,0 +1,115 @@
+// GPU tests: every valid configuration reduces correctly at awkward sizes, and the input is never
+// modified. Run where a GPU exists; test_gpu_main.cpp skips them (exit 4) elsewhere.
+#include <catch2/catch.hpp>
+
+#include "kernels/runner.h"
+
+using namespace reduce_tune;
+
+namespace {
+
+struct Gpu {
+  cuda::Context ctx{0};
+  cuda::DeviceInfo info = cuda::device_info(0);
+  Nvrtc nvrtc;
+  CompileCache cache{CompileCache::default_dir()};
+  KernelLoader loader{nvrtc, cache, nvrtc.target_for(info.cc())};
+  cuda::Stream stream;
+  Target target(DType d, Op op) const {
+    return Target{d, op, info.cc(), info.max_threads_per_block, info.sm_count, false};
+  }
+};
+
+Gpu& gpu() {
+  static Gpu g;
+  return g;
+}
+
+// Runs every valid configuration of `variants` (all when empty) for (dtype, op) at each size;
+// returns the number of results checked. Each result is checked against the CPU reference; the
+// input is compared byte for byte afterwards.
+std::size_t check_all(DType d, Op op, const std::vector<std::uint64_t>& sizes,
+                      const std::vector<std::string>& only = {}) {
+  Gpu& g = gpu();
+  const Target t = g.target(d, op);
+  std::vector<CompileJob> jobs;
+  for (const Variant& v : variants()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), v.name) == only.end()) continue;
+    for (const Config& c : space(v))
+      if (!invalid_reason(c, t)) jobs.push_back({c, d, op});
+  }
+  for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
+  Workspace ws;
+  std::size_t checked = 0;
+  for (std::uint64_t n : sizes) {
+    const HostArray data = make_input(d, n, 1000 + n);
+    const Reference ref = reference(data, op);
+    cuda::Buffer in(n * size_of(d));
+    RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+    for (const CompileJob& j : jobs) {
+      const Kernel k = g.loader.load(j.config, d, op);
+      const LaunchPlan p = plan(j.config, t, n);
+      ws.reserve(p, d, n);
+      RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, g.stream.get()));
+      if (p.partials) RT_CU(cuMemsetD8Async(ws.partials(), 0xA5, p.grid * size_of(d), g.stream.get()));
+      const Scalar got = reduce_once(k, p, in.get(), n, ws, g.stream.get());
+      const Check c = check(ref, got, op, summation_depth(j.config, t, n));
+      INFO(key(j.config) << " " << name(d) << " " << name(op) << " n=" << n << ": got " << c.observed
+                         << ", expected " << c.expected << " (error " << c.error << ", bound " << c.bound << ")");
+      CHECK(c.ok);
+      ++checked;
+    }
+    HostArray after;
+    after.bytes.resize(data.bytes.size());
+    RT_CU(cuMemcpyDtoH(after.bytes.data(), in.get(), after.bytes.size()));
+    CHECK(after.bytes == data.bytes);
+  }
+  return checked;
+}
+
+const std::vector<std::uint64_t> kSizes = {1, 2, 31, 32, 33, 1000, (1u << 20) + 1, 1u << 24, 3u * (1u << 22) + 5};
+
+} // namespace
+
+TEST_CASE("every valid int32 sum configuration is right at awkward sizes", "[gpu]") {
+  CHECK(check_all(DType::i32, Op::sum, kSizes) > 4000);
+}
+
+TEST_CASE("every valid float32 sum configuration is right at awkward sizes", "[gpu]") {
+  CHECK(check_all(DType::f32, Op::sum, kSizes) > 4000);
+}
+
+TEST_CASE("min and max, and the other dtypes, through the same templates", "[gpu]") {
+  const std::vector<std::uint64_t> sizes = {1, 33, 1000, (1u << 20) + 1};
+  const std::vector<std::string> some = {"interleaved", "unroll_warps", "multi_seq", "vectorized", "atomic_shared"};
+  for (DType d : {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64})
+    for (Op op : {Op::sum, Op::min, Op::max}) {
+      INFO(name(d) << " " << name(op));
+      CHECK(check_all(d, op, sizes, some) > 0);
+    }
+}
+
+TEST_CASE("vectorized loads handle an unaligned start", "[gpu]") {
+  Gpu& g = gpu();
+  const std::uint64_t n = (1u << 20) + 7;
+  const HostArray data = make_input(DType::f32, n + 3, 5);
+  cuda::Buffer in((n + 3) * 4);
+  RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+  Workspace ws;
+  for (int offset = 0; offset < 4; ++offset) {
+    HostArray part;
+    part.dtype = DType::f32, part.n = n;
+    part.bytes.assign(data.bytes.begin() + offset * 4, data.bytes.begin() + (offset + n) * 4);
+    const Reference ref = reference(part, Op::sum);
+    for (const char* key_text : {"vectorized.b256.u4.v4.g0.shfl.lastblock", "vectorized.b512.u2.v4.g4.shfl.twopass"}) {
+      const Config c = *parse_key(key_text);
+      const Target t = g.target(DType::f32, Op::sum);
+      const Kernel k = g.loader.load(c, DType::f32, Op::sum);
+      const LaunchPlan p = plan(c, t, n);
+      ws.reserve(p, DType::f32, n);
+      const Scalar got = reduce_once(k, p, in.get() + offset * 4, n, ws, g.stream.get());
+      INFO(key_text << " offset " << offset);
+      CHECK(check(ref, got, Op::sum, summation_depth(c, t, n)).ok);
+    }
+  }
+}

@@ -1,0 +1,482 @@
+// reduce-tune: the command line. Parses options into plain structs, calls the library, prints.
+// Exit codes: 0 success, 1 runtime failure (no GPU, a failed compile, a store error), 2 usage.
+#include "db/store.h"
+#include "kernels/catalogue.h"
+#include "kernels/driver.h"
+#include "kernels/material.h"
+#include "kernels/nvrtc.h"
+#include "kernels/runner.h"
+#include "tuner/report.h"
+#include "tuner/sizes.h"
+#include "tuner/sweep.h"
+
+#include <boost/program_options.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+#include <thread>
+
+namespace po = boost::program_options;
+using namespace reduce_tune;
+
+namespace {
+
+/// A usage error: exit code 2.
+struct Usage : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const auto comma = s.find(',', start);
+    const std::string tok = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!tok.empty()) out.push_back(tok);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+template <typename T, typename Parse>
+std::vector<T> parse_list(const std::string& text, Parse parse, const char* what) {
+  std::vector<T> out;
+  for (const auto& tok : split(text)) {
+    auto v = parse(tok);
+    if (!v) throw Usage("unknown " + std::string(what) + " '" + tok + "'");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+std::vector<int> parse_ints(const std::string& text, const char* what) {
+  return parse_list<int>(text, [&](const std::string& t) -> std::optional<int> {
+    try {
+      std::size_t pos = 0;
+      const int v = std::stoi(t, &pos);
+      if (pos == t.size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw Usage(std::string(what) + " '" + t + "' is not an integer");
+  }, what);
+}
+
+Format parse_format(const std::string& f) {
+  if (f == "md") return Format::md;
+  if (f == "csv") return Format::csv;
+  if (f == "json") return Format::json;
+  throw Usage("unknown format '" + f + "' (md, csv or json)");
+}
+
+std::uint64_t parse_n(const std::string& text) {
+  std::string why;
+  auto n = parse_size(text, &why);
+  if (!n) throw Usage(why);
+  return *n;
+}
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
+                        const po::positional_options_description* pos = nullptr) {
+  po::variables_map vm;
+  auto parser = po::command_line_parser(args).options(desc);
+  if (pos) parser.positional(*pos);
+  po::store(parser.run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+std::string command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+// ---- tune -------------------------------------------------------------------------------------
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_sigint(int) {
+  g_stop = true;
+  std::signal(SIGINT, SIG_DFL); // a second Ctrl-C ends the process at once
+}
+
+int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
+  po::options_description desc("reduce-tune [tune] options");
+  std::string device = "0", dtypes = "int32,float32", ops = "sum", sizes, vars, blocks, unrolls,
+              tails, finishes, keys, format = "md";
+  SweepOptions o;
+  desc.add_options()
+    ("help,h", "this help")
+    ("device", po::value(&device)->default_value(device), "GPU ordinal")
+    ("dtypes", po::value(&dtypes)->default_value(dtypes), "int32,uint32,int64,float32,float64")
+    ("ops", po::value(&ops)->default_value(ops), "sum,min,max")
+    ("sizes", po::value(&sizes), "sizes, e.g. 2^20,16M,3*2^22+5 (default 2^10,2^12,...,2^28)")
+    ("variants", po::value(&vars), "catalogue names (default: all)")
+    ("block-sizes", po::value(&blocks), "e.g. 128,256,512")
+    ("unroll", po::value(&unrolls), "e.g. 2,4,8")
+    ("tails", po::value(&tails), "none,volatile,syncwarp,shfl,redux")
+    ("finishes", po::value(&finishes), "host,atomic,twopass,lastblock")
+    ("keys", po::value(&keys), "exact configuration keys (overrides the filters)")
+    ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions (median)")
+    ("hot", po::bool_switch(&o.hot), "do not flush L2 before each repetition")
+    ("unsafe-tails", po::bool_switch(&o.allow_unsafe), "admit the volatile tail on sm_70+ (study)")
+    ("resume", po::bool_switch(&o.resume), "skip points already stored for this GPU")
+    ("seed", po::value(&o.seed)->default_value(o.seed), "random data seed")
+    ("db", po::value(&o.db_path), "tuning database (default $REDUCE_TUNE_DB or the XDG data dir)")
+    ("nvrtc", po::value(&o.nvrtc_path), "NVRTC library to compile with")
+    ("cache-dir", po::value(&o.cache_dir), "compile cache directory")
+    ("format", po::value(&format)->default_value(format), "md, csv or json");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  const Format fmt = parse_format(format);
+  try {
+    o.device = std::stoi(device);
+  } catch (const std::exception&) {
+    throw Usage("--device '" + device + "' is not a GPU ordinal");
+  }
+  o.dtypes = parse_list<DType>(dtypes, parse_dtype, "dtype");
+  o.ops = parse_list<Op>(ops, parse_op, "op");
+  if (!sizes.empty()) {
+    std::string why;
+    auto s = parse_sizes(sizes, &why);
+    if (!s) throw Usage(why);
+    o.sizes = *s;
+  }
+  o.variants = split(vars);
+  for (const auto& v : o.variants)
+    if (!find_variant(v)) throw Usage("unknown variant '" + v + "' (see: reduce-tune variants)");
+  o.blocks = parse_ints(blocks, "block size");
+  for (int b : o.blocks)
+    if (b < 32 || b > 1024 || (b & (b - 1)))
+      throw Usage("block size " + std::to_string(b) + " is not a power of two in 32..1024");
+  o.unrolls = parse_ints(unrolls, "unroll");
+  for (int u : o.unrolls)
+    if (u != 1 && u != 2 && u != 4 && u != 8)
+      throw Usage("unroll " + std::to_string(u) + " is not one of 1, 2, 4, 8");
+  o.tails = parse_list<Tail>(tails, parse_tail, "tail");
+  o.finishes = parse_list<Finish>(finishes, parse_finish, "finish");
+  o.keys = split(keys);
+  for (const auto& k : o.keys) {
+    std::string why;
+    if (!parse_key(k, &why)) throw Usage(why);
+  }
+  if (o.reps < 1) throw Usage("--reps must be at least 1");
+  o.command_line = cmdline;
+
+  std::signal(SIGINT, on_sigint);
+  const bool tty = isatty(STDERR_FILENO);
+  double last_print = -10;
+  auto progress = [&](const Progress& p) {
+    if (!tty && p.elapsed_s - last_print < 5 && p.done != p.total) return;
+    last_print = p.elapsed_s;
+    std::fprintf(stderr, "%s[%s] %zu/%zu %s  elapsed %.0fs eta %.0fs%s", tty ? "\r\033[K" : "",
+                 p.phase.c_str(), p.done, p.total, p.current.c_str(), p.elapsed_s, p.eta_s,
+                 tty ? "" : "\n");
+  };
+  const SweepResult r = sweep(o, progress, [] { return g_stop.load(); });
+  if (tty) std::fprintf(stderr, "\n");
+
+  std::cout << format_tables(material_tables(r.measurements, r.device.name), fmt);
+  std::size_t invalid = 0;
+  for (const auto& m : r.measurements) invalid += !m.valid;
+  std::map<std::string, std::size_t> reasons;
+  for (const auto& s : r.skipped) ++reasons[s.reason];
+  std::fprintf(stderr, "\n%s (%s, sm_%d%d, peak %.0f GB/s): run %lld, %zu measurements, %zu failed the check\n",
+               r.device.name.c_str(), r.device.uuid.c_str(), r.device.cc_major, r.device.cc_minor,
+               r.device.peak_gbps, static_cast<long long>(r.run_id), r.measurements.size(), invalid);
+  for (const auto& m : r.measurements)
+    if (!m.valid) std::fprintf(stderr, "  FAILED %s %s %s n=%s: %s\n", m.key.c_str(), m.dtype.c_str(),
+                               m.op.c_str(), format_size(m.n).c_str(), m.error.c_str());
+  std::fprintf(stderr, "skipped points (%zu):\n", r.skipped.size());
+  for (const auto& [why, count] : reasons) std::fprintf(stderr, "  %5zu  %s\n", count, why.c_str());
+  std::fprintf(stderr,
+               "wall time %.1f s: data %.1f s, compile %.1f s (%zu compiled, %zu from cache), "
+               "validation %.1f s, timing %.1f s\n",
+               r.times.total_s, r.times.data_s, r.times.compile_s, r.compiled, r.cache_hits,
+               r.times.validate_s, r.times.timing_s);
+  if (r.interrupted) {
+    std::fprintf(stderr, "interrupted: completed measurements are stored; run the same command "
+                         "with --resume to continue\n");
+    return 130;
+  }
+  return invalid ? 1 : 0;
+}
+
+// ---- variants ---------------------------------------------------------------------------------
+
+int cmd_variants(const std::vector<std::string>& args) {
+  po::options_description desc("reduce-tune variants options");
+  std::string arch, dtype = "float32", op = "sum";
+  bool material = false, unsafe = false, all = false;
+  desc.add_options()
+    ("help,h", "this help")
+    ("material", po::bool_switch(&material), "the material's kernel names and their keys")
+    ("all", po::bool_switch(&all), "every point of the space, with the reason for invalid ones")
+    ("arch", po::value(&arch), "check validity for sm_XX (default sm_90)")
+    ("dtype", po::value(&dtype)->default_value(dtype), "dtype for validity")
+    ("op", po::value(&op)->default_value(op), "op for validity")
+    ("unsafe-tails", po::bool_switch(&unsafe), "admit the volatile tail on sm_70+");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (material) {
+    std::printf("%-28s %-36s %s\n", "document", "kernel", "configuration key");
+    for (const auto& k : material_kernels())
+      std::printf("%-28.*s %-36.*s %.*s%s%.*s\n", int(k.doc.size()), k.doc.data(), int(k.name.size()),
+                  k.name.data(), int(k.key.size()), k.key.data(), k.note.empty() ? "" : "  # ",
+                  int(k.note.size()), k.note.data());
+    return 0;
+  }
+  Target t;
+  auto d = parse_dtype(dtype);
+  auto o = parse_op(op);
+  if (!d) throw Usage("unknown dtype '" + dtype + "'");
+  if (!o) throw Usage("unknown op '" + op + "'");
+  t.dtype = *d, t.op = *o, t.allow_unsafe = unsafe;
+  if (!arch.empty()) {
+    const auto digits = arch.find_first_of("0123456789");
+    try {
+      t.cc = std::stoi(arch.substr(digits == std::string::npos ? arch.size() : digits));
+    } catch (const std::exception&) {
+      throw Usage("'" + arch + "' is not an architecture (expected e.g. sm_90)");
+    }
+  }
+  for (const Variant& v : variants()) {
+    std::size_t valid = 0;
+    std::map<std::string, std::size_t> reasons;
+    for (const Config& c : space(v)) {
+      auto why = invalid_reason(c, t);
+      if (all) std::printf("  %-50s %s\n", key(c).c_str(), why ? ("skipped: " + *why).c_str() : "valid");
+      why ? ++reasons[*why] : ++valid;
+    }
+    std::printf("%-26.*s %4zu valid on sm_%d  %.*s\n", int(v.name.size()), v.name.data(), valid, t.cc,
+                int(v.summary.size()), v.summary.data());
+    for (const auto& [why, n] : reasons) std::printf("%31zu skipped: %s\n", n, why.c_str());
+  }
+  return 0;
+}
+
+// ---- compile ----------------------------------------------------------------------------------
+
+int cmd_compile(const std::vector<std::string>& args) {
+  po::options_description desc("reduce-tune compile options");
+  std::string arch = "sm_90", nvrtc_path, dtypes = "int32,float32", ops = "sum", vars, cache_dir;
+  bool unsafe = false, quiet = false;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  desc.add_options()
+    ("help,h", "this help")
+    ("arch", po::value(&arch)->default_value(arch), "target, e.g. sm_75, sm_90, compute_90")
+    ("nvrtc", po::value(&nvrtc_path), "NVRTC library")
+    ("dtypes", po::value(&dtypes)->default_value(dtypes), "dtypes")
+    ("ops", po::value(&ops)->default_value(ops), "ops")
+    ("variants", po::value(&vars), "catalogue names (default: all)")
+    ("unsafe-tails", po::bool_switch(&unsafe), "include the volatile tail on sm_70+")
+    ("threads", po::value(&threads)->default_value(threads), "parallel compiles")
+    ("cache-dir", po::value(&cache_dir), "use this compile cache (default: none)")
+    ("quiet", po::bool_switch(&quiet), "print only the summary and failures");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  const auto ds = parse_list<DType>(dtypes, parse_dtype, "dtype");
+  const auto os = parse_list<Op>(ops, parse_op, "op");
+  const auto names = split(vars);
+  for (const auto& v : names)
+    if (!find_variant(v)) throw Usage("unknown variant '" + v + "' (see: reduce-tune variants)");
+  Nvrtc nvrtc(nvrtc_path);
+  ArchTarget target;
+  try {
+    target = nvrtc.parse_target(arch);
+  } catch (const std::invalid_argument& e) {
+    throw Usage(e.what());
+  }
+  const int cc = std::stoi(target.arch.substr(target.arch.find('_') + 1));
+  std::vector<CompileJob> jobs;
+  std::set<std::string> seen;
+  for (DType d : ds)
+    for (Op op : os) {
+      const Target t{d, op, cc, 1024, 132, unsafe};
+      for (const Variant& v : variants()) {
+        if (!names.empty() && std::find(names.begin(), names.end(), v.name) == names.end()) continue;
+        for (const Config& c : space(v))
+          if (!invalid_reason(c, t) && seen.insert(render(c, d, op)).second) jobs.push_back({c, d, op});
+      }
+    }
+  CompileCache cache(cache_dir);
+  KernelLoader loader(nvrtc, cache, target);
+  const auto outcomes = compile_all(loader, jobs, threads);
+  std::size_t failed = 0;
+  if (!quiet)
+    std::printf("# NVRTC %s, %s (%s)\n%-52s %-8s %-4s %4s %6s %6s %6s %6s\n", nvrtc.version().c_str(),
+                target.arch.c_str(), target.cubin ? "cubin" : "PTX", "configuration", "dtype", "op",
+                "regs", "spillS", "spillL", "smem", "stack");
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    const bool ok = outcomes[k].error.empty();
+    failed += !ok;
+    if (ok && quiet) continue;
+    const Resources& r = outcomes[k].compiled.resources;
+    std::printf("%-52s %-8s %-4s ", key(jobs[k].config).c_str(), std::string(name(jobs[k].dtype)).c_str(),
+                std::string(name(jobs[k].op)).c_str());
+    if (ok)
+      std::printf("%4d %6d %6d %6d %6d\n", r.registers, r.spill_stores, r.spill_loads, r.smem_bytes, r.stack_bytes);
+    else
+      std::printf("FAILED: %s\n", outcomes[k].error.c_str());
+  }
+  std::printf("%zu distinct kernels for %s with NVRTC %s: %zu compiled, %zu failed\n", jobs.size(),
+              target.arch.c_str(), nvrtc.version().c_str(), jobs.size() - failed, failed);
+  return failed ? 1 : 0;
+}
+
+// ---- query, devices, nvrtc --------------------------------------------------------------------
+
+int cmd_query(const std::vector<std::string>& args) {
+  po::options_description desc("reduce-tune query options");
+  std::string db_path, dtype = "float32", op = "sum", n_text, uuid;
+  int device = -1;
+  desc.add_options()
+    ("help,h", "this help")
+    ("device", po::value(&device), "GPU ordinal (needs the GPU to read its UUID)")
+    ("uuid", po::value(&uuid), "GPU UUID as stored (works without a GPU)")
+    ("dtype", po::value(&dtype)->default_value(dtype), "dtype")
+    ("op", po::value(&op)->default_value(op), "op")
+    ("n", po::value(&n_text), "number of elements, e.g. 1000000 or 2^20")
+    ("db", po::value(&db_path), "tuning database");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (n_text.empty()) throw Usage("query needs --n");
+  const std::uint64_t n = parse_n(n_text);
+  if (!parse_dtype(dtype)) throw Usage("unknown dtype '" + dtype + "'");
+  if (!parse_op(op)) throw Usage("unknown op '" + op + "'");
+  if (device >= 0) uuid = cuda::device_info(device).uuid;
+  const std::string path = db_path.empty() ? db::default_store_path() : db_path;
+  db::Store store(path);
+  std::vector<db::DeviceRecord> devs;
+  if (!uuid.empty()) {
+    auto d = store.device(uuid);
+    if (!d) {
+      std::fprintf(stderr, "no tuning stored for %s in %s\n", uuid.c_str(), path.c_str());
+      return 1;
+    }
+    devs.push_back(*d);
+  } else {
+    devs = store.devices();
+  }
+  int found = 0;
+  for (const auto& d : devs) {
+    auto b = store.nearest(d.uuid, dtype, op, n);
+    if (!b) continue;
+    ++found;
+    std::printf("%s (%s): %s %s n=%s -> %s  %.2f us  %.1f GB/s  %.1f%% of peak%s\n", d.name.c_str(),
+                d.uuid.c_str(), dtype.c_str(), op.c_str(), format_size(n).c_str(), b->m.key.c_str(),
+                b->m.median_us, b->m.gbps, b->m.pct_peak,
+                b->n == n ? "  (tuned at this size)"
+                          : ("  (nearest tuned size " + format_size(b->n) + ")").c_str());
+  }
+  if (!found) {
+    std::fprintf(stderr, "no tuning stored for %s %s in %s\n", dtype.c_str(), op.c_str(), path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int cmd_devices(const std::vector<std::string>& args) {
+  po::options_description desc("reduce-tune devices options");
+  std::string db_path;
+  desc.add_options()("help,h", "this help")("db", po::value(&db_path), "tuning database");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  std::string why;
+  if (!cuda::available(&why)) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    return 1;
+  }
+  for (int i = 0; i < cuda::device_count(); ++i) {
+    const auto d = cuda::device_info(i);
+    std::printf("%d  %s  %s  sm_%d%d  %d SMs  %.0f MiB L2  %.1f GiB  peak %.0f GB/s  driver %d\n", i,
+                d.name.c_str(), d.uuid.c_str(), d.cc_major, d.cc_minor, d.sm_count,
+                double(d.l2_bytes) / (1 << 20), double(d.total_mem) / (1 << 30), d.peak_gbps(),
+                d.driver_version);
+  }
+  return 0;
+}
+
+int cmd_nvrtc(const std::vector<std::string>& args) {
+  po::options_description desc("reduce-tune nvrtc options");
+  std::string path;
+  desc.add_options()("help,h", "this help")("nvrtc", po::value(&path), "NVRTC library");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  Nvrtc nvrtc(path);
+  std::printf("NVRTC %s (%s)\narchitectures:", nvrtc.version().c_str(), nvrtc.path().c_str());
+  for (int a : nvrtc.archs()) std::printf(" sm_%d", a);
+  std::printf("\n");
+  return 0;
+}
+
+constexpr const char* kUsage =
+    "usage: reduce-tune [command] [options]\n\n"
+    "commands:\n"
+    "  tune       sweep the configuration space on one GPU (the default: reduce-tune --device 0)\n"
+    "  variants   list the catalogue (--material: the course material's kernels and their keys)\n"
+    "  compile    compile every valid configuration for an architecture, no GPU needed\n"
+    "  query      the stored best configuration for (device, dtype, op, n)\n"
+    "  devices    list the GPUs of this machine\n"
+    "  nvrtc      the NVRTC version and the architectures it targets\n\n"
+    "reduce-tune COMMAND --help for the options of a command.\n";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string cmd = "tune";
+  if (!args.empty() && args[0][0] != '-') {
+    cmd = args[0];
+    args.erase(args.begin());
+  } else if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  try {
+    if (cmd == "tune") return cmd_tune(args, command_line(argc, argv));
+    if (cmd == "variants") return cmd_variants(args);
+    if (cmd == "compile") return cmd_compile(args);
+    if (cmd == "query") return cmd_query(args);
+    if (cmd == "devices") return cmd_devices(args);
+    if (cmd == "nvrtc") return cmd_nvrtc(args);
+    if (cmd == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    throw Usage("unknown command '" + cmd + "'");
+  } catch (const Usage& e) {
+    std::fprintf(stderr, "reduce-tune: %s\n", e.what());
+    return 2;
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "reduce-tune: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "reduce-tune: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,117 @@
+// reduce-tune: the material's table.
+#include "tuner/report.h"
+
+#include "kernels/catalogue.h"
+#include "tuner/sizes.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+namespace reduce_tune {
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    r += c;
+  }
+  return r + "\"";
+}
+
+} // namespace
+
+std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const std::string& device) {
+  // (dtype, op, n) -> variant -> best measurement
+  std::map<std::tuple<std::string, std::string, std::uint64_t>, std::map<std::string, const db::Measurement*>> best;
+  std::map<std::tuple<std::string, std::string, std::uint64_t>, std::pair<std::size_t, std::size_t>> counts;
+  for (const auto& m : ms) {
+    const auto k = std::make_tuple(m.dtype, m.op, m.n);
+    auto& c = counts[k];
+    ++c.first;
+    if (!m.valid) {
+      ++c.second;
+      continue;
+    }
+    const db::Measurement*& b = best[k][m.variant];
+    if (!b || m.median_us < b->median_us) b = &m;
+  }
+  std::vector<Table> out;
+  for (const auto& [k, per_variant] : best) {
+    Table t;
+    t.device = device;
+    std::tie(t.dtype, t.op, t.n) = k;
+    std::tie(t.measured, t.failed) = counts[k];
+    for (const Variant& v : variants()) {
+      auto it = per_variant.find(std::string(v.name));
+      if (it == per_variant.end()) continue;
+      const db::Measurement& m = *it->second;
+      TableRow r{m.variant, m.key, m.median_us, m.gbps, m.pct_peak, 1, 1};
+      if (!t.rows.empty()) {
+        r.step = t.rows.back().us / r.us;
+        r.cumulative = t.rows.front().us / r.us;
+      }
+      t.rows.push_back(r);
+      if (t.best.key.empty() || r.us < t.best.us) t.best = r;
+    }
+    if (!t.rows.empty()) t.best.cumulative = t.rows.front().us / t.best.us, t.best.step = 0;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string format_tables(const std::vector<Table>& tables, Format f) {
+  std::ostringstream o;
+  if (f == Format::json) o << "[";
+  if (f == Format::csv)
+    o << "device,dtype,op,n,kernel,key,time_us,gbps,step_speedup,cumulative_speedup,pct_peak\n";
+  bool first_table = true;
+  for (const Table& t : tables) {
+    if (f == Format::md) {
+      o << "\n### " << t.device << ": " << t.dtype << " " << t.op << ", n = " << format_size(t.n)
+        << " (" << t.measured << " measured, " << t.failed << " failed the check)\n\n"
+        << "| kernel | best configuration | time (us) | bandwidth (GB/s) | step speedup | "
+           "cumulative speedup | % of peak |\n|---|---|---:|---:|---:|---:|---:|\n";
+      for (const TableRow& r : t.rows)
+        o << "| " << r.kernel << " | `" << r.key << "` | " << fixed(r.us, 2) << " | "
+          << fixed(r.gbps, 1) << " | " << (&r == &t.rows.front() ? "" : fixed(r.step, 2) + "x")
+          << " | " << fixed(r.cumulative, 2) << "x | " << fixed(r.pct_peak, 1) << " |\n";
+      o << "| **best** | `" << t.best.key << "` | **" << fixed(t.best.us, 2) << "** | **"
+        << fixed(t.best.gbps, 1) << "** | | " << fixed(t.best.cumulative, 2) << "x | **"
+        << fixed(t.best.pct_peak, 1) << "** |\n";
+    } else if (f == Format::csv) {
+      auto row = [&](const TableRow& r, const std::string& kernel) {
+        o << '"' << t.device << "\"," << t.dtype << ',' << t.op << ',' << t.n << ',' << kernel << ','
+          << r.key << ',' << fixed(r.us, 3) << ',' << fixed(r.gbps, 2) << ',' << fixed(r.step, 3)
+          << ',' << fixed(r.cumulative, 3) << ',' << fixed(r.pct_peak, 2) << '\n';
+      };
+      for (const TableRow& r : t.rows) row(r, r.kernel);
+      row(t.best, "best");
+    } else {
+      o << (first_table ? "" : ",") << "\n {\"device\": " << json_string(t.device)
+        << ", \"dtype\": " << json_string(t.dtype) << ", \"op\": " << json_string(t.op)
+        << ", \"n\": " << t.n << ", \"measured\": " << t.measured << ", \"failed\": " << t.failed
+        << ", \"best\": " << json_string(t.best.key) << ", \"rows\": [";
+      for (const TableRow& r : t.rows)
+        o << (&r == &t.rows.front() ? "" : ", ") << "{\"kernel\": " << json_string(r.kernel)
+          << ", \"key\": " << json_string(r.key) << ", \"time_us\": " << fixed(r.us, 3)
+          << ", \"gbps\": " << fixed(r.gbps, 2) << ", \"step_speedup\": " << fixed(r.step, 3)
+          << ", \"cumulative_speedup\": " << fixed(r.cumulative, 3)
+          << ", \"pct_peak\": " << fixed(r.pct_peak, 2) << "}";
+      o << "]}";
+    }
+    first_table = false;
+  }
+  if (f == Format::json) o << "\n]\n";
+  return o.str();
+}
+
+} // namespace reduce_tune

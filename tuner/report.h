@@ -1,0 +1,35 @@
+// reduce-tune: the material's table (kernel, time, bandwidth, step and cumulative speedup, % of
+// peak), one row per variant at its best configuration, then the overall best; md, csv or json.
+#pragma once
+
+#include "db/store.h"
+
+#include <string>
+#include <vector>
+
+namespace reduce_tune {
+
+enum class Format { md, csv, json };
+
+struct TableRow {
+  std::string kernel;   ///< variant name
+  std::string key;      ///< its best configuration
+  double us = 0, gbps = 0, pct_peak = 0;
+  double step = 0, cumulative = 0; ///< speedups over the previous row and over the first row
+};
+
+/// One (device, dtype, op, n).
+struct Table {
+  std::string device, dtype, op;
+  std::uint64_t n = 0;
+  std::vector<TableRow> rows;
+  TableRow best;
+  std::size_t measured = 0, failed = 0;
+};
+
+/// Tables for every (dtype, op, n) among `ms` (valid measurements only; variants in catalogue
+/// order).
+std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const std::string& device);
+std::string format_tables(const std::vector<Table>& tables, Format f);
+
+} // namespace reduce_tune

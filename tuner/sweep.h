@@ -1,0 +1,75 @@
+// reduce-tune: the sweep. For every (dtype, op, n) and every valid configuration: check the result
+// against the CPU reference, time it, store it.
+#pragma once
+
+#include "reduce_tune/config.h"
+#include "db/store.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace reduce_tune {
+
+/// What to sweep and how. Empty lists mean "all" (for sizes: the defaults, 2^10 .. 2^28 by 4x).
+struct SweepOptions {
+  int device = 0;
+  std::vector<DType> dtypes{DType::i32, DType::f32};
+  std::vector<Op> ops{Op::sum};
+  std::vector<std::uint64_t> sizes;
+  std::vector<std::string> variants;
+  std::vector<int> blocks, unrolls;
+  std::vector<Tail> tails;
+  std::vector<Finish> finishes;
+  std::vector<std::string> keys;  ///< exact configurations (overrides the lists above)
+  int reps = 20;                  ///< timed repetitions (median); at least 3
+  bool hot = false;               ///< skip the L2 flush before each repetition
+  bool allow_unsafe = false;      ///< admit the volatile tail on sm_70+ (for study)
+  bool resume = false;            ///< skip points already stored for this device
+  std::string db_path;
+  std::string nvrtc_path;
+  std::string cache_dir;          ///< empty: CompileCache::default_dir()
+  std::uint64_t seed = 20261121;
+  std::string command_line;       ///< recorded with the run
+};
+
+/// A point of the space that was not measured, and why.
+struct Skip {
+  std::string key, dtype, op;
+  std::uint64_t n = 0;
+  std::string reason;
+};
+
+/// Progress of a sweep, for the caller to show.
+struct Progress {
+  std::size_t done = 0, total = 0;
+  std::string phase;              ///< "compile" or "measure"
+  std::string current;            ///< "<key> float32 sum n=2^24"
+  double elapsed_s = 0, eta_s = 0;
+};
+
+/// Where the time went.
+struct SweepTimes {
+  double total_s = 0, data_s = 0, compile_s = 0, validate_s = 0, timing_s = 0;
+};
+
+struct SweepResult {
+  db::DeviceRecord device;
+  std::int64_t run_id = 0;
+  std::vector<db::Measurement> measurements; ///< this run's, plus stored ones reused on resume
+  std::vector<Skip> skipped;
+  std::size_t compiled = 0, cache_hits = 0;
+  SweepTimes times;
+  bool interrupted = false;
+};
+
+/// Runs the sweep. `progress` (optional) is called from the calling thread; `stop` (optional) is
+/// polled between measurements: when it returns true the sweep ends cleanly after the current one.
+SweepResult sweep(const SweepOptions& options, const std::function<void(const Progress&)>& progress = {},
+                  const std::function<bool()>& stop = {});
+
+/// The default sizes: 2^10, 2^12, ..., 2^28.
+std::vector<std::uint64_t> default_sizes();
+
+} // namespace reduce_tune
