@@ -86,6 +86,13 @@ Nvrtc::Nvrtc(const std::string& path) : api_(std::make_unique<Api>()) {
     path_ = env && *env ? env : RT_DEFAULT_NVRTC;
   }
   api_->handle = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+#ifdef RT_NVRTC_FALLBACK_DIR
+  // The default soname is not on the loader path: try the toolkit this build was made against.
+  if (!api_->handle && path.empty() && path_ == RT_DEFAULT_NVRTC) {
+    const std::string fallback = std::string(RT_NVRTC_FALLBACK_DIR) + "/" + path_;
+    if ((api_->handle = dlopen(fallback.c_str(), RTLD_NOW | RTLD_LOCAL))) path_ = fallback;
+  }
+#endif
   if (!api_->handle) {
     const char* e = dlerror();
     throw std::runtime_error("cannot load NVRTC from '" + path_ + "': " + (e ? e : "unknown"));
