@@ -20,6 +20,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <tuple>
 #include <thread>
 
 namespace po = boost::program_options;
@@ -109,7 +110,7 @@ extern "C" void on_sigint(int) {
 int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
   po::options_description desc("reduce-tune [tune] options");
   std::string device = "0", dtypes = "int32,float32", ops = "sum", sizes, vars, blocks, unrolls,
-              tails, finishes, keys, format = "md";
+              tails, finishes, keys, material, format = "md";
   SweepOptions o;
   desc.add_options()
     ("help,h", "this help")
@@ -123,6 +124,8 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     ("tails", po::value(&tails), "none,volatile,syncwarp,shfl,redux")
     ("finishes", po::value(&finishes), "host,atomic,twopass,lastblock")
     ("keys", po::value(&keys), "exact configuration keys (overrides the filters)")
+    ("material", po::value(&material), "measure the kernels of one document of the material (e.g. 000, 004) "
+                                       "at their own configurations and print its table in its order")
     ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions (median)")
     ("hot", po::bool_switch(&o.hot), "do not flush L2 before each repetition")
     ("unsafe-tails", po::bool_switch(&o.allow_unsafe), "admit the volatile tail on sm_70+ (study)")
@@ -169,6 +172,14 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     std::string why;
     if (!parse_key(k, &why)) throw Usage(why);
   }
+  if (!material.empty()) {
+    for (const auto& k : material_kernels())
+      if (k.doc.starts_with(material) &&
+          std::find(o.keys.begin(), o.keys.end(), std::string(k.key)) == o.keys.end())
+        o.keys.emplace_back(k.key);
+    if (o.keys.empty()) throw Usage("no document of the material starts with '" + material + "'");
+    o.allow_unsafe = true; // the material's own volatile tails: measured, checked and reported
+  }
   if (o.reps < 1) throw Usage("--reps must be at least 1");
   o.command_line = cmdline;
 
@@ -185,7 +196,16 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
   const SweepResult r = sweep(o, progress, [] { return g_stop.load(); });
   if (tty) std::fprintf(stderr, "\n");
 
-  std::cout << format_tables(material_tables(r.measurements, r.device.name), fmt);
+  std::vector<Table> tables;
+  if (material.empty()) {
+    tables = material_tables(r.measurements, r.device.name);
+  } else {
+    std::set<std::tuple<std::string, std::string, std::uint64_t>> problems;
+    for (const auto& m : r.measurements) problems.insert({m.dtype, m.op, m.n});
+    for (const auto& [d, op, n] : problems)
+      tables.push_back(material_doc_table(r.measurements, material, d, op, n, r.device.name));
+  }
+  std::cout << format_tables(tables, fmt);
   std::size_t invalid = 0;
   for (const auto& m : r.measurements) invalid += !m.valid;
   std::map<std::string, std::size_t> reasons;

@@ -2,6 +2,7 @@
 #include "tuner/report.h"
 
 #include "kernels/catalogue.h"
+#include "kernels/material.h"
 #include "tuner/sizes.h"
 
 #include <cstdio>
@@ -25,6 +26,20 @@ std::string json_string(const std::string& s) {
     r += c;
   }
   return r + "\"";
+}
+
+// Appends a row with speedups over the previous and the first row, and keeps the best.
+void add_row(Table& t, TableRow r) {
+  if (!t.rows.empty()) {
+    r.step = t.rows.back().us / r.us;
+    r.cumulative = t.rows.front().us / r.us;
+  }
+  t.rows.push_back(r);
+  if (t.best.key.empty() || r.us < t.best.us) t.best = r;
+}
+
+void finish(Table& t) {
+  if (!t.rows.empty()) t.best.cumulative = t.rows.front().us / t.best.us, t.best.step = 0;
 }
 
 } // namespace
@@ -54,18 +69,33 @@ std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const
       auto it = per_variant.find(std::string(v.name));
       if (it == per_variant.end()) continue;
       const db::Measurement& m = *it->second;
-      TableRow r{m.variant, m.key, m.median_us, m.gbps, m.pct_peak, 1, 1};
-      if (!t.rows.empty()) {
-        r.step = t.rows.back().us / r.us;
-        r.cumulative = t.rows.front().us / r.us;
-      }
-      t.rows.push_back(r);
-      if (t.best.key.empty() || r.us < t.best.us) t.best = r;
+      add_row(t, {m.variant, m.key, m.median_us, m.gbps, m.pct_peak, 1, 1});
     }
-    if (!t.rows.empty()) t.best.cumulative = t.rows.front().us / t.best.us, t.best.step = 0;
+    finish(t);
     out.push_back(std::move(t));
   }
   return out;
+}
+
+Table material_doc_table(const std::vector<db::Measurement>& ms, const std::string& doc_prefix,
+                         const std::string& dtype, const std::string& op, std::uint64_t n,
+                         const std::string& device) {
+  Table t;
+  t.device = device, t.dtype = dtype, t.op = op, t.n = n;
+  for (const MaterialKernel& k : material_kernels()) {
+    if (!k.doc.starts_with(doc_prefix)) continue;
+    const db::Measurement* found = nullptr;
+    for (const auto& m : ms)
+      if (m.key == k.key && m.dtype == dtype && m.op == op && m.n == n) {
+        ++t.measured;
+        t.failed += !m.valid;
+        if (m.valid && (!found || m.median_us < found->median_us)) found = &m;
+      }
+    if (found)
+      add_row(t, {std::string(k.name), found->key, found->median_us, found->gbps, found->pct_peak, 1, 1});
+  }
+  finish(t);
+  return t;
 }
 
 std::string format_tables(const std::vector<Table>& tables, Format f) {

@@ -30,6 +30,12 @@ struct Table {
 /// Tables for every (dtype, op, n) among `ms` (valid measurements only; variants in catalogue
 /// order).
 std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const std::string& device);
+/// The table of one document of the course material at (dtype, op, n): one row per kernel the
+/// document names, in its order, each measured at the configuration that reproduces it (rows
+/// without a valid measurement are left out).
+Table material_doc_table(const std::vector<db::Measurement>& ms, const std::string& doc_prefix,
+                         const std::string& dtype, const std::string& op, std::uint64_t n,
+                         const std::string& device);
 std::string format_tables(const std::vector<Table>& tables, Format f);
 
 } // namespace reduce_tune

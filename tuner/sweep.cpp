@@ -184,7 +184,10 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             res.measurements.push_back(m);
         double best_us = 1e300;
         std::vector<db::Measurement> batch;
-        for (const Job& j : jobs) {
+        // The catalogue runs from the material's slowest kernels to the fastest: measure in
+        // reverse, so the best time is known early and slow configurations get few repetitions.
+        for (auto jt = jobs.rbegin(); jt != jobs.rend(); ++jt) {
+          const Job& j = *jt;
           if (j.dtype != d || j.op != op) continue;
           if (stop && stop()) {
             res.interrupted = true;
@@ -245,8 +248,10 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
                 result(kernel, p, ws, s);
                 host_us.push_back(seconds_since(h) * 1e6);
               }
-              // A configuration far slower than the best so far gets few repetitions.
+              // A configuration clearly slower than the best so far gets few repetitions: its
+              // median is reported from those (m.reps says how many).
               if (r == 2 && median(kernel_ms) * 1e3 > 4 * best_us) break;
+              if (r == 4 && median(kernel_ms) * 1e3 > 1.5 * best_us) break;
             }
             res.times.timing_s += seconds_since(t_time);
             m.host_us = host_us.empty() ? 0 : median(host_us);
