@@ -6,8 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 grep -qx 'build\*/' .git/info/exclude 2>/dev/null || echo 'build*/' >> .git/info/exclude
+# The bench (bench/reduce_bench: nvcc, CUB, static cudart) is built here too and carried with
+# the rest; bench/run.sh runs it there.
+export CUDACXX=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDUCE_TUNE_STATIC_DEPS=ON \
-  -DCMAKE_EXE_LINKER_FLAGS="-static-libgcc" >/dev/null
+  -DREDUCE_TUNE_BUILD_BENCH=ON -DCMAKE_EXE_LINKER_FLAGS="-static-libgcc" >/dev/null
 cmake --build build-device -j"$(nproc)"
-# The bench program needs nvcc and CUB: it is built on the GPU machine by scripts/device-check.sh.
 du -sh build-device | cut -f1

@@ -1,0 +1,825 @@
+// reduce-tune bench (issues 3 and 4): reduce-tune's choice through the library API against
+// cub::DeviceReduce and a streaming-read ceiling kernel, all timed the same way in one run, and the
+// per-call host overhead of the library over launching the same kernel directly.
+//
+// Method, the same for every contestant: random data (float32 uniform in [-1, 1), int32 uniform
+// over all values), allocated once per size; per contestant 3 warm-up calls then R timed calls,
+// each: [cold: memset of a 2 x L2 buffer] -> output poisoned -> a ~40 us spin kernel (so the host
+// enqueue of the call is hidden, as nvbench's blocking kernel does: the events time the GPU) ->
+// event -> the call -> event; median and min of the event times. Every result is checked against
+// a CPU reference. Exit code: 0 all checks passed, 1 a check FAILED, 2 no CUDA device, 3 error.
+#include "bench/data.h"
+#include "bench/overhead.h"
+#include "kernels/driver.h"
+#include "reduce_tune/reducer.h"
+#include "tuner/sizes.h"
+
+#include <cub/device/device_reduce.cuh>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using reduce_tune::DType;
+using reduce_tune::Op;
+
+// ---- errors -------------------------------------------------------------------------------
+
+/// A failed CUDA runtime call. Fatal for the run: a fault leaves the context unusable.
+struct CudaRuntimeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check_cuda(cudaError_t e, const char* call, int line) {
+  if (e != cudaSuccess)
+    throw CudaRuntimeError(std::string("bench.cu:") + std::to_string(line) + ": " + call +
+                             ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+#define CK(call) check_cuda((call), #call, __LINE__)
+
+/// Bad command line: message and usage, exit code 3.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---- device code --------------------------------------------------------------------------
+
+/// Spins for `ns` nanoseconds of the GPU's global timer: holds the stream while the host
+/// enqueues the timed call, so the events measure the GPU's work, not the host's.
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+template <typename T> struct Vec4;
+template <> struct Vec4<float> { using type = float4; };
+template <> struct Vec4<int> { using type = int4; };
+
+template <Op O, typename T> __device__ __forceinline__ T identity() {
+  if constexpr (O == Op::sum) return T(0);
+  else if constexpr (std::is_same_v<T, float>)
+    return O == Op::min ? __uint_as_float(0x7f800000u) : __uint_as_float(0xff800000u);
+  else return O == Op::min ? INT_MAX : INT_MIN;
+}
+
+template <Op O, typename T> __device__ __forceinline__ T combine(T a, T b) {
+  if constexpr (O == Op::sum) return a + b;
+  else if constexpr (std::is_same_v<T, float>) return O == Op::min ? fminf(a, b) : fmaxf(a, b);
+  else return O == Op::min ? ::min(a, b) : ::max(a, b);
+}
+
+template <Op O, typename V> __device__ __forceinline__ auto combine4(V v) {
+  return combine<O>(combine<O>(v.x, v.y), combine<O>(v.z, v.w));
+}
+
+template <Op O, typename T> __device__ __forceinline__ T warp_reduce(T v) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) v = combine<O>(v, __shfl_down_sync(0xffffffffu, v, d));
+  return v;
+}
+
+template <Op O> __device__ __forceinline__ void atomic_combine(int* out, int v) {
+  if constexpr (O == Op::sum) atomicAdd(out, v);
+  else if constexpr (O == Op::min) atomicMin(out, v);
+  else atomicMax(out, v);
+}
+
+/// Float min/max through integer atomics: non-negative floats order like their bits as signed
+/// ints, negative ones inversely to their bits as unsigned ints.
+template <Op O> __device__ __forceinline__ void atomic_combine(float* out, float v) {
+  if constexpr (O == Op::sum) {
+    atomicAdd(out, v);
+  } else if constexpr (O == Op::min) {
+    if (!signbit(v)) atomicMin(reinterpret_cast<int*>(out), __float_as_int(v));
+    else atomicMax(reinterpret_cast<unsigned*>(out), __float_as_uint(v));
+  } else {
+    if (!signbit(v)) atomicMax(reinterpret_cast<int*>(out), __float_as_int(v));
+    else atomicMin(reinterpret_cast<unsigned*>(out), __float_as_uint(v));
+  }
+}
+
+constexpr int kCeilBlock = 256;
+constexpr int kCeilUnroll = 4; // 16-byte loads in flight per thread
+
+/// The streaming-read ceiling: 16-byte loads, grid-stride with kCeilUnroll independent loads in
+/// flight per thread, warp-shuffle block reduction, one atomic per block into `out` (which the
+/// caller sets to the identity). cudaMalloc'd input is 256-byte aligned; n need not be a
+/// multiple of 4 (the last n % 4 elements are read as scalars).
+template <Op O, typename T>
+__global__ void __launch_bounds__(kCeilBlock)
+    ceiling_kernel(const T* __restrict__ in, unsigned long long n, T* __restrict__ out) {
+  using V = typename Vec4<T>::type;
+  const V* __restrict__ vin = reinterpret_cast<const V*>(in);
+  const unsigned long long nv = n / 4;
+  const unsigned long long tid = (unsigned long long)blockIdx.x * kCeilBlock + threadIdx.x;
+  const unsigned long long stride = (unsigned long long)gridDim.x * kCeilBlock;
+  T acc = identity<O, T>();
+  unsigned long long i = tid;
+  for (; i + (kCeilUnroll - 1) * stride < nv; i += kCeilUnroll * stride) {
+    V v[kCeilUnroll];
+#pragma unroll
+    for (int u = 0; u < kCeilUnroll; ++u) v[u] = __ldg(vin + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine4<O>(v[u]));
+  }
+  for (; i < nv; i += stride) acc = combine<O>(acc, combine4<O>(__ldg(vin + i)));
+  if (tid < n - nv * 4) acc = combine<O>(acc, in[nv * 4 + tid]);
+
+  __shared__ T warp_part[kCeilBlock / 32];
+  acc = warp_reduce<O>(acc);
+  if ((threadIdx.x & 31) == 0) warp_part[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    acc = threadIdx.x < kCeilBlock / 32 ? warp_part[threadIdx.x] : identity<O, T>();
+    acc = warp_reduce<O>(acc);
+    if (threadIdx.x == 0) atomic_combine<O>(out, acc);
+  }
+}
+
+/// Grid for the ceiling: every block resident at once (occupancy x SMs), or fewer when the data
+/// gives each thread less than one round of loads.
+template <Op O, typename T> unsigned ceiling_grid(std::uint64_t n, int sm_count) {
+  static const int per_sm = [] {
+    int b = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_kernel<O, T>, kCeilBlock, 0));
+    return std::max(b, 1);
+  }();
+  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * 4;
+  const std::uint64_t data = (n + per_block - 1) / per_block;
+  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(data, std::uint64_t(per_sm) * sm_count)));
+}
+
+/// One ceiling call: the output set to the identity (it is part of any real call), the kernel.
+template <Op O, typename T>
+void ceiling_call(const T* in, std::uint64_t n, T* out, int sm_count, cudaStream_t s) {
+  if constexpr (O == Op::sum) {
+    CK(cudaMemsetAsync(out, 0, sizeof(T), s));
+  } else {
+    const DType dt = std::is_same_v<T, float> ? DType::f32 : DType::i32;
+    RT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(out), rt_bench::identity_bits(dt, O), 1, s));
+  }
+  ceiling_kernel<O, T><<<ceiling_grid<O, T>(n, sm_count), kCeilBlock, 0, s>>>(in, n, out);
+  CK(cudaGetLastError());
+}
+
+template <typename T>
+void ceiling(Op op, const void* in, std::uint64_t n, void* out, int sm_count, cudaStream_t s) {
+  const T* i = static_cast<const T*>(in);
+  T* o = static_cast<T*>(out);
+  switch (op) {
+  case Op::sum: return ceiling_call<Op::sum>(i, n, o, sm_count, s);
+  case Op::min: return ceiling_call<Op::min>(i, n, o, sm_count, s);
+  case Op::max: return ceiling_call<Op::max>(i, n, o, sm_count, s);
+  }
+}
+
+// ---- CUB ----------------------------------------------------------------------------------
+
+/// cub::DeviceReduce::{Sum, Min, Max}; with tmp == nullptr it sets `bytes` to the temp size.
+/// n is passed as int when it fits (what callers do; CUB then uses 32-bit offsets).
+template <typename T, typename N>
+cudaError_t cub_reduce_n(Op op, void* tmp, std::size_t& bytes, const T* in, T* out, N n,
+                         cudaStream_t s) {
+  switch (op) {
+  case Op::sum: return cub::DeviceReduce::Sum(tmp, bytes, in, out, n, s);
+  case Op::min: return cub::DeviceReduce::Min(tmp, bytes, in, out, n, s);
+  case Op::max: return cub::DeviceReduce::Max(tmp, bytes, in, out, n, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t cub_reduce(Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
+                       std::uint64_t n, cudaStream_t s) {
+  const T* i = static_cast<const T*>(in);
+  T* o = static_cast<T*>(out);
+  if (n <= std::uint64_t(INT_MAX)) return cub_reduce_n(op, tmp, bytes, i, o, int(n), s);
+  return cub_reduce_n(op, tmp, bytes, i, o, std::int64_t(n), s);
+}
+
+cudaError_t cub_dispatch(DType dt, Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
+                         std::uint64_t n, cudaStream_t s) {
+  return dt == DType::f32 ? cub_reduce<float>(op, tmp, bytes, in, out, n, s)
+                          : cub_reduce<int>(op, tmp, bytes, in, out, n, s);
+}
+
+// ---- options ------------------------------------------------------------------------------
+
+struct Options {
+  std::vector<std::uint64_t> sizes;
+  std::vector<DType> dtypes{DType::i32, DType::f32};
+  std::vector<Op> ops{Op::sum};
+  int reps = 50;
+  int warmup = 3;
+  bool cold = true, hot = true;
+  std::string db;
+  int device = 0;
+  std::vector<std::uint64_t> overhead_sizes;
+  int overhead_calls = 1000;
+  int overhead_trials = 7;
+  double spin_us = 40;
+  std::uint64_t seed = 20240601;
+  std::string csv;
+  std::string command;
+};
+
+const char* kUsage =
+    "usage: reduce_bench [options]\n"
+    "  --sizes LIST          sizes, e.g. 2^10,3*2^20+17,16M (default 2^10,2^12,...,2^30 and\n"
+    "                        3*2^20+17; sizes that do not fit in device memory are skipped)\n"
+    "  --dtypes LIST         int32,float32 (default both)\n"
+    "  --ops LIST            sum,min,max (default sum)\n"
+    "  --reps N              timed calls per contestant and mode (default 50, at least 1)\n"
+    "  --warmup N            warm-up calls (default 3)\n"
+    "  --cold-only           only with L2 flushed before each call\n"
+    "  --hot-only            only without the flush\n"
+    "  --db PATH             tuning store for the Reducer (default $REDUCE_TUNE_DB, else the\n"
+    "                        default store path)\n"
+    "  --device N            CUDA device ordinal (default 0)\n"
+    "  --overhead-sizes LIST sizes for the per-call overhead table (default 2^10,2^16; 'none')\n"
+    "  --no-overhead         skip the per-call overhead table\n"
+    "  --overhead-calls K    back-to-back calls per overhead trial (default 1000)\n"
+    "  --spin-us US          spin kernel before each timed call (default 40)\n"
+    "  --seed N              data seed\n"
+    "  --csv PATH            also write every measurement as CSV\n"
+    "exit code: 0 all results correct, 1 a result FAILED its check, 2 no CUDA device, 3 error\n";
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::uint64_t> sizes_arg(const std::string& flag, const std::string& text) {
+  if (text == "none") return {};
+  std::string why;
+  auto v = reduce_tune::parse_sizes(text, &why);
+  if (!v) throw UsageError(flag + ": " + why);
+  return *v;
+}
+
+int int_arg(const std::string& flag, const std::string& text, int lo) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end || v < lo || v > 1000000)
+    throw UsageError(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" + text + "'");
+  return int(v);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (std::uint64_t k = 10; k <= 30; k += 2) {
+    o.sizes.push_back(std::uint64_t(1) << k);
+    if (k == 20) o.sizes.push_back(3 * (std::uint64_t(1) << 20) + 17);
+  }
+  o.overhead_sizes = {std::uint64_t(1) << 10, std::uint64_t(1) << 16};
+  for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i], value;
+    bool has_value = false;
+    if (auto eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    auto next = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (flag == "--sizes") {
+      o.sizes = sizes_arg(flag, next());
+    } else if (flag == "--dtypes") {
+      o.dtypes.clear();
+      for (const auto& t : split(next())) {
+        auto d = reduce_tune::parse_dtype(t);
+        if (!d || (*d != DType::i32 && *d != DType::f32))
+          throw UsageError("--dtypes: '" + t + "': the bench runs int32 and float32");
+        o.dtypes.push_back(*d);
+      }
+    } else if (flag == "--ops") {
+      o.ops.clear();
+      for (const auto& t : split(next())) {
+        auto op = reduce_tune::parse_op(t);
+        if (!op) throw UsageError("--ops: '" + t + "': expected sum, min or max");
+        o.ops.push_back(*op);
+      }
+    } else if (flag == "--reps") {
+      o.reps = int_arg(flag, next(), 1);
+    } else if (flag == "--warmup") {
+      o.warmup = int_arg(flag, next(), 0);
+    } else if (flag == "--cold-only") {
+      o.hot = false;
+    } else if (flag == "--hot-only") {
+      o.cold = false;
+    } else if (flag == "--db") {
+      o.db = next();
+    } else if (flag == "--device") {
+      o.device = int_arg(flag, next(), 0);
+    } else if (flag == "--overhead-sizes") {
+      o.overhead_sizes = sizes_arg(flag, next());
+    } else if (flag == "--no-overhead") {
+      o.overhead_sizes.clear();
+    } else if (flag == "--overhead-calls") {
+      o.overhead_calls = int_arg(flag, next(), 5);
+    } else if (flag == "--spin-us") {
+      o.spin_us = int_arg(flag, next(), 0);
+    } else if (flag == "--seed") {
+      o.seed = std::strtoull(next().c_str(), nullptr, 10);
+    } else if (flag == "--csv") {
+      o.csv = next();
+    } else {
+      throw UsageError("unknown option '" + flag + "'");
+    }
+  }
+  if (!o.cold && !o.hot) throw UsageError("--cold-only and --hot-only exclude each other");
+  if (o.dtypes.empty() || o.ops.empty()) throw UsageError("--dtypes and --ops need a value");
+  return o;
+}
+
+// ---- timing -------------------------------------------------------------------------------
+
+struct Stats {
+  double median_us = 0, min_us = 0;
+};
+
+struct Device {
+  int ordinal = 0;
+  cudaDeviceProp prop{};
+  int sm_count = 0, l2_bytes = 0, mem_clock_khz = 0, bus_bits = 0;
+  double peak_gbps = 0;
+};
+
+/// The timing loop every contestant goes through.
+class Timer {
+public:
+  Timer(const Device& dev, const Options& o, void* d_out) : o_(o), d_out_(d_out) {
+    CK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CK(cudaEventCreate(&start_));
+    CK(cudaEventCreate(&stop_));
+    flush_bytes_ = std::size_t(2) * std::size_t(std::max(dev.l2_bytes, 1 << 20));
+    CK(cudaMalloc(&flush_, flush_bytes_));
+  }
+  ~Timer() {
+    cudaFree(flush_);
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    cudaStreamDestroy(stream_);
+  }
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+
+  /// Warm-up, then reps timed calls; `call` enqueues one call on stream().
+  template <typename F> Stats time(bool cold, F&& call) {
+    std::vector<double> us;
+    for (int r = 0; r < o_.warmup + o_.reps; ++r) {
+      if (cold) CK(cudaMemsetAsync(flush_, r & 0xff, flush_bytes_, stream_));
+      CK(cudaMemsetAsync(d_out_, 0xff, 4, stream_)); // poison: each call must write its result
+      spin_kernel<<<1, 32, 0, stream_>>>((unsigned long long)(o_.spin_us * 1e3));
+      CK(cudaGetLastError());
+      CK(cudaEventRecord(start_, stream_));
+      call();
+      CK(cudaEventRecord(stop_, stream_));
+      CK(cudaEventSynchronize(stop_));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, start_, stop_));
+      if (r >= o_.warmup) us.push_back(ms * 1e3);
+    }
+    std::sort(us.begin(), us.end());
+    Stats s;
+    const std::size_t m = us.size() / 2;
+    s.median_us = us.size() % 2 ? us[m] : (us[m - 1] + us[m]) / 2;
+    s.min_us = us.front();
+    return s;
+  }
+
+private:
+  const Options& o_;
+  void* d_out_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  void* flush_ = nullptr;
+  std::size_t flush_bytes_ = 0;
+};
+
+// ---- results ------------------------------------------------------------------------------
+
+enum Who { RT = 0, CUB = 1, CEIL = 2, kWho = 3 };
+const char* const kWhoName[kWho] = {"reduce-tune", "cub", "ceiling"};
+
+struct Cell {
+  bool ran = false;
+  Stats st;
+  rt_bench::Verdict v;
+  std::string error; ///< the call threw
+};
+
+struct Row {
+  std::uint64_t n = 0;
+  std::string skip;      ///< why not measured
+  std::string key, match;
+  Cell cell[2][kWho];    ///< [cold, hot][who]
+};
+
+struct OverheadRow {
+  DType dtype;
+  Op op;
+  std::uint64_t n = 0;
+  rt_bench::Overhead o;
+  bool ok = false;
+  std::string error, detail;
+};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string gib(double bytes) { return fmt("%.2f GiB", bytes / (1024.0 * 1024 * 1024)); }
+
+/// "12.3" / "1234" style microseconds.
+std::string us_str(double us) { return us < 100 ? fmt("%.2f", us) : us < 1000 ? fmt("%.1f", us) : fmt("%.0f", us); }
+
+bool failed(const Cell& c) { return c.ran && (!c.error.empty() || !c.v.ok); }
+
+std::string dtype_name(DType d) { return std::string(reduce_tune::name(d)); }
+std::string op_name(Op o) { return std::string(reduce_tune::name(o)); }
+
+void print_table(const Device& dev, DType dt, Op op, int mode, const std::vector<Row>& rows) {
+  std::printf("\n### %s %s, %s L2\n\n", dtype_name(dt).c_str(), op_name(op).c_str(),
+              mode == 0 ? "cold" : "hot");
+  std::printf("| n | reduce-tune us | GB/s | %% peak | CUB us | GB/s | %% peak | ceiling us | GB/s "
+              "| %% peak | rt/CUB | rt/ceiling | check (max rel. err) | reduce-tune config |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+  const double es = 4;
+  for (const Row& r : rows) {
+    std::string line = "| " + reduce_tune::format_size(r.n) + " |";
+    if (!r.skip.empty()) {
+      std::printf("%s skipped: %s | | | | | | | | | | | | |\n", line.c_str(), r.skip.c_str());
+      continue;
+    }
+    const Cell* c = r.cell[mode];
+    double t[kWho];
+    for (int w = 0; w < kWho; ++w) {
+      t[w] = 0;
+      if (!c[w].ran) {
+        line += " - | - | - |";
+      } else if (!c[w].error.empty()) {
+        line += " error | - | - |";
+      } else {
+        t[w] = c[w].st.median_us;
+        const double gbps = double(r.n) * es / (t[w] * 1e-6) / 1e9;
+        line += " " + us_str(t[w]) + " | " + fmt("%.0f", gbps) + " | " +
+                fmt("%.1f", 100 * gbps / dev.peak_gbps) + " |";
+      }
+    }
+    line += t[RT] > 0 && t[CUB] > 0 ? " " + fmt("%.2f", t[CUB] / t[RT]) + " |" : " - |";
+    line += t[RT] > 0 && t[CEIL] > 0 ? " " + fmt("%.2f", t[CEIL] / t[RT]) + " |" : " - |";
+    std::string check;
+    double err = 0;
+    for (int w = 0; w < kWho; ++w) {
+      if (failed(c[w])) check += std::string(check.empty() ? "FAILED: " : ", ") + kWhoName[w];
+      if (c[w].ran && c[w].error.empty()) err = std::max(err, c[w].v.rel_err);
+    }
+    if (check.empty())
+      check = dt == DType::f32 && op == Op::sum ? "ok (" + fmt("%.1e", err) + ")" : "ok (exact)";
+    line += " " + check + " | `" + r.key + "` (" + r.match + ") |";
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+std::string today() {
+  char buf[64];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
+  return buf;
+}
+
+int run(const Options& o) {
+  // ---- device ----
+  int count = 0;
+  const cudaError_t ce = cudaGetDeviceCount(&count);
+  if (ce != cudaSuccess || count == 0) {
+    const std::string why = ce != cudaSuccess ? std::string(cudaGetErrorName(ce)) + ": " +
+                                                    cudaGetErrorString(ce)
+                                              : "no GPU found";
+    std::printf("no CUDA device (%s): nothing to measure\n", why.c_str());
+    std::fprintf(stderr, "reduce_bench: no CUDA device (%s)\n", why.c_str());
+    return 2;
+  }
+  if (o.device >= count)
+    throw UsageError("--device " + std::to_string(o.device) + ": only " + std::to_string(count) +
+                     " device(s)");
+  Device dev;
+  dev.ordinal = o.device;
+  CK(cudaSetDevice(o.device));
+  CK(cudaFree(nullptr)); // creates the primary context and makes it current on this thread
+  CK(cudaGetDeviceProperties(&dev.prop, o.device));
+  CK(cudaDeviceGetAttribute(&dev.sm_count, cudaDevAttrMultiProcessorCount, o.device));
+  CK(cudaDeviceGetAttribute(&dev.l2_bytes, cudaDevAttrL2CacheSize, o.device));
+  CK(cudaDeviceGetAttribute(&dev.mem_clock_khz, cudaDevAttrMemoryClockRate, o.device));
+  CK(cudaDeviceGetAttribute(&dev.bus_bits, cudaDevAttrGlobalMemoryBusWidth, o.device));
+  dev.peak_gbps = 2.0 * dev.mem_clock_khz * 1e3 * dev.bus_bits / 8 / 1e9;
+  int drv = 0, rtv = 0;
+  CK(cudaDriverGetVersion(&drv));
+  CK(cudaRuntimeGetVersion(&rtv));
+
+  reduce_tune::Options ro;
+  ro.store_path = o.db;
+  reduce_tune::Reducer reducer(o.device, ro);
+  std::optional<rt_bench::OverheadBench> direct;
+  if (!o.overhead_sizes.empty()) direct.emplace(o.device, ro.nvrtc_path);
+  CK(cudaSetDevice(o.device)); // the reducer restores the caller's context; make sure it is ours
+
+  const char* env_db = std::getenv("REDUCE_TUNE_DB");
+  const std::string store = !o.db.empty() ? o.db
+                            : env_db && *env_db ? std::string(env_db) + " ($REDUCE_TUNE_DB)"
+                                                : std::string("the default store path");
+  std::printf("# reduce-tune bench\n\n");
+  std::printf("- **Device**: %s, %d SMs, L2 %.0f MiB, peak %.0f GB/s (2 x %d MHz x %d-bit / 8), "
+              "driver %d.%d, CUDA runtime %d.%d\n",
+              dev.prop.name, dev.sm_count, dev.l2_bytes / 1048576.0, dev.peak_gbps,
+              dev.mem_clock_khz / 1000, dev.bus_bits, drv / 1000, drv % 1000 / 10, rtv / 1000,
+              rtv % 1000 / 10);
+  std::printf("- **Date**: %s\n- **Command**: `%s`\n- **Tuning store**: %s\n", today().c_str(),
+              o.command.c_str(), store.c_str());
+  std::printf("- **Method**: CUDA events around one call, %d warm-up + %d timed calls per "
+              "contestant, median shown (min in the CSV); cold = `cudaMemsetAsync` of a %.0f MiB "
+              "buffer (2 x L2) before each call, hot = no flush; a %.0f us spin kernel before the "
+              "start event hides the host's enqueue (the events time the GPU; host cost is in the "
+              "overhead table). Data: float32 uniform in [-1,1), int32 uniform; results checked "
+              "against a CPU reference (float32 sums: |got-ref| <= 1e-6 sum|x| + 1e-6 |ref|).\n",
+              o.warmup, o.reps, 2.0 * dev.l2_bytes / 1048576.0, o.spin_us);
+  std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_async` (result on the device); "
+              "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %d.%d.%d, temp storage allocated "
+              "beforehand); ceiling = a streaming-read kernel (16-byte loads, grid-stride, %d "
+              "loads in flight per thread, one atomic per block, output set inside the timed "
+              "region). GB/s = n x 4 bytes / time. rt/CUB = CUB time / reduce-tune time, "
+              "rt/ceiling = ceiling time / reduce-tune time (above 1: reduce-tune faster).\n",
+              CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION, kCeilUnroll);
+  std::fflush(stdout);
+
+  std::set<std::uint64_t> table_sizes(o.sizes.begin(), o.sizes.end());
+  std::set<std::uint64_t> ovh_sizes(o.overhead_sizes.begin(), o.overhead_sizes.end());
+  std::vector<std::uint64_t> all = o.sizes;
+  for (auto n : o.overhead_sizes)
+    if (!table_sizes.count(n)) all.push_back(n);
+
+  void* d_out = nullptr;
+  CK(cudaMalloc(&d_out, 8));
+  Timer timer(dev, o, d_out);
+  const cudaStream_t s = timer.stream();
+
+  std::map<std::pair<DType, Op>, std::vector<Row>> tables;
+  std::vector<OverheadRow> overheads;
+  std::map<std::string, std::vector<std::string>> notes; // note -> the problems it is about
+  std::ofstream csv;
+  if (!o.csv.empty()) {
+    csv.open(o.csv);
+    if (!csv) throw std::runtime_error("cannot write " + o.csv);
+    csv << "# device=" << dev.prop.name << ";peak_gbps=" << dev.peak_gbps
+        << ";l2_bytes=" << dev.l2_bytes << "\n"
+        << "dtype,op,n,mode,contestant,median_us,min_us,gbps,pct_peak,ok,rel_err,config\n";
+  }
+  int n_checks = 0, n_failed = 0;
+
+  for (DType dt : o.dtypes) {
+    const std::size_t es = 4;
+    // Sizes that fit: the input, the flush buffer and a margin for temp storage and workspaces.
+    std::size_t free_b = 0, total_b = 0;
+    CK(cudaMemGetInfo(&free_b, &total_b));
+    const std::size_t margin = std::size_t(512) << 20;
+    auto fits = [&](std::uint64_t n) { return n * es + margin <= free_b; };
+    std::uint64_t max_n = 0;
+    for (auto n : all)
+      if (fits(n)) max_n = std::max(max_n, n);
+    std::fprintf(stderr, "%s: generating %s of data\n", dtype_name(dt).c_str(),
+                 gib(double(max_n) * es).c_str());
+    auto host = rt_bench::make_data(dt, std::max<std::uint64_t>(max_n, 1),
+                                    o.seed + std::uint64_t(dt));
+
+    for (std::uint64_t n : all) {
+      const bool in_table = table_sizes.count(n) > 0, in_ovh = ovh_sizes.count(n) > 0;
+      if (!fits(n)) {
+        const std::string why = "needs " + gib(double(n) * es) + ", " + gib(double(free_b)) +
+                                " free besides the 2 x L2 flush buffer";
+        std::fprintf(stderr, "%s n=%s: skipped: %s\n", dtype_name(dt).c_str(),
+                     reduce_tune::format_size(n).c_str(), why.c_str());
+        if (in_table)
+          for (Op op : o.ops) {
+            Row r;
+            r.n = n;
+            r.skip = why;
+            tables[{dt, op}].push_back(r);
+          }
+        continue;
+      }
+      void* d_in = nullptr;
+      CK(cudaMalloc(&d_in, n * es));
+      CK(cudaMemcpy(d_in, host.get(), n * es, cudaMemcpyHostToDevice));
+      // From pageable memory cudaMemcpy may return before the DMA lands, and the timing stream
+      // does not wait for the legacy default stream.
+      CK(cudaDeviceSynchronize());
+
+      for (Op op : o.ops) {
+        const rt_bench::Reference ref = rt_bench::reference(host.get(), n, dt, op);
+        if (in_table) {
+          std::fprintf(stderr, "%s %s n=%s\n", dtype_name(dt).c_str(), op_name(op).c_str(),
+                       reduce_tune::format_size(n).c_str());
+          Row row;
+          row.n = n;
+          const reduce_tune::Choice ch = reducer.async_config_for(dt, op, n);
+          row.key = reduce_tune::key(ch.config);
+          row.match = std::string(reduce_tune::name(ch.match));
+          const std::string what = dtype_name(dt) + " " + op_name(op) + " at n = " +
+                                   reduce_tune::format_size(n);
+          if (!ch.note.empty()) notes["`" + row.key + "`: " + ch.note].push_back(what);
+          const std::string sync_key = reduce_tune::key(reducer.config_for(dt, op, n).config);
+          if (sync_key != row.key)
+            notes["the synchronous API would use `" + sync_key + "`"].push_back(what);
+
+          std::size_t tmp_bytes = 0;
+          CK(cub_dispatch(dt, op, nullptr, tmp_bytes, d_in, d_out, n, s));
+          void* tmp = nullptr;
+          CK(cudaMalloc(&tmp, std::max<std::size_t>(tmp_bytes, 1)));
+
+          for (int mode = 0; mode < 2; ++mode) {
+            if ((mode == 0 && !o.cold) || (mode == 1 && !o.hot)) continue;
+            for (int w = 0; w < kWho; ++w) {
+              Cell& c = row.cell[mode][w];
+              c.ran = true;
+              try {
+                if (w == RT)
+                  c.st = timer.time(mode == 0, [&] { reducer.reduce_async(dt, op, d_in, n, d_out, s); });
+                else if (w == CUB)
+                  c.st = timer.time(mode == 0, [&] {
+                    std::size_t b = tmp_bytes;
+                    CK(cub_dispatch(dt, op, tmp, b, d_in, d_out, n, s));
+                  });
+                else
+                  c.st = timer.time(mode == 0, [&] {
+                    if (dt == DType::f32) ceiling<float>(op, d_in, n, d_out, dev.sm_count, s);
+                    else ceiling<int>(op, d_in, n, d_out, dev.sm_count, s);
+                  });
+                std::uint32_t got = 0;
+                CK(cudaMemcpy(&got, d_out, es, cudaMemcpyDeviceToHost));
+                c.v = rt_bench::check(ref, got);
+              } catch (const CudaRuntimeError&) {
+                throw; // CUDA errors end the run: a fault leaves the context unusable
+              } catch (const reduce_tune::cuda::CudaError&) {
+                throw;
+              } catch (const std::exception& e) {
+                c.error = e.what(); // a library error (argument, compile, store): this cell fails
+              }
+              ++n_checks;
+              if (failed(c)) {
+                ++n_failed;
+                std::printf("\nFAILED: %s %s %s n=%s %s: %s\n", kWhoName[w],
+                            dtype_name(dt).c_str(), op_name(op).c_str(),
+                            reduce_tune::format_size(n).c_str(), mode == 0 ? "cold" : "hot",
+                            !c.error.empty() ? c.error.c_str()
+                                             : ("got " + c.v.got + ", expected " + c.v.want).c_str());
+              }
+              if (csv.is_open()) {
+                const double gbps = c.error.empty() ? double(n) * es / (c.st.median_us * 1e-6) / 1e9 : 0;
+                csv << dtype_name(dt) << ',' << op_name(op) << ',' << n << ','
+                    << (mode == 0 ? "cold" : "hot") << ',' << kWhoName[w] << ','
+                    << c.st.median_us << ',' << c.st.min_us << ',' << gbps << ','
+                    << 100 * gbps / dev.peak_gbps << ',' << (failed(c) ? 0 : 1) << ','
+                    << c.v.rel_err << ',' << (w == RT ? row.key : "") << '\n';
+              }
+            }
+          }
+          CK(cudaFree(tmp));
+          tables[{dt, op}].push_back(row);
+        }
+        if (in_ovh && direct) {
+          std::fprintf(stderr, "%s %s n=%s: per-call overhead\n", dtype_name(dt).c_str(),
+                       op_name(op).c_str(), reduce_tune::format_size(n).c_str());
+          OverheadRow orow{dt, op, n, {}, false, {}, {}};
+          try {
+            orow.o = direct->measure(reducer, dt, op, d_in, n, d_out, s, o.overhead_calls,
+                                     o.overhead_trials);
+            CK(cudaSetDevice(o.device));
+            const auto vd = rt_bench::check(ref, orow.o.direct_bits);
+            const auto vl = rt_bench::check(ref, orow.o.library_bits);
+            orow.ok = vd.ok && vl.ok;
+            if (!vd.ok) orow.detail += "direct got " + vd.got + ", expected " + vd.want + ". ";
+            if (!vl.ok) orow.detail += "reduce_async got " + vl.got + ", expected " + vl.want + ".";
+          } catch (const CudaRuntimeError&) {
+            throw;
+          } catch (const reduce_tune::cuda::CudaError&) {
+            throw;
+          } catch (const std::exception& e) {
+            orow.error = e.what();
+          }
+          ++n_checks;
+          if (!orow.ok) {
+            ++n_failed;
+            std::printf("\nFAILED: overhead %s %s n=%s: %s\n", dtype_name(dt).c_str(),
+                        op_name(op).c_str(), reduce_tune::format_size(n).c_str(),
+                        !orow.error.empty() ? orow.error.c_str() : orow.detail.c_str());
+          }
+          overheads.push_back(orow);
+        }
+      }
+      CK(cudaFree(d_in));
+    }
+  }
+
+  // ---- report ----
+  for (const auto& [k, rows] : tables)
+    for (int mode = 0; mode < 2; ++mode)
+      if ((mode == 0 && o.cold) || (mode == 1 && o.hot)) print_table(dev, k.first, k.second, mode, rows);
+
+  double worst_overhead = -1e300;
+  if (!overheads.empty()) {
+    std::printf("\n### Per-call host overhead of `Reducer::reduce_async` (goal: <= 1 us)\n\n");
+    std::printf("Wall clock (steady_clock) per call, median of %d trials. Back-to-back: %d calls, "
+                "then one stream sync. Direct = `prepare` + `enqueue` of the same kernel through "
+                "kernels/runner.h with the configuration reduce_async chose; direct + copy adds "
+                "the 4-byte result copy to the caller's pointer that reduce_async does. Synced: "
+                "%d calls, each followed by `cuStreamSynchronize` (the latency of one call).\n\n",
+                o.overhead_trials, o.overhead_calls, std::max(1, o.overhead_calls / 5));
+    std::printf("| dtype | op | n | config | direct us | direct + copy us | reduce_async us | "
+                "overhead vs direct | vs direct + copy | synced: direct us | synced: "
+                "reduce_async us | synced overhead | check |\n");
+    std::printf("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (const auto& r : overheads) {
+      const auto& v = r.o;
+      if (!r.error.empty()) {
+        std::printf("| %s | %s | %s | | | | | | | | | | error: %s |\n", dtype_name(r.dtype).c_str(),
+                    op_name(r.op).c_str(), reduce_tune::format_size(r.n).c_str(), r.error.c_str());
+        continue;
+      }
+      worst_overhead = std::max(worst_overhead, v.library_us - v.direct_us);
+      std::printf("| %s | %s | %s | `%s` (%s) | %.2f | %.2f | %.2f | %+.2f | %+.2f | %.2f | %.2f | "
+                  "%+.2f | %s |\n",
+                  dtype_name(r.dtype).c_str(), op_name(r.op).c_str(),
+                  reduce_tune::format_size(r.n).c_str(), v.key.c_str(), v.match.c_str(),
+                  v.direct_us, v.direct_copy_us, v.library_us, v.library_us - v.direct_us,
+                  v.library_us - v.direct_copy_us, v.direct_sync_us, v.library_sync_us,
+                  v.library_sync_us - v.direct_sync_us, r.ok ? "ok" : "FAILED");
+    }
+  }
+  if (!notes.empty()) {
+    std::printf("\n### Notes from the configuration lookup\n\n");
+    for (const auto& [note, where] : notes) {
+      std::string list;
+      for (const auto& w : where) list += (list.empty() ? "" : "; ") + w;
+      std::printf("- %s (%s)\n", note.c_str(), list.c_str());
+    }
+  }
+  std::printf("\n**Summary**: %d results checked, %d FAILED", n_checks, n_failed);
+  if (worst_overhead > -1e300)
+    std::printf("; worst per-call overhead of reduce_async over a direct launch: %+.2f us (goal "
+                "<= 1 us: %s)",
+                worst_overhead, worst_overhead <= 1.0 ? "met" : "NOT met");
+  std::printf("\n");
+  CK(cudaFree(d_out));
+  return n_failed ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    return run(o);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "reduce_bench: %s\n\n%s", e.what(), kUsage);
+    return 3;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::printf("\nerror: %s\n", e.what());
+    std::fprintf(stderr, "reduce_bench: error: %s\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""torch.sum and cupy.sum, timed the way reduce_bench times its contestants.
+
+CUDA events around one call; 3 warm-up calls and R timed calls; cold = a fill of a 2 x L2 buffer
+before each call; a spin kernel (torch.cuda._sleep) before the start event hides Python's
+dispatch; median (and min) of the event times. Results are checked against a float64 / int64
+reduction of the same data (float32: |got - ref| <= 1e-6 sum|x| + 1e-6 |ref|; int32: exact with
+wrap). Prints Markdown. Exit code: 0 all checks passed, 1 a check FAILED, 4 torch not available.
+
+With --csv (reduce_bench's CSV of the same run) the table adds reduce-tune's cold time and the
+ratios framework time / reduce-tune time (above 1: reduce-tune faster; the data differ but are
+drawn from the same distribution).
+"""
+import argparse
+import csv
+import math
+import re
+import statistics
+import sys
+
+DEFAULT_SIZES = "2^10,2^12,2^14,2^16,2^18,2^20,3*2^20+17,2^22,2^24,2^26,2^28,2^30"
+
+
+def parse_size(text):
+    """2^24, 3*2^20+17, 16M -> int (the forms reduce_bench's --sizes takes)."""
+    t = text.strip()
+    if not re.fullmatch(r"[0-9KMG^*+ ]+", t):
+        raise ValueError(f"not a size: {text!r}")
+    t = re.sub(r"(\d+)([KMG])", lambda m: f"({m.group(1)}*2**{ {'K': 10, 'M': 20, 'G': 30}[m.group(2)] })", t)
+    n = eval(t.replace("^", "**"), {"__builtins__": {}}, {})
+    if not isinstance(n, int) or n <= 0:
+        raise ValueError(f"not a size: {text!r}")
+    return n
+
+
+def fmt_size(n):
+    return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
+
+
+def fmt_us(us):
+    return f"{us:.2f}" if us < 100 else f"{us:.1f}" if us < 1000 else f"{us:.0f}"
+
+
+def read_csv(path):
+    """(peak GB/s, {(dtype, n): reduce-tune cold median us}) from reduce_bench --csv."""
+    peak, rt = None, {}
+    with open(path) as f:
+        first = f.readline()
+        m = re.search(r"peak_gbps=([0-9.eE+-]+)", first)
+        if m:
+            peak = float(m.group(1))
+        for row in csv.DictReader(f):
+            if row["contestant"] == "reduce-tune" and row["mode"] == "cold" and row["op"] == "sum" \
+                    and row["ok"] == "1":
+                rt[(row["dtype"], int(row["n"]))] = float(row["median_us"])
+    return peak, rt
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default=DEFAULT_SIZES)
+    ap.add_argument("--dtypes", default="int32,float32")
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--spin-us", type=float, default=100.0)
+    ap.add_argument("--budget-s", type=float, default=2.0,
+                    help="timed calls are cut (to no fewer than 10) where R calls would take longer")
+    ap.add_argument("--csv", help="reduce_bench --csv output of the same run")
+    args = ap.parse_args()
+
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch.cuda.is_available() is False")
+    except Exception as e:  # noqa: BLE001 - any import or CUDA failure means: skip
+        print(f"\n### Frameworks\n\ntorch not available ({e}): torch.sum / cupy.sum skipped.")
+        return 4
+    try:
+        import cupy
+        cupy_err = None
+    except Exception as e:  # noqa: BLE001
+        cupy, cupy_err = None, e
+
+    dev = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(dev)
+    l2 = getattr(props, "L2_cache_size", 0) or 0
+    clock_khz = 0
+    if cupy is not None:
+        try:
+            rt_api = cupy.cuda.runtime
+            if not l2:
+                l2 = rt_api.deviceGetAttribute(38, dev)  # cudaDevAttrL2CacheSize
+            clock_khz = rt_api.deviceGetAttribute(13, dev)  # cudaDevAttrClockRate
+        except Exception:  # noqa: BLE001
+            pass
+    l2 = l2 or 50 << 20
+    clock_khz = clock_khz or 2_000_000
+    peak, rt_times = (None, {})
+    if args.csv:
+        try:
+            peak, rt_times = read_csv(args.csv)
+        except OSError as e:
+            print(f"(cannot read {args.csv}: {e})", file=sys.stderr)
+    if peak is None and cupy is not None:
+        try:
+            mem_khz = cupy.cuda.runtime.deviceGetAttribute(36, dev)  # cudaDevAttrMemoryClockRate
+            bus = cupy.cuda.runtime.deviceGetAttribute(37, dev)  # cudaDevAttrGlobalMemoryBusWidth
+            peak = 2.0 * mem_khz * 1e3 * bus / 8 / 1e9
+        except Exception:  # noqa: BLE001
+            peak = None
+
+    sizes = [parse_size(s) for s in args.sizes.split(",") if s]
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    spin_cycles = int(args.spin_us * clock_khz / 1000)
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    free_bytes, _ = torch.cuda.mem_get_info()
+
+    def time_it(fn):
+        """(median us, min us, timed calls, last output)."""
+        times, out, reps, r = [], None, args.reps, 0
+        while r < args.warmup + reps:
+            flush.fill_(r & 0xFF)
+            torch.cuda._sleep(spin_cycles)
+            start.record()
+            out = fn()
+            stop.record()
+            stop.synchronize()
+            t = start.elapsed_time(stop) * 1e3
+            if r >= args.warmup:
+                times.append(t)
+            elif r == args.warmup - 1 and t * 1e-6 * reps > args.budget_s:
+                reps = max(10, int(args.budget_s / (t * 1e-6)))
+            r += 1
+        return statistics.median(times), min(times), len(times), out
+
+    print(f"\n## torch.sum / cupy.sum (cold L2, same method)\n")
+    print(f"- torch {torch.__version__}, cupy {cupy.__version__ if cupy is not None else f'not available ({cupy_err})'}, "
+          f"device {props.name}; {args.warmup} warm-up + {args.reps} timed calls, median; flush "
+          f"{2 * l2 / 2**20:.0f} MiB; spin {args.spin_us:.0f} us (torch.cuda._sleep) before the start event.")
+    print("- int32: `torch.sum(x, dtype=torch.int32)`, `cupy.sum(x, dtype=cupy.int32)` (result int32, "
+          "wrapping); float32: `torch.sum(x)`, `cupy.sum(x)` (zero-copy view of the same tensor).")
+    print("- rt us = reduce-tune's cold median from reduce_bench in this run (other random data of the "
+          "same distribution); torch/rt = torch time / reduce-tune time (above 1: reduce-tune faster).")
+
+    failed = 0
+    for dt in dtypes:
+        tdt = {"int32": torch.int32, "float32": torch.float32}.get(dt)
+        if tdt is None:
+            print(f"\n(unknown dtype {dt}: skipped)")
+            continue
+        print(f"\n### {dt} sum, cold L2\n")
+        print("| n | torch us | GB/s | % peak | cupy us | GB/s | % peak | rt us | torch/rt | cupy/rt | check |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(12345)
+        for n in sizes:
+            # The input, its float64/int64 copy for the reference, and the flush buffer.
+            if n * 12 + (512 << 20) > free_bytes:
+                print(f"| {fmt_size(n)} | skipped: needs {n * 12 / 2**30:.1f} GiB | | | | | | | | | |")
+                continue
+            if dt == "float32":
+                x = torch.rand(n, device="cuda", generator=gen).mul_(2).sub_(1)
+                xd = x.double()
+                ref, abs_sum = xd.sum().item(), xd.abs().sum().item()
+                del xd
+            else:
+                x = torch.randint(-2**31, 2**31, (n,), dtype=torch.int32, device="cuda", generator=gen)
+                s = x.long().sum().item()
+                ref, abs_sum = (s + 2**31) % 2**32 - 2**31, 0.0
+            torch.cuda.synchronize()
+
+            def check(out):
+                got = out.item()
+                if dt == "float32":
+                    err = abs(got - ref)
+                    ok = err <= 1e-6 * abs_sum + 1e-6 * abs(ref)  # NaN: False
+                    return ok, f"{err / abs_sum:.1e}" if abs_sum else f"{err:.1e}", got
+                return got == ref, "exact", got
+
+            cells, checks, times = [], [], {}
+            contestants = [("torch", (lambda: torch.sum(x)) if dt == "float32"
+                            else (lambda: torch.sum(x, dtype=torch.int32)))]
+            if cupy is not None:
+                xc = cupy.from_dlpack(x)
+                contestants.append(("cupy", (lambda: cupy.sum(xc)) if dt == "float32"
+                                    else (lambda: cupy.sum(xc, dtype=cupy.int32))))
+            for name, fn in contestants:
+                try:
+                    med, _mn, reps, out = time_it(fn)
+                    ok, err, got = check(out)
+                    times[name] = med
+                    gbps = n * 4 / (med * 1e-6) / 1e9
+                    pct = f"{100 * gbps / peak:.1f}" if peak else "-"
+                    cells.append(f"{fmt_us(med)} | {gbps:.0f} | {pct}")
+                    if ok:
+                        checks.append(f"{name} ok ({err}" + (f", {reps} calls)" if reps != args.reps else ")"))
+                    else:
+                        failed += 1
+                        checks.append(f"FAILED: {name} got {got}, expected {ref}")
+                except Exception as e:  # noqa: BLE001 - report and go on
+                    failed += 1
+                    cells.append("error | - | -")
+                    checks.append(f"FAILED: {name}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+            if cupy is None:
+                cells.append("- | - | -")
+            rt = rt_times.get((dt, n))
+            ratio = lambda k: f"{times[k] / rt:.2f}" if rt and k in times else "-"  # noqa: E731
+            print(f"| {fmt_size(n)} | {' | '.join(cells)} | {fmt_us(rt) if rt else '-'} | "
+                  f"{ratio('torch')} | {ratio('cupy')} | {'; '.join(checks)} |")
+            sys.stdout.flush()
+            del x
+            if cupy is not None:
+                del xc
+                cupy.get_default_memory_pool().free_all_blocks()
+            torch.cuda.empty_cache()
+    print(f"\n**Frameworks summary**: {failed} FAILED")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

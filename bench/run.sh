@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The benchmark of issues 3 and 4 in one go, Markdown on stdout, progress on stderr:
+#   1. int32 and float32 sum at the default sizes (2^10 .. 2^30 and 3*2^20+17), cold and hot L2,
+#      reduce-tune vs CUB vs the streaming-read ceiling, and the library's per-call overhead;
+#   2. float32 min and max at a few sizes;
+#   3. torch.sum / cupy.sum with the same method (skipped when python3 has no torch).
+# Usage: bench/run.sh BUILD_DIR [extra reduce_bench options for run 1]
+#   BUILD_DIR/bench/reduce_bench must exist (REDUCE_TUNE_BUILD_BENCH, on when nvcc is found).
+# Exit code: 0 all checks passed, 1 a result FAILED, 2 no CUDA device, 3 error.
+set -uo pipefail
+B=${1:?usage: bench/run.sh BUILD_DIR [reduce_bench options]}
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$B/bench/reduce_bench
+if [ ! -x "$bin" ]; then
+  echo "bench/run.sh: $bin not found: configure with -DREDUCE_TUNE_BUILD_BENCH=ON and build" >&2
+  exit 3
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+t0=$(date +%s)
+
+"$bin" --csv "$tmp/sum.csv" "$@" | tee "$tmp/sum.md"
+rc_sum=${PIPESTATUS[0]}
+[ "$rc_sum" -eq 2 ] && exit 2
+
+echo
+"$bin" --dtypes float32 --ops min,max --sizes '2^16,2^20,3*2^20+17,2^24,2^28' --no-overhead \
+  | tee "$tmp/minmax.md"
+rc_mm=${PIPESTATUS[0]}
+
+python3 "$here/frameworks.py" --csv "$tmp/sum.csv" | tee "$tmp/fw.md"
+rc_fw=${PIPESTATUS[0]}
+
+rc=0
+for r in "$rc_sum" "$rc_mm" "$rc_fw"; do
+  if [ "$r" -eq 1 ]; then rc=1; elif [ "$r" -ne 0 ] && [ "$r" -ne 4 ] && [ "$rc" -eq 0 ]; then rc=3; fi
+done
+echo
+echo "**bench/run.sh**: sum run exit $rc_sum, min/max run exit $rc_mm, torch/cupy exit $rc_fw" \
+     "(4 = skipped), $(( $(date +%s) - t0 )) s; exit $rc"
+grep -h '^\*\*Summary' "$tmp/sum.md" | sed 's/^/sum: /'
+grep -h '^\*\*Summary' "$tmp/minmax.md" | sed 's/^/min\/max: /'
+exit $rc
