@@ -1,0 +1,131 @@
+// reduce-tune: the runtime library. Opens a tuning store, picks the tuned configuration for
+// (dtype, op, n) on this GPU and runs it. Device pointers in, a CUDA stream argument.
+#pragma once
+
+#include "reduce_tune/config.h"
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+// CUstream without <cuda.h>: the driver's stream handle type (the runtime's cudaStream_t is the
+// same type).
+typedef struct CUstream_st* CUstream;
+
+namespace reduce_tune {
+
+/// Bad input to the library (null or host pointer, unsupported dtype or op, ...).
+class InvalidArgument : public std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+/// How good the configuration lookup's answer is, best first.
+enum class Match {
+  exact,          ///< tuned at this n on this GPU
+  nearest_size,   ///< tuned on this GPU at another n (the nearest)
+  same_arch,      ///< tuned on another GPU of the same compute capability
+  builtin,        ///< no usable tuning found: the built-in default
+};
+/// "exact", "nearest_size", "same_arch", "builtin".
+std::string_view name(Match);
+
+/// What the lookup chose and why.
+struct Choice {
+  Config config;
+  Match match = Match::builtin;
+  std::uint64_t tuned_n = 0;   ///< the size it was tuned at (0 for builtin)
+  double median_us = 0;        ///< measured time at tuned_n (0 for builtin)
+  double gbps = 0;
+  std::string device_name;     ///< the GPU the measurement came from (empty for builtin)
+  std::string note;            ///< why the built-in default, or which faster stored
+                               ///< configurations were passed over and why; empty otherwise
+};
+
+/// What a caller may ask of the choice.
+struct Options {
+  bool deterministic = false;  ///< same input, same bits: no floating-point atomic finishes
+  bool allow_in_place = false; ///< allow variants that work in place (never on the caller's
+                               ///< input: on a copy the reducer owns)
+  std::string store_path;      ///< empty: $REDUCE_TUNE_DB, else the default store path
+  std::string nvrtc_path;      ///< empty: $REDUCE_TUNE_NVRTC, else the NVRTC built against
+};
+
+/// Whether this machine has a CUDA driver and a GPU; never throws. `why` gets the reason if not.
+bool gpu_available(std::string* why = nullptr);
+
+/// The DType of a C++ element type: int32, uint32, int64, float or double.
+template <typename T> constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::f32;
+  else if constexpr (std::is_same_v<T, double>) return DType::f64;
+  else if constexpr (std::is_integral_v<T> && sizeof(T) == 4 && std::is_signed_v<T>) return DType::i32;
+  else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return DType::u32;
+  else if constexpr (std::is_integral_v<T> && sizeof(T) == 8 && std::is_signed_v<T>) return DType::i64;
+  else static_assert(!sizeof(T), "reduce_tune reduces int32, uint32, int64, float and double");
+}
+
+/// Reductions on one GPU with tuned kernels. Thread-safe; keeps compiled kernels and temporary
+/// device memory between calls, so after the first call at a size the call path touches neither
+/// the store nor the compiler and allocates nothing.
+///
+/// Runs in the primary context of device `ordinal` (the context the CUDA runtime uses), made
+/// current only for the duration of each call: the caller's current context is left as it was.
+/// Input pointers must be device (or managed) memory of that device.
+///
+/// The configuration for n is looked up once per size bucket [2^k, 2^(k+1)), at 2^k, and kept.
+/// A store that does not exist is not created: every lookup then gives the built-in default.
+class Reducer {
+public:
+  /// Opens the store (if it exists) and NVRTC for GPU `ordinal`. Throws std::runtime_error when
+  /// there is no such GPU (see gpu_available) or NVRTC cannot be loaded.
+  explicit Reducer(int ordinal = 0, Options options = {});
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  /// The configuration sum/min/max use for (dtype, op, n), and how good a match it is for n;
+  /// never fails for lack of tuning.
+  Choice config_for(DType dtype, Op op, std::uint64_t n) const;
+  /// The same for reduce_async, which needs the result on the device: no host finish.
+  Choice async_config_for(DType dtype, Op op, std::uint64_t n) const;
+
+  /// Synchronous: reduces n elements at device pointer `d_in` on `stream` (after its earlier
+  /// work), waits for the stream and returns the result. n = 0 gives the identity without launching: 0 for sum; for min the type's max (+infinity
+  /// for floats), for max its lowest (-infinity for floats).
+  template <typename T> T sum(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return reduce<T>(Op::sum, d_in, n, stream);
+  }
+  template <typename T> T min(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return reduce<T>(Op::min, d_in, n, stream);
+  }
+  template <typename T> T max(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return reduce<T>(Op::max, d_in, n, stream);
+  }
+  /// sum, min or max by `op`.
+  template <typename T> T reduce(Op op, const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    T out;
+    reduce_sync(dtype_of<T>(), op, d_in, n, &out, stream);
+    return out;
+  }
+
+  /// Asynchronous: writes the result (one element of `dtype`) to device memory `d_out` on
+  /// `stream`, ordered after the stream's earlier work; returns once enqueued. The reducer keeps
+  /// one workspace per concurrent caller: before reusing one, a call waits on the host for the
+  /// previous asynchronous reduction that used it, so at most one asynchronous reduction per
+  /// workspace is in flight.
+  void reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
+                    CUstream stream = nullptr);
+
+  /// The GPU this reducer runs on.
+  std::string device_name() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  void reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n, void* h_out,
+                   CUstream stream);
+};
+
+} // namespace reduce_tune

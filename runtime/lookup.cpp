@@ -1,0 +1,215 @@
+// reduce-tune: configuration lookup from the store, graded, with the built-in default.
+#include "runtime/lookup.h"
+
+#include "kernels/catalogue.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace reduce_tune {
+namespace {
+
+/// One device's stored measurements for (dtype, op).
+struct Source {
+  std::string uuid, name;
+  std::vector<db::Measurement> rows;
+};
+
+/// A measurement and the device it came from.
+struct Row {
+  const db::Measurement* m;
+  const Source* source;
+};
+
+/// A usable row and the configuration its key names.
+struct Pick {
+  Row row;
+  Config config;
+};
+
+/// Why a stored row cannot be used for `t` under `req`, or nullopt (and its configuration in *out).
+std::optional<std::string> unusable(const db::Measurement& m, const Target& t,
+                                    const Requirements& req, Config* out) {
+  std::string why;
+  const std::optional<Config> c = parse_key(m.key, &why);
+  if (!c) return "not a configuration this build knows: " + why;
+  if (auto reason = invalid_reason(*c, t)) return "invalid on this device: " + *reason;
+  if (req.deterministic && !deterministic(*c, t.dtype))
+    return "not deterministic (floating-point atomic finish)";
+  if (!req.allow_in_place && find_variant(c->variant)->in_place)
+    return "works in place (in-place variants not allowed)";
+  if (req.device_result && c->finish == Finish::host)
+    return "finishes on the host (the result must stay on the device)";
+  *out = *c;
+  return std::nullopt;
+}
+
+/// Whether size a is nearer to n than size b by |log2(size / n)|, ties to the larger size (as the
+/// store's nearest()). Exact: the ratios are compared as 128-bit cross products.
+bool nearer(std::uint64_t a, std::uint64_t b, std::uint64_t n) {
+  using u128 = unsigned __int128;
+  const auto [a_lo, a_hi] = std::minmax(a, n);
+  const auto [b_lo, b_hi] = std::minmax(b, n);
+  const u128 ra = u128(a_hi) * b_lo, rb = u128(b_hi) * a_lo; // a_hi/a_lo vs b_hi/b_lo
+  return ra < rb || (ra == rb && a > b);
+}
+
+/// The rows passed over, as "key (reason)", each once, in the order met.
+class PassedOver {
+public:
+  void add(const std::string& key, const std::string& reason) {
+    if (seen_.insert(key).second) items_.push_back(key + " (" + reason + ")");
+  }
+  bool empty() const { return items_.empty(); }
+  std::string text() const {
+    constexpr std::size_t kShown = 5;
+    std::string s;
+    for (std::size_t i = 0; i < std::min(items_.size(), kShown); ++i)
+      s += (i ? "; " : "") + items_[i];
+    if (items_.size() > kShown) s += "; and " + std::to_string(items_.size() - kShown) + " more";
+    return s;
+  }
+
+private:
+  std::set<std::string> seen_;
+  std::vector<std::string> items_;
+};
+
+/// The fastest usable row at the size nearest to n that has one. Rows met before it (at nearer
+/// sizes, or faster at its size) are recorded in `passed`. `valid_rows` counts the candidates.
+std::optional<Pick> pick(const std::vector<Source>& sources, std::uint64_t n, const Target& t,
+                         const Requirements& req, PassedOver& passed, std::size_t& valid_rows) {
+  std::map<std::uint64_t, std::vector<Row>> by_size;
+  for (const Source& s : sources)
+    for (const db::Measurement& m : s.rows)
+      if (m.valid && std::isfinite(m.median_us)) by_size[m.n].push_back({&m, &s});
+  std::vector<std::uint64_t> sizes;
+  for (auto& [size, rows] : by_size) {
+    sizes.push_back(size);
+    valid_rows += rows.size();
+    // Fastest first; equal medians keep the store's order (oldest first), as best() does.
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const Row& a, const Row& b) { return a.m->median_us < b.m->median_us; });
+  }
+  std::sort(sizes.begin(), sizes.end(),
+            [n](std::uint64_t a, std::uint64_t b) { return nearer(a, b, n); });
+  for (const std::uint64_t size : sizes)
+    for (const Row& r : by_size[size]) {
+      Config c;
+      if (auto why = unusable(*r.m, t, req, &c)) {
+        passed.add(r.m->key, *why);
+        continue;
+      }
+      return Pick{r, c};
+    }
+  return std::nullopt;
+}
+
+Choice choice_of(const Pick& p, Match match, const PassedOver& passed) {
+  Choice c;
+  c.config = p.config;
+  c.match = match;
+  c.tuned_n = p.row.m->n;
+  c.median_us = p.row.m->median_us;
+  c.gbps = p.row.m->gbps;
+  c.device_name = p.row.source->name;
+  if (!passed.empty()) c.note = "stored configurations passed over: " + passed.text();
+  return c;
+}
+
+} // namespace
+
+std::string_view name(Match m) {
+  switch (m) {
+  case Match::exact: return "exact";
+  case Match::nearest_size: return "nearest_size";
+  case Match::same_arch: return "same_arch";
+  case Match::builtin: return "builtin";
+  }
+  return "?";
+}
+
+Config builtin_config(DType dtype) {
+  // A starting point until the project's own H100 sweep replaces it. The shape is the streaming
+  // kernel measured in /work/shared/DEVICE.md: 16-byte vector loads over a data-sized grid read
+  // 2^28 float32 at 3089 GB/s on an H100 (92% of its 3352 GB/s peak; CUB's DeviceReduce::Sum
+  // reached 2988 GB/s there). 256 threads with 4 loads in flight each (16 KiB per block) were not
+  // measured: they are the usual middle of the space. The last-block finish keeps it to one
+  // launch, deterministic, with the result on the device.
+  Config c;
+  c.variant = "vectorized";
+  c.block = 256;
+  c.unroll = 4;
+  c.vec = int(16 / size_of(dtype));
+  c.grid = 0;
+  c.tail = Tail::shfl;
+  c.finish = Finish::lastblock;
+  return c;
+}
+
+Choice builtin_choice(DType dtype, std::string note) {
+  Choice c;
+  c.config = builtin_config(dtype);
+  c.match = Match::builtin;
+  c.note = std::move(note);
+  return c;
+}
+
+Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op,
+              std::uint64_t n, const Requirements& req) {
+  n = std::max<std::uint64_t>(n, 1);
+  Target t;
+  t.dtype = dtype;
+  t.op = op;
+  t.cc = device.cc_major * 10 + device.cc_minor;
+  t.max_block = device.max_block;
+  t.sm_count = device.sm_count;
+  const std::string dt(name(dtype)), o(name(op));
+
+  std::vector<Source> own(1), arch;
+  own[0].uuid = device.uuid;
+  for (const db::DeviceRecord& d : store.devices()) {
+    if (d.uuid == device.uuid) own[0].name = d.name;
+    else if (d.cc_major == device.cc_major && d.cc_minor == device.cc_minor)
+      arch.push_back({d.uuid, d.name, {}});
+  }
+  own[0].rows = store.measurements(device.uuid, dt, o);
+  for (Source& s : arch) s.rows = store.measurements(s.uuid, dt, o);
+
+  PassedOver passed;
+  std::size_t valid_rows = 0;
+  if (auto p = pick(own, n, t, req, passed, valid_rows))
+    return choice_of(*p, p->row.m->n == n ? Match::exact : Match::nearest_size, passed);
+  if (auto p = pick(arch, n, t, req, passed, valid_rows))
+    return choice_of(*p, Match::same_arch, passed);
+
+  const std::string where = dt + " " + o + " on this GPU or another sm_" + std::to_string(t.cc) +
+                            " GPU";
+  if (valid_rows == 0) return builtin_choice(dtype, "no tuning for " + where);
+  return builtin_choice(dtype, "no stored configuration for " + where +
+                                   " is usable here: passed over " + passed.text());
+}
+
+std::unique_ptr<db::Store> open_existing_store(const std::string& path, std::string* why) {
+  std::string reason;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    reason = "no tuning store at " + path;
+  } else {
+    try {
+      return std::make_unique<db::Store>(path);
+    } catch (const db::StoreError& e) {
+      reason = "the tuning store " + path + " cannot be used: " + e.what();
+    }
+  }
+  if (why) *why = reason;
+  return nullptr;
+}
+
+} // namespace reduce_tune

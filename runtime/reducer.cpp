@@ -1,0 +1,432 @@
+// reduce-tune: the runtime library. A configuration is looked up once per (dtype, op, size
+// bucket) and compiled once (through the disk cache); calls then launch it through the tuner's
+// own path (kernels/runner.h), so what was measured is what runs.
+#include "reduce_tune/reducer.h"
+
+#include "db/store.h"
+#include "kernels/catalogue.h"
+#include "kernels/driver.h"
+#include "kernels/nvrtc.h"
+#include "kernels/reference.h"
+#include "kernels/runner.h"
+#include "runtime/lookup.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace reduce_tune {
+
+bool gpu_available(std::string* why) { return cuda::available(why); }
+
+namespace {
+
+using cuda::driver;
+
+constexpr int kDTypes = 5, kOps = 3;
+constexpr int kBuckets = 65; ///< bit_width(n) for n in 1..2^64-1 (0 unused)
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+void check_problem(DType dtype, Op op) {
+  if (static_cast<unsigned>(dtype) >= kDTypes)
+    throw InvalidArgument("reduce_tune: unsupported dtype (enum value " +
+                          std::to_string(static_cast<int>(dtype)) +
+                          "): int32, uint32, int64, float32 and float64 are supported");
+  if (static_cast<unsigned>(op) >= kOps)
+    throw InvalidArgument("reduce_tune: unsupported op (enum value " +
+                          std::to_string(static_cast<int>(op)) +
+                          "): sum, min and max are supported");
+}
+
+/// The identity of `op` on `dtype` as its bit pattern: 0 for sum; for min the type's max
+/// (+infinity for floats), for max its lowest (-infinity), as the kernels' rt_identity().
+std::uint64_t identity_bits(DType dtype, Op op) {
+  return visit(dtype, [op](auto zero) {
+    using T = decltype(zero);
+    using L = std::numeric_limits<T>;
+    T v = zero;
+    if (op == Op::min) v = L::has_infinity ? L::infinity() : L::max();
+    if (op == Op::max) v = L::has_infinity ? -L::infinity() : L::lowest();
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof v);
+    return bits;
+  });
+}
+
+/// False where the driver does not report an attribute for this kind of memory; throws for
+/// other failures.
+bool known(CUresult r, const char* call) {
+  if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) return false;
+  cuda::check(r, call);
+  return true;
+}
+
+/// Checks that the kernels can access `count` elements of `dtype` at `p`: not null, aligned to the
+/// element, device memory of GPU `ordinal` or managed memory, and, where the driver knows the
+/// allocation's extent, large enough. Throws InvalidArgument naming `what` and the problem.
+void check_pointer(const char* what, const void* p, std::uint64_t count, DType dtype,
+                   int ordinal) {
+  if (!p) throw InvalidArgument(std::string("reduce_tune: ") + what + " is null");
+  const CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+  const auto bad = [&](const std::string& problem) {
+    return InvalidArgument(std::string("reduce_tune: ") + what + " (" + hex(ptr) + ") " + problem);
+  };
+  const std::size_t es = size_of(dtype);
+  if (ptr % es)
+    throw bad("is not aligned to its " + std::to_string(es) + "-byte " + std::string(name(dtype)) +
+              " elements");
+  unsigned type = 0;
+  const CUresult r = driver().cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
+  if (r == CUDA_ERROR_INVALID_VALUE)
+    throw bad("is not memory CUDA knows (a host pointer?): pass device memory");
+  cuda::check(r, "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)");
+  // A boolean of unspecified width: read into a zeroed word. Managed memory may report either
+  // memory type and is accessible from any device.
+  unsigned long long managed = 0;
+  RT_CU(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr));
+  if (!managed) {
+    if (type != CU_MEMORYTYPE_DEVICE)
+      throw bad("is host memory (page-locked), not device memory");
+    int device = -1;
+    RT_CU(cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr));
+    if (device != ordinal)
+      throw bad("is memory of GPU " + std::to_string(device) + "; this reducer runs on GPU " +
+                std::to_string(ordinal));
+  }
+  // The allocation's extent, where the driver knows it.
+  CUdeviceptr start = 0;
+  std::size_t size = 0;
+  if (known(driver().cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr),
+            "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)") &&
+      known(driver().cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr),
+            "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_RANGE_SIZE)") &&
+      ptr >= start && ptr - start < size) {
+    const std::uint64_t room = (size - (ptr - start)) / es;
+    if (count > room)
+      throw bad("has room for " + std::to_string(room) + " " + std::string(name(dtype)) +
+                " (in an allocation of " + std::to_string(size) + " bytes at " + hex(start) +
+                "), fewer than n = " + std::to_string(count));
+  }
+}
+
+/// Restores the calling thread's current context when the scope ends: the reducer works in its
+/// own context and leaves the caller's as it was.
+class RestoreContext {
+public:
+  RestoreContext() { RT_CU(cuCtxGetCurrent(&caller_)); }
+  ~RestoreContext() {
+    CUcontext now = nullptr;
+    if (driver().cuCtxGetCurrent(&now) == CUDA_SUCCESS && now != caller_)
+      driver().cuCtxSetCurrent(caller_);
+  }
+  RestoreContext(const RestoreContext&) = delete;
+  RestoreContext& operator=(const RestoreContext&) = delete;
+  void enter(CUcontext ctx) const {
+    if (ctx != caller_) RT_CU(cuCtxSetCurrent(ctx));
+  }
+
+private:
+  CUcontext caller_ = nullptr;
+};
+
+/// The cached answer for one (dtype, op, size bucket, result on the device or not).
+struct Entry {
+  std::mutex mu;                  ///< held while looking up and loading
+  std::optional<Choice> choice;   ///< set under mu
+  Kernel kernel;                  ///< set under mu, before ready
+  std::atomic<bool> ready{false}; ///< choice and kernel set: read without the lock from then on
+};
+
+/// Device memory for one reduction at a time, and the event that marks the end of its last
+/// asynchronous use.
+struct Lease {
+  Workspace ws;
+  cuda::Event done;
+  bool pending = false; ///< `done` was recorded by an asynchronous call and not yet waited for
+};
+
+/// The user's compile cache, or none (every first use compiles) where it cannot be created: a
+/// read-only home must not stop the library.
+CompileCache open_cache() {
+  try {
+    return CompileCache(CompileCache::default_dir());
+  } catch (const std::filesystem::filesystem_error&) {
+    return CompileCache({});
+  }
+}
+
+} // namespace
+
+struct Reducer::Impl {
+  Options options;
+  cuda::DeviceInfo info;
+  cuda::Context context; // declared before everything that holds device resources
+  CUcontext ctx = nullptr;
+  std::mutex store_mu;   ///< a Store is one SQLite connection: one user at a time
+  std::unique_ptr<db::Store> store;
+  std::string no_store;  ///< why there is no store
+  Nvrtc nvrtc;
+  CompileCache cache;
+  KernelLoader loader;
+
+  std::array<std::atomic<Entry*>, kDTypes * kOps * kBuckets * 2> entries{};
+  std::mutex entries_mu; ///< guards `owned`
+  std::vector<std::unique_ptr<Entry>> owned;
+
+  std::mutex pool_mu;
+  std::deque<std::unique_ptr<Lease>> pool; ///< idle leases, least recently used first
+
+  Impl(int ordinal, Options opts)
+      : options(std::move(opts)), info(cuda::device_info(ordinal)), context(ordinal),
+        nvrtc(options.nvrtc_path), cache(open_cache()),
+        loader(nvrtc, cache, nvrtc.target_for(info.cc())) {
+    RT_CU(cuCtxGetCurrent(&ctx)); // the Context made it current
+    store = open_existing_store(
+        options.store_path.empty() ? db::default_store_path() : options.store_path, &no_store);
+  }
+
+  Target target(DType dtype, Op op) const {
+    Target t;
+    t.dtype = dtype;
+    t.op = op;
+    t.cc = info.cc();
+    t.max_block = info.max_threads_per_block;
+    t.sm_count = info.sm_count;
+    return t;
+  }
+
+  /// The lookup for a bucket, at its lower end 2^k (where sweeps measure). A store that cannot be
+  /// read gives the built-in default, as no store does.
+  Choice choose(DType dtype, Op op, std::uint64_t at, bool device_result) {
+    if (!store) return builtin_choice(dtype, no_store);
+    DeviceKey device;
+    device.uuid = info.uuid;
+    device.cc_major = info.cc_major;
+    device.cc_minor = info.cc_minor;
+    device.max_block = info.max_threads_per_block;
+    device.sm_count = info.sm_count;
+    Requirements req;
+    req.deterministic = options.deterministic;
+    req.allow_in_place = options.allow_in_place;
+    req.device_result = device_result;
+    std::lock_guard lock(store_mu);
+    try {
+      return lookup(*store, device, dtype, op, at, req);
+    } catch (const db::StoreError& e) {
+      return builtin_choice(dtype, std::string("the tuning store could not be read: ") + e.what());
+    }
+  }
+
+  static std::uint64_t bucket_start(std::uint64_t n) {
+    return std::bit_floor(std::max<std::uint64_t>(n, 1));
+  }
+
+  Entry& entry(DType dtype, Op op, std::uint64_t n, bool device_result) {
+    const int bucket = std::bit_width(std::max<std::uint64_t>(n, 1));
+    const std::size_t index =
+        ((std::size_t(dtype) * kOps + std::size_t(op)) * kBuckets + std::size_t(bucket)) * 2 +
+        (device_result ? 1 : 0);
+    std::atomic<Entry*>& slot = entries[index];
+    if (Entry* e = slot.load(std::memory_order_acquire)) return *e;
+    std::lock_guard lock(entries_mu);
+    if (Entry* e = slot.load(std::memory_order_relaxed)) return *e;
+    owned.push_back(std::make_unique<Entry>());
+    slot.store(owned.back().get(), std::memory_order_release);
+    return *owned.back();
+  }
+
+  /// The choice for n's bucket, graded for n itself.
+  Choice choice_for(DType dtype, Op op, std::uint64_t n, bool device_result) {
+    check_problem(dtype, op);
+    Entry& e = entry(dtype, op, n, device_result);
+    Choice c;
+    if (e.ready.load(std::memory_order_acquire)) {
+      c = *e.choice;
+    } else {
+      std::lock_guard lock(e.mu);
+      if (!e.choice) e.choice = choose(dtype, op, bucket_start(n), device_result);
+      c = *e.choice;
+    }
+    if (c.match == Match::exact || c.match == Match::nearest_size)
+      c.match = c.tuned_n == std::max<std::uint64_t>(n, 1) ? Match::exact : Match::nearest_size;
+    return c;
+  }
+
+  /// The entry for a call, its kernel loaded (first use only; needs the context current). A
+  /// stored configuration that no longer compiles or loads (another NVRTC or driver than the
+  /// tuner's) is replaced by the built-in default, and the note says why.
+  const Entry& ready_entry(DType dtype, Op op, std::uint64_t n, bool device_result) {
+    Entry& e = entry(dtype, op, n, device_result);
+    if (e.ready.load(std::memory_order_acquire)) return e;
+    std::lock_guard lock(e.mu);
+    if (e.ready.load(std::memory_order_relaxed)) return e;
+    if (!e.choice) e.choice = choose(dtype, op, bucket_start(n), device_result);
+    try {
+      e.kernel = loader.load(e.choice->config, dtype, op);
+    } catch (const CompileError& err) {
+      fall_back(e, dtype, op, err);
+    } catch (const cuda::CudaError& err) {
+      fall_back(e, dtype, op, err);
+    }
+    e.ready.store(true, std::memory_order_release);
+    return e;
+  }
+
+  /// Called while handling `err`, the failed load of e's stored choice: loads the built-in
+  /// default instead, or rethrows when that was the one that failed.
+  void fall_back(Entry& e, DType dtype, Op op, const std::exception& err) {
+    if (e.choice->match == Match::builtin) throw;
+    std::string why = err.what();
+    why = why.substr(0, why.find('\n')); // a compile error's log follows its first line
+    e.choice = builtin_choice(dtype, "the stored configuration " + key(e.choice->config) +
+                                         " failed to load: " + why);
+    e.kernel = loader.load(e.choice->config, dtype, op);
+  }
+
+  std::unique_ptr<Lease> take() {
+    {
+      std::lock_guard lock(pool_mu);
+      if (!pool.empty()) {
+        std::unique_ptr<Lease> l = std::move(pool.front());
+        pool.pop_front();
+        return l;
+      }
+    }
+    return std::make_unique<Lease>(); // one more caller at once than ever before
+  }
+
+  void give(std::unique_ptr<Lease> l) {
+    std::lock_guard lock(pool_mu);
+    pool.push_back(std::move(l));
+  }
+
+  /// A lease for the length of one call, idle when taken and back in the pool at the end. A
+  /// failure after work was enqueued synchronizes the stream first, so a lease never goes back
+  /// with work in flight that its next user does not know of.
+  class Borrowed {
+  public:
+    explicit Borrowed(Impl& impl) : impl_(impl), lease_(impl.take()) {
+      if (lease_->pending) {
+        RT_CU(cuEventSynchronize(lease_->done.get()));
+        lease_->pending = false;
+      }
+    }
+    ~Borrowed() { impl_.give(std::move(lease_)); }
+    Borrowed(const Borrowed&) = delete;
+    Borrowed& operator=(const Borrowed&) = delete;
+
+    template <typename F> auto run(CUstream stream, F&& f) {
+      try {
+        return f(*lease_);
+      } catch (...) {
+        driver().cuStreamSynchronize(stream); // best effort: the first error is the one to report
+        throw;
+      }
+    }
+
+  private:
+    Impl& impl_;
+    std::unique_ptr<Lease> lease_;
+  };
+};
+
+Reducer::Reducer(int ordinal, Options options) {
+  const RestoreContext restore; // the primary context is made current while setting up
+  impl_ = std::make_unique<Impl>(ordinal, std::move(options));
+}
+
+Reducer::~Reducer() {
+  if (!impl_) return;
+  // Memory, events and modules are released in the reducer's context, after any asynchronous
+  // reduction still using them; errors cannot be reported from here.
+  CUcontext caller = nullptr;
+  driver().cuCtxGetCurrent(&caller);
+  driver().cuCtxSetCurrent(impl_->ctx);
+  for (const auto& l : impl_->pool)
+    if (l->pending) driver().cuEventSynchronize(l->done.get());
+  impl_.reset();
+  driver().cuCtxSetCurrent(caller);
+}
+
+Choice Reducer::config_for(DType dtype, Op op, std::uint64_t n) const {
+  return impl_->choice_for(dtype, op, n, false);
+}
+
+Choice Reducer::async_config_for(DType dtype, Op op, std::uint64_t n) const {
+  return impl_->choice_for(dtype, op, n, true);
+}
+
+std::string Reducer::device_name() const { return impl_->info.name; }
+
+void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n, void* h_out,
+                          CUstream stream) {
+  check_problem(dtype, op);
+  const std::size_t es = size_of(dtype);
+  if (n == 0) {
+    const std::uint64_t bits = identity_bits(dtype, op);
+    std::memcpy(h_out, &bits, es);
+    return;
+  }
+  const RestoreContext restore;
+  restore.enter(impl_->ctx);
+  check_pointer("d_in", d_in, n, dtype, impl_->context.ordinal());
+  const Entry& e = impl_->ready_entry(dtype, op, n, false);
+  const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
+  const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
+  Impl::Borrowed lease(*impl_);
+  const Scalar r = lease.run(stream, [&](Lease& l) {
+    l.ws.reserve(p, dtype, n);
+    prepare(e.kernel, p, in, n, l.ws, stream);
+    enqueue(e.kernel, p, in, n, l.ws, stream);
+    return result(e.kernel, p, l.ws, stream);
+  });
+  std::memcpy(h_out, &r.bits, es);
+}
+
+void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
+                           CUstream stream) {
+  check_problem(dtype, op);
+  const std::size_t es = size_of(dtype);
+  const RestoreContext restore;
+  restore.enter(impl_->ctx);
+  const int ordinal = impl_->context.ordinal();
+  check_pointer("d_out", d_out, 1, dtype, ordinal);
+  const CUdeviceptr out = reinterpret_cast<CUdeviceptr>(d_out);
+  if (n == 0) {
+    // A copy, not a launch. From pageable memory the source is staged before the call returns,
+    // so a local is a valid source.
+    const std::uint64_t bits = identity_bits(dtype, op);
+    RT_CU(cuMemcpyHtoDAsync(out, &bits, es, stream));
+    return;
+  }
+  check_pointer("d_in", d_in, n, dtype, ordinal);
+  const Entry& e = impl_->ready_entry(dtype, op, n, true);
+  const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
+  const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
+  Impl::Borrowed lease(*impl_);
+  lease.run(stream, [&](Lease& l) {
+    l.ws.reserve(p, dtype, n);
+    prepare(e.kernel, p, in, n, l.ws, stream);
+    enqueue(e.kernel, p, in, n, l.ws, stream);
+    RT_CU(cuMemcpyDtoDAsync(out, l.ws.out(), es, stream));
+    l.done.record(stream);
+    l.pending = true;
+  });
+}
+
+} // namespace reduce_tune

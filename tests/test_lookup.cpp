@@ -1,0 +1,393 @@
+// Tests of the configuration lookup (runtime/lookup.cpp) on stored fixtures: every grade, the
+// requirements, rows that must be passed over, and opening a store that may not exist.
+#include <catch2/catch.hpp>
+
+#include "kernels/catalogue.h"
+#include "runtime/lookup.h"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+using namespace reduce_tune;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t k20 = 1ull << 20, k24 = 1ull << 24;
+
+db::DeviceRecord device(const std::string& uuid, const std::string& name, int major, int minor) {
+  db::DeviceRecord d;
+  d.uuid = uuid;
+  d.name = name;
+  d.cc_major = major;
+  d.cc_minor = minor;
+  d.sm_count = 132;
+  d.driver_version = 13000;
+  return d;
+}
+
+/// A measured row; the parameter columns follow the key where it parses (as the tuner writes them).
+db::Measurement row(const std::string& key, std::uint64_t n, double median_us,
+                    const std::string& dtype = "float32", const std::string& op = "sum") {
+  db::Measurement m;
+  m.key = key;
+  if (const auto c = parse_key(key)) {
+    m.variant = c->variant;
+    m.block = c->block;
+    m.unroll = c->unroll;
+    m.vec = c->vec;
+    m.grid = c->grid;
+    m.tail = std::string(name(c->tail));
+    m.finish = std::string(name(c->finish));
+  } else {
+    m.variant = key.substr(0, key.find('.'));
+    m.tail = "none";
+    m.finish = "host";
+  }
+  m.dtype = dtype;
+  m.op = op;
+  m.n = n;
+  m.median_us = m.min_us = m.max_us = median_us;
+  m.reps = 20;
+  m.gbps = double(n) * 4 / (median_us * 1e3);
+  m.valid = true;
+  m.seed = 1;
+  return m;
+}
+
+void add(db::Store& s, const std::string& uuid, const std::vector<db::Measurement>& rows) {
+  db::RunRecord r;
+  r.device_uuid = uuid;
+  r.tool_version = "0.1.0";
+  r.nvrtc_version = "13.0";
+  r.timing_method = "fixture";
+  const auto run = s.begin_run(r);
+  s.add_measurements(run, rows);
+  s.end_run(run, "done");
+}
+
+DeviceKey key_of(const std::string& uuid, int major, int minor) {
+  DeviceKey k;
+  k.uuid = uuid;
+  k.cc_major = major;
+  k.cc_minor = minor;
+  k.sm_count = 132;
+  return k;
+}
+
+const DeviceKey A = key_of("GPU-a", 9, 0), B = key_of("GPU-b", 9, 0), C = key_of("GPU-c", 8, 0);
+
+// The fastest rows at A, 2^20, float32 sum, in order: a failed check, then four rows each unusable
+// under some requirement, then two that are always usable.
+const std::string kAtomic = "atomic_shared.b256.atomic";              // float atomic finish
+const std::string kInPlace = "neighbored_gmem.b256.host";             // works in place
+const std::string kUnknown = "warp_magic.b256.host";                  // a variant of a later build
+const std::string kUnsafe = "unroll_warps.b256.u4.volatile.host";     // invalid from sm_70
+const std::string kHost = "unrolling.b512.u8.host";
+const std::string kVector = "vectorized.b256.u4.v4.g0.shfl.lastblock";
+
+/// Devices A and B (sm_90) and C (sm_80); A tuned at 2^20 and 2^24, nothing stored for B or C.
+db::Store fixture() {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  s.upsert_device(device(B.uuid, "H100 B", 9, 0));
+  s.upsert_device(device(C.uuid, "A100 C", 8, 0));
+  db::Measurement failed = row("interleaved.b256.host", k20, 1.0);
+  failed.valid = false;
+  failed.error = "mismatch";
+  add(s, A.uuid,
+      {failed, row(kAtomic, k20, 8.0), row(kInPlace, k20, 8.5), row(kUnknown, k20, 9.0),
+       row(kUnsafe, k20, 9.5), row(kHost, k20, 10.0), row(kVector, k20, 11.0),
+       row("vectorized.b512.u4.v4.g0.shfl.lastblock", k24, 100.0),
+       row("unrolling.b256.u2.host", k20, 7.0, "int32", "min")});
+  return s;
+}
+
+std::string key_of(const Choice& c) { return key(c.config); }
+
+/// A unique path under the temp directory, removed (with any WAL side files) at the end.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::random_device rd;
+    path = fs::temp_directory_path() /
+           ("reduce-tune-lookup-" + std::to_string(rd()) + "-" + std::to_string(rd()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+} // namespace
+
+TEST_CASE("lookup: exact when this GPU was tuned at n", "[lookup]") {
+  const db::Store s = fixture();
+  const Choice c = lookup(s, A, DType::f32, Op::sum, k20, {});
+  CHECK(c.match == Match::exact);
+  CHECK(key_of(c) == kAtomic);
+  CHECK(c.tuned_n == k20);
+  CHECK(c.median_us == 8.0);
+  CHECK(c.gbps == Approx(double(k20) * 4 / 8e3));
+  CHECK(c.device_name == "H100 A");
+  CHECK(c.note.empty()); // the only faster row failed its check: never a candidate
+
+  const Choice i = lookup(s, A, DType::i32, Op::min, k20, {});
+  CHECK(i.match == Match::exact);
+  CHECK(key_of(i) == "unrolling.b256.u2.host");
+}
+
+TEST_CASE("lookup: nearest tuned size on this GPU", "[lookup]") {
+  const db::Store s = fixture();
+  Choice c = lookup(s, A, DType::f32, Op::sum, 2 * k20, {});
+  CHECK(c.match == Match::nearest_size);
+  CHECK(c.tuned_n == k20);
+  CHECK(key_of(c) == kAtomic);
+
+  c = lookup(s, A, DType::f32, Op::sum, 3 * k20 + 17, {}); // 1.6 octaves from 2^20, 2.4 from 2^24
+  CHECK(c.tuned_n == k20);
+  c = lookup(s, A, DType::f32, Op::sum, k24 / 2, {});
+  CHECK(c.match == Match::nearest_size);
+  CHECK(c.tuned_n == k24);
+  CHECK(key_of(c) == "vectorized.b512.u4.v4.g0.shfl.lastblock");
+  // 2^22 is two octaves from both: the tie goes to the larger size, as in the store.
+  CHECK(lookup(s, A, DType::f32, Op::sum, 1ull << 22, {}).tuned_n == k24);
+  // Far outside the tuned range, either way.
+  CHECK(lookup(s, A, DType::f32, Op::sum, 1, {}).tuned_n == k20);
+  CHECK(lookup(s, A, DType::f32, Op::sum, 1ull << 40, {}).tuned_n == k24);
+  // n = 0 is looked up as 1.
+  CHECK(lookup(s, A, DType::f32, Op::sum, 0, {}).tuned_n == k20);
+}
+
+TEST_CASE("lookup: another GPU of the same compute capability", "[lookup]") {
+  const db::Store s = fixture();
+  const Choice c = lookup(s, B, DType::f32, Op::sum, k24, {});
+  CHECK(c.match == Match::same_arch);
+  CHECK(c.tuned_n == k24);
+  CHECK(c.device_name == "H100 A");
+  CHECK(key_of(c) == "vectorized.b512.u4.v4.g0.shfl.lastblock");
+  CHECK(lookup(s, B, DType::f32, Op::sum, 3 * k20, {}).tuned_n == k20);
+
+  // A GPU the store has never seen, of a known architecture.
+  CHECK(lookup(s, key_of("GPU-new", 9, 0), DType::f32, Op::sum, k20, {}).match ==
+        Match::same_arch);
+}
+
+TEST_CASE("lookup: this GPU's nearest size ranks above another GPU's exact size", "[lookup]") {
+  db::Store s = fixture();
+  add(s, B.uuid, {row(kHost, 1ull << 22, 20.0)});
+  const Choice a = lookup(s, A, DType::f32, Op::sum, 1ull << 22, {});
+  CHECK(a.match == Match::nearest_size);
+  CHECK(a.device_name == "H100 A");
+  // And this GPU's own exact row ranks above a faster one elsewhere.
+  add(s, B.uuid, {row(kVector, k20, 1.5)});
+  CHECK(lookup(s, A, DType::f32, Op::sum, k20, {}).median_us == 8.0);
+}
+
+TEST_CASE("lookup: across devices of an architecture, nearest size, then fastest", "[lookup]") {
+  db::Store s = fixture();
+  s.upsert_device(device("GPU-d", "H100 D", 9, 0));
+  add(s, "GPU-d", {row(kHost, k24, 90.0), row(kVector, 1ull << 28, 1000.0)});
+  const Choice c = lookup(s, B, DType::f32, Op::sum, k24, {});
+  CHECK(c.match == Match::same_arch);
+  CHECK(c.device_name == "H100 D"); // 90 us beats A's 100 us at the same size
+  CHECK(key_of(c) == kHost);
+  CHECK(lookup(s, B, DType::f32, Op::sum, 1ull << 27, {}).tuned_n == 1ull << 28);
+}
+
+TEST_CASE("lookup: built-in default when nothing is tuned for the architecture", "[lookup]") {
+  const db::Store s = fixture();
+  const Choice c = lookup(s, C, DType::f32, Op::sum, k20, {});
+  CHECK(c.match == Match::builtin);
+  CHECK(c.config == builtin_config(DType::f32));
+  CHECK(c.tuned_n == 0);
+  CHECK(c.median_us == 0);
+  CHECK(c.device_name.empty());
+  CHECK(c.note == "no tuning for float32 sum on this GPU or another sm_80 GPU");
+
+  // Tuned architecture, untuned problem.
+  CHECK(lookup(s, A, DType::f64, Op::max, k20, {}).match == Match::builtin);
+
+  const db::Store empty(":memory:");
+  const Choice e = lookup(empty, A, DType::i64, Op::sum, k20, {});
+  CHECK(e.match == Match::builtin);
+  CHECK(e.config == builtin_config(DType::i64));
+}
+
+TEST_CASE("lookup: the built-in default", "[lookup]") {
+  CHECK(key(builtin_config(DType::f32)) == "vectorized.b256.u4.v4.g0.shfl.lastblock");
+  CHECK(key(builtin_config(DType::f64)) == "vectorized.b256.u4.v2.g0.shfl.lastblock");
+  // It meets every requirement and is valid for every problem on every GPU NVRTC 13 targets.
+  for (DType d : {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64}) {
+    const Config c = builtin_config(d);
+    CHECK(c.vec * size_of(d) == 16);
+    CHECK(deterministic(c, d));
+    CHECK_FALSE(find_variant(c.variant)->in_place);
+    CHECK(c.finish != Finish::host);
+    for (Op o : {Op::sum, Op::min, Op::max})
+      for (int cc : {75, 80, 86, 89, 90, 100, 120}) {
+        Target t;
+        t.dtype = d;
+        t.op = o;
+        t.cc = cc;
+        INFO(name(d) << " " << name(o) << " sm_" << cc);
+        CHECK_FALSE(invalid_reason(c, t));
+      }
+  }
+}
+
+TEST_CASE("lookup: deterministic passes over floating-point atomic finishes", "[lookup]") {
+  const db::Store s = fixture();
+  Requirements req;
+  req.deterministic = true;
+  const Choice c = lookup(s, A, DType::f32, Op::sum, k20, req);
+  CHECK(c.match == Match::exact);
+  CHECK(key_of(c) == kHost); // past the atomic, in-place, unknown and unsafe rows
+  CHECK(c.median_us == 10.0);
+  CHECK_THAT(c.note, Catch::Contains(kAtomic + " (not deterministic"));
+  CHECK_THAT(c.note, Catch::Contains(kInPlace + " (works in place"));
+  CHECK_THAT(c.note, Catch::Contains(kUnknown + " (not a configuration this build knows"));
+  CHECK_THAT(c.note, Catch::Contains(kUnsafe + " (invalid on this device"));
+
+  // Integer atomics are deterministic: the same row stays.
+  db::Store t(":memory:");
+  t.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  add(t, A.uuid, {row(kAtomic, k20, 5.0, "int32", "sum"), row(kHost, k20, 6.0, "int32", "sum")});
+  CHECK(key_of(lookup(t, A, DType::i32, Op::sum, k20, req)) == kAtomic);
+}
+
+TEST_CASE("lookup: in-place variants only when allowed", "[lookup]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  add(s, A.uuid, {row(kInPlace, k20, 5.0), row("neighbored_gmem.b512.host", k20, 5.5),
+                  row(kHost, k20, 6.0)});
+  const Choice c = lookup(s, A, DType::f32, Op::sum, k20, {});
+  CHECK(key_of(c) == kHost);
+  CHECK_THAT(c.note, Catch::Contains("neighbored_gmem.b512.host (works in place"));
+
+  Requirements req;
+  req.allow_in_place = true;
+  CHECK(key_of(lookup(s, A, DType::f32, Op::sum, k20, req)) == kInPlace);
+  // Allowed, and with deterministic: neighbored_gmem's host finish is deterministic.
+  req.deterministic = true;
+  CHECK(key_of(lookup(fixture(), A, DType::f32, Op::sum, k20, req)) == kInPlace);
+}
+
+TEST_CASE("lookup: a result on the device passes over host finishes", "[lookup]") {
+  const db::Store s = fixture();
+  Requirements req;
+  req.device_result = true;
+  CHECK(key_of(lookup(s, A, DType::f32, Op::sum, k20, req)) == kAtomic);
+  req.deterministic = true;
+  const Choice c = lookup(s, A, DType::f32, Op::sum, k20, req);
+  CHECK(key_of(c) == kVector);
+  CHECK_THAT(c.note, Catch::Contains(kHost + " (finishes on the host"));
+}
+
+TEST_CASE("lookup: unusable rows move the answer to the next size, then the next grade",
+          "[lookup]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  s.upsert_device(device(B.uuid, "H100 B", 9, 0));
+  add(s, A.uuid, {row(kUnknown, k20, 1.0), row(kHost, k24, 50.0)});
+  Choice c = lookup(s, A, DType::f32, Op::sum, k20, {});
+  CHECK(c.match == Match::nearest_size);
+  CHECK(c.tuned_n == k24);
+  CHECK(key_of(c) == kHost);
+  CHECK_THAT(c.note, Catch::Contains(kUnknown));
+
+  // Nothing usable here: another GPU of the architecture.
+  add(s, B.uuid, {row(kVector, k20, 9.0)});
+  Requirements req;
+  req.device_result = true;
+  c = lookup(s, A, DType::f32, Op::sum, k20, req);
+  CHECK(c.match == Match::same_arch);
+  CHECK(key_of(c) == kVector);
+  CHECK_THAT(c.note, Catch::Contains(kHost + " (finishes on the host"));
+
+  // Nothing usable anywhere: the default, and the note lists what was passed over.
+  const Choice d = lookup(s, C, DType::f32, Op::sum, k20, req);
+  CHECK(d.match == Match::builtin);
+  db::Store only_bad(":memory:");
+  only_bad.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  add(only_bad, A.uuid, {row(kUnknown, k20, 1.0), row(kUnsafe, k20, 2.0)});
+  const Choice b = lookup(only_bad, A, DType::f32, Op::sum, k20, {});
+  CHECK(b.match == Match::builtin);
+  CHECK(b.config == builtin_config(DType::f32));
+  CHECK_THAT(b.note, Catch::StartsWith("no stored configuration for float32 sum on this GPU or "
+                                       "another sm_90 GPU is usable here: passed over"));
+  CHECK_THAT(b.note, Catch::Contains(kUnknown) && Catch::Contains(kUnsafe));
+}
+
+TEST_CASE("lookup: a configuration invalid on this GPU is passed over", "[lookup]") {
+  // __reduce_add_sync needs sm_80: a redux row stored for an sm_75 GPU (by another build's
+  // rules) is passed over.
+  db::Store s(":memory:");
+  s.upsert_device(device("GPU-t", "T4", 7, 5));
+  add(s, "GPU-t", {row("unroll_warps.b256.u4.redux.host", k20, 3.0, "int32", "sum"),
+                   row("unroll_warps.b256.u4.shfl.host", k20, 4.0, "int32", "sum")});
+  const Choice c = lookup(s, key_of("GPU-t", 7, 5), DType::i32, Op::sum, k20, {});
+  CHECK(key_of(c) == "unroll_warps.b256.u4.shfl.host");
+  CHECK_THAT(c.note, Catch::Contains("__reduce_*_sync needs sm_80"));
+
+  // A block larger than the device allows.
+  db::Store big(":memory:");
+  big.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  add(big, A.uuid, {row("unrolling.b1024.u8.host", k20, 3.0), row(kHost, k20, 4.0)});
+  DeviceKey small = A;
+  small.max_block = 512;
+  CHECK(key_of(lookup(big, small, DType::f32, Op::sum, k20, {})) == kHost);
+}
+
+TEST_CASE("lookup: the note lists at most five passed-over rows", "[lookup]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  std::vector<db::Measurement> rows;
+  for (int i = 0; i < 8; ++i) rows.push_back(row("later_" + std::to_string(i) + ".b256.host", k20, 1.0 + i));
+  rows.push_back(row(kHost, k20, 20.0));
+  add(s, A.uuid, rows);
+  const Choice c = lookup(s, A, DType::f32, Op::sum, k20, {});
+  CHECK(key_of(c) == kHost);
+  CHECK_THAT(c.note, Catch::Contains("later_4") && Catch::EndsWith("; and 3 more"));
+  CHECK_THAT(c.note, !Catch::Contains("later_5"));
+}
+
+TEST_CASE("lookup: match names", "[lookup]") {
+  CHECK(name(Match::exact) == "exact");
+  CHECK(name(Match::nearest_size) == "nearest_size");
+  CHECK(name(Match::same_arch) == "same_arch");
+  CHECK(name(Match::builtin) == "builtin");
+}
+
+TEST_CASE("lookup: a store that does not exist is not created", "[lookup]") {
+  const TempDir dir;
+  const fs::path missing = dir.path / "sub" / "tuning.db";
+  std::string why;
+  CHECK_FALSE(open_existing_store(missing.string(), &why));
+  CHECK(why == "no tuning store at " + missing.string());
+  CHECK_FALSE(fs::exists(missing));
+  CHECK_FALSE(fs::exists(missing.parent_path()));
+  CHECK_FALSE(open_existing_store(dir.path.string(), nullptr)); // a directory is not a store
+}
+
+TEST_CASE("lookup: an existing store opens, an unusable file gives the reason", "[lookup]") {
+  const TempDir dir;
+  const fs::path file = dir.path / "tuning.db";
+  {
+    db::Store s(file.string());
+    s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+    add(s, A.uuid, {row(kHost, k20, 4.0)});
+  }
+  std::string why;
+  const auto s = open_existing_store(file.string(), &why);
+  REQUIRE(s);
+  CHECK(key_of(lookup(*s, A, DType::f32, Op::sum, k20, {})) == kHost);
+
+  const fs::path junk = dir.path / "junk.db";
+  std::ofstream(junk) << "not a database, but long enough to be read as one's header by SQLite "
+                         "which wants at least a hundred bytes before it judges the file format";
+  CHECK_FALSE(open_existing_store(junk.string(), &why));
+  CHECK_THAT(why, Catch::StartsWith("the tuning store " + junk.string() + " cannot be used: "));
+}
