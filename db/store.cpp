@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -97,6 +98,26 @@ CREATE TABLE best (
   measurement_id INTEGER NOT NULL REFERENCES measurements (id),
   PRIMARY KEY (device_uuid, dtype, op, n)
 ) WITHOUT ROWID;
+)sql",
+    // 2: the course material's published timings (data/published.csv, reduce-tune
+    // import-reference); never measurements of this store. Missing values are NULL.
+    R"sql(
+CREATE TABLE published (
+  doc TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  arch TEXT NOT NULL,
+  kernel TEXT NOT NULL,
+  ord INTEGER,
+  dtype TEXT NOT NULL,
+  n INTEGER NOT NULL CHECK (n > 0),
+  block INTEGER,
+  time_ms REAL NOT NULL,
+  gbps REAL,
+  step_speedup REAL,
+  cumulative_speedup REAL,
+  note TEXT NOT NULL,
+  UNIQUE (doc, gpu, kernel, dtype, n)
+);
 )sql",
 };
 
@@ -564,6 +585,300 @@ std::vector<Best> Store::bests(const std::string& device_uuid) const {
   std::vector<Best> out;
   const auto q = impl_->query(kSelectBest + "WHERE b.device_uuid = ?1 ORDER BY b.dtype, b.op, b.n", device_uuid);
   while (q->step()) out.push_back(read_best(*q));
+  return out;
+}
+
+// ---- merge and published rows --------------------------------------------------------------
+
+namespace {
+
+/// A statement on any connection, stepped by hand (for copying rows column by column).
+class RawStmt {
+public:
+  RawStmt(sqlite3* db, const std::string& sql) : db_(db), sql_(sql) {
+    check(db_, sqlite3_prepare_v2(db_, sql.c_str(), -1, &s_, nullptr), "prepare " + sql);
+  }
+  ~RawStmt() { sqlite3_finalize(s_); }
+  RawStmt(const RawStmt&) = delete;
+  RawStmt& operator=(const RawStmt&) = delete;
+  bool step() {
+    const int rc = sqlite3_step(s_);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(db_, rc, "step " + sql_);
+    return rc == SQLITE_ROW;
+  }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  /// Binds column c of `from`'s current row to ?i.
+  void bind_from(int i, const RawStmt& from, int c) {
+    check(db_, sqlite3_bind_value(s_, i, sqlite3_column_value(from.s_, c)), "bind " + sql_);
+  }
+  void bind_text(int i, const std::string& v) {
+    check(db_, sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT), "bind " + sql_);
+  }
+  void bind_i64(int i, std::int64_t v) { check(db_, sqlite3_bind_int64(s_, i, v), "bind " + sql_); }
+  std::int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+  std::string text(int c) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
+    return p ? std::string(p, std::size_t(sqlite3_column_bytes(s_, c))) : std::string();
+  }
+
+private:
+  sqlite3* db_;
+  std::string sql_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+std::vector<std::string> table_columns(sqlite3* db, const std::string& table) {
+  std::vector<std::string> out;
+  RawStmt q(db, "SELECT name FROM pragma_table_info('" + table + "') ORDER BY cid");
+  while (q.step()) out.push_back(q.text(0));
+  return out;
+}
+
+/// The columns of `table` both databases have, less `skip`, in this database's order: what a merge
+/// copies, so that a column a later migration adds is copied too once both sides have it.
+std::vector<std::string> common_columns(sqlite3* ours, sqlite3* other, const std::string& table,
+                                        const std::set<std::string>& skip) {
+  const auto theirs = table_columns(other, table);
+  std::vector<std::string> out;
+  for (const auto& c : table_columns(ours, table))
+    if (!skip.count(c) && std::find(theirs.begin(), theirs.end(), c) != theirs.end()) out.push_back(c);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& cols, const std::string& prefix = "") {
+  std::string s;
+  for (const auto& c : cols) s += (s.empty() ? "" : ", ") + prefix + c;
+  return s;
+}
+
+std::string placeholders(std::size_t from, std::size_t count) {
+  std::string s;
+  for (std::size_t i = 0; i < count; ++i) s += (i ? ", ?" : "?") + std::to_string(from + i);
+  return s;
+}
+
+int index_of(const std::vector<std::string>& cols, const std::string& c) {
+  const auto it = std::find(cols.begin(), cols.end(), c);
+  if (it == cols.end()) throw StoreError("reduce-tune store: merge: the other store has no column " + c);
+  return int(it - cols.begin());
+}
+
+} // namespace
+
+MergeStats Store::merge_from(const std::string& other_path) {
+  sqlite3* ours = impl_->db.get();
+  const std::string what = "reduce-tune store: merge " + other_path;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(other_path, ec)) throw StoreError(what + ": no such file");
+  if (const char* mine = sqlite3_db_filename(ours, "main"); mine && *mine &&
+      std::filesystem::equivalent(mine, other_path, ec))
+    return {}; // a store merged into itself: everything is already here
+
+  // Never created (no SQLITE_OPEN_CREATE), migrated or written (query_only). Not opened
+  // read-only: a read-only connection to a WAL file leaves -wal and -shm files behind, where a
+  // read-write one, the last to close, removes them.
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(other_path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+  std::unique_ptr<sqlite3, CloseDb> other(raw);
+  check(raw, rc, "open " + other_path);
+  sqlite3_extended_result_codes(raw, 1);
+  check(raw, sqlite3_busy_timeout(raw, kBusyTimeoutMs), "busy_timeout");
+  exec(raw, "PRAGMA query_only = 1");
+  exec(raw, "BEGIN"); // one consistent snapshot of the other store, even while a tuner writes it
+  int version = 0;
+  bool has_published = false;
+  {
+    RawStmt q(raw, "SELECT (SELECT user_version FROM pragma_user_version), "
+                   "(SELECT application_id FROM pragma_application_id), "
+                   "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'published')");
+    q.step();
+    version = int(q.i64(0));
+    has_published = q.i64(2) > 0;
+    if (q.i64(1) != kApplicationId || version < 1)
+      throw StoreError(what + ": not a reduce-tune store (application_id " + std::to_string(q.i64(1)) +
+                       ", user_version " + std::to_string(version) + ")");
+    if (version > schema_version())
+      throw StoreError(what + ": schema version " + std::to_string(version) + " is newer than this build's " +
+                       std::to_string(schema_version()) + "; merge it with a newer reduce-tune");
+  }
+  const auto dev_cols = common_columns(ours, raw, "devices", {});
+  const auto run_cols = common_columns(ours, raw, "runs", {"id"});
+  const auto m_cols = common_columns(ours, raw, "measurements", {"id", "run_id"});
+  const auto pub_cols = has_published ? common_columns(ours, raw, "published", {}) : std::vector<std::string>{};
+
+  MergeStats stats;
+  impl_->write([&] {
+    stats = {};
+    // Devices: new ones inserted; known ones take the other's description when it was seen later.
+    {
+      RawStmt src(raw, "SELECT " + join(dev_cols) + " FROM devices ORDER BY rowid");
+      RawStmt known(ours, "SELECT 1 FROM devices WHERE uuid = ?1");
+      std::string set;
+      for (const auto& c : dev_cols)
+        if (c != "uuid" && c != "first_seen") set += (set.empty() ? "" : ", ") + c + " = excluded." + c;
+      RawStmt ins(ours, "INSERT INTO devices (" + join(dev_cols) + ") VALUES (" +
+                            placeholders(1, dev_cols.size()) + ") ON CONFLICT (uuid) DO UPDATE SET " + set +
+                            " WHERE excluded.last_seen > devices.last_seen");
+      RawStmt first(ours, "UPDATE devices SET first_seen = min(first_seen, ?2) WHERE uuid = ?1");
+      const int uuid = index_of(dev_cols, "uuid"), first_seen = index_of(dev_cols, "first_seen");
+      while (src.step()) {
+        known.bind_from(1, src, uuid);
+        stats.devices += !known.step();
+        known.reset();
+        for (std::size_t c = 0; c < dev_cols.size(); ++c) ins.bind_from(int(c) + 1, src, int(c));
+        ins.step();
+        ins.reset();
+        first.bind_from(1, src, uuid);
+        first.bind_from(2, src, first_seen);
+        first.step();
+        first.reset();
+      }
+    }
+    // Runs: the same run is (device, started, tool version, options); other id -> our id.
+    std::unordered_map<std::int64_t, std::int64_t> run_of;
+    std::set<std::int64_t> existing_runs;
+    {
+      RawStmt src(raw, "SELECT id, " + join(run_cols) + " FROM runs ORDER BY id");
+      RawStmt find(ours, "SELECT id FROM runs WHERE device_uuid = ?1 AND started = ?2 AND tool_version = ?3 "
+                         "AND options = ?4 ORDER BY id LIMIT 1");
+      RawStmt ins(ours, "INSERT INTO runs (" + join(run_cols) + ") VALUES (" + placeholders(1, run_cols.size()) +
+                            ") RETURNING id");
+      const int dev = 1 + index_of(run_cols, "device_uuid"), started = 1 + index_of(run_cols, "started"),
+                tool = 1 + index_of(run_cols, "tool_version"), opts = 1 + index_of(run_cols, "options");
+      while (src.step()) {
+        find.bind_from(1, src, dev);
+        find.bind_from(2, src, started);
+        find.bind_from(3, src, tool);
+        find.bind_from(4, src, opts);
+        if (find.step()) {
+          run_of[src.i64(0)] = find.i64(0);
+          existing_runs.insert(find.i64(0));
+        } else {
+          for (std::size_t c = 0; c < run_cols.size(); ++c) ins.bind_from(int(c) + 1, src, int(c) + 1);
+          ins.step();
+          run_of[src.i64(0)] = ins.i64(0);
+          ins.reset();
+          ++stats.runs;
+        }
+        find.reset();
+      }
+    }
+    // Measurements: the same measurement is (run, key, dtype, op, n, seed).
+    using Identity = std::tuple<std::string, std::string, std::string, std::int64_t, std::int64_t>;
+    std::unordered_map<std::int64_t, std::set<Identity>> present; // for runs this store had already
+    {
+      RawStmt have(ours, "SELECT key, dtype, op, n, seed FROM measurements WHERE run_id = ?1");
+      for (const std::int64_t id : existing_runs) {
+        have.bind_i64(1, id);
+        auto& s = present[id];
+        while (have.step()) s.emplace(have.text(0), have.text(1), have.text(2), have.i64(3), have.i64(4));
+        have.reset();
+      }
+    }
+    std::set<std::tuple<std::string, std::string, std::string, std::int64_t>> touched;
+    {
+      RawStmt src(raw, "SELECT run_id, " + join(m_cols) + " FROM measurements ORDER BY id");
+      RawStmt ins(ours, "INSERT INTO measurements (run_id, " + join(m_cols) + ") VALUES (?1, " +
+                            placeholders(2, m_cols.size()) + ")");
+      const int key = 1 + index_of(m_cols, "key"), dtype = 1 + index_of(m_cols, "dtype"),
+                op = 1 + index_of(m_cols, "op"), n = 1 + index_of(m_cols, "n"), seed = 1 + index_of(m_cols, "seed"),
+                dev = 1 + index_of(m_cols, "device_uuid");
+      while (src.step()) {
+        const auto run = run_of.find(src.i64(0));
+        if (run == run_of.end())
+          throw StoreError(what + ": measurement of unknown run " + std::to_string(src.i64(0)));
+        if (existing_runs.count(run->second) &&
+            !present[run->second].emplace(src.text(key), src.text(dtype), src.text(op), src.i64(n), src.i64(seed)).second) {
+          ++stats.duplicates;
+          continue;
+        }
+        ins.bind_i64(1, run->second);
+        for (std::size_t c = 0; c < m_cols.size(); ++c) ins.bind_from(int(c) + 2, src, int(c) + 1);
+        ins.step();
+        ins.reset();
+        ++stats.measurements;
+        touched.emplace(src.text(dev), src.text(dtype), src.text(op), src.i64(n));
+      }
+    }
+    // The best rows of what was touched, by the rule of add_measurements.
+    for (const auto& [uuid, dtype, op, n] : touched)
+      impl_->query("INSERT INTO best (device_uuid, dtype, op, n, measurement_id) "
+                   "SELECT device_uuid, dtype, op, n, id FROM measurements WHERE device_uuid = ?1 AND "
+                   "dtype = ?2 AND op = ?3 AND n = ?4 AND valid = 1 AND median_us IS NOT NULL "
+                   "ORDER BY median_us, id LIMIT 1 "
+                   "ON CONFLICT (device_uuid, dtype, op, n) DO UPDATE SET measurement_id = excluded.measurement_id",
+                   uuid, dtype, op, n)
+          ->step();
+    if (!pub_cols.empty()) {
+      RawStmt src(raw, "SELECT " + join(pub_cols) + " FROM published ORDER BY rowid");
+      RawStmt ins(ours, "INSERT INTO published (" + join(pub_cols) + ") VALUES (" +
+                            placeholders(1, pub_cols.size()) + ") ON CONFLICT DO NOTHING");
+      while (src.step()) {
+        for (std::size_t c = 0; c < pub_cols.size(); ++c) ins.bind_from(int(c) + 1, src, int(c));
+        ins.step();
+        stats.published += std::size_t(sqlite3_changes(ours));
+        ins.reset();
+      }
+    }
+  });
+  exec(raw, "COMMIT");
+  return stats;
+}
+
+std::size_t Store::import_published(const std::vector<PublishedRecord>& rows) {
+  std::size_t changed = 0;
+  impl_->write([&] {
+    changed = 0;
+    for (const PublishedRecord& r : rows) {
+      // NULL for what the document does not give; an unchanged row is not rewritten.
+      auto opt = [](double v) { return std::isnan(v) ? std::optional<double>() : std::optional<double>(v); };
+      const auto gbps = opt(r.gbps), step = opt(r.step_speedup), cum = opt(r.cumulative_speedup);
+      const auto q = impl_->query(
+          "INSERT INTO published (doc, gpu, arch, kernel, ord, dtype, n, block, time_ms, gbps, step_speedup, "
+          "cumulative_speedup, note) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), ?6, ?7, nullif(?8, 0), ?9, "
+          "iif(?11, ?10, NULL), iif(?13, ?12, NULL), iif(?15, ?14, NULL), ?16) "
+          "ON CONFLICT (doc, gpu, kernel, dtype, n) DO UPDATE SET arch = excluded.arch, ord = excluded.ord, "
+          "block = excluded.block, time_ms = excluded.time_ms, gbps = excluded.gbps, "
+          "step_speedup = excluded.step_speedup, cumulative_speedup = excluded.cumulative_speedup, "
+          "note = excluded.note WHERE (arch, ord, block, time_ms, gbps, step_speedup, cumulative_speedup, note) "
+          "IS NOT (excluded.arch, excluded.ord, excluded.block, excluded.time_ms, excluded.gbps, "
+          "excluded.step_speedup, excluded.cumulative_speedup, excluded.note)",
+          r.doc, r.gpu, r.arch, r.kernel, r.order, r.dtype, sql_size(r.n), r.block, r.time_ms,
+          gbps.value_or(0), int(gbps.has_value()), step.value_or(0), int(step.has_value()), cum.value_or(0),
+          int(cum.has_value()), r.note);
+      q->step();
+      changed += std::size_t(sqlite3_changes(impl_->db.get()));
+    }
+  });
+  return changed;
+}
+
+std::vector<PublishedRecord> Store::published(const std::string& doc_prefix) const {
+  std::vector<PublishedRecord> out;
+  const auto q = impl_->query("SELECT doc, gpu, arch, kernel, coalesce(ord, 0), dtype, n, coalesce(block, 0), "
+                              "time_ms, gbps, step_speedup, cumulative_speedup, note FROM published "
+                              "WHERE substr(doc, 1, length(?1)) = ?1 ORDER BY rowid",
+                              doc_prefix);
+  while (q->step()) {
+    PublishedRecord r;
+    r.doc = q->text(0);
+    r.gpu = q->text(1);
+    r.arch = q->text(2);
+    r.kernel = q->text(3);
+    r.order = q->i32(4);
+    r.dtype = q->text(5);
+    r.n = static_cast<std::uint64_t>(q->i64(6));
+    r.block = q->i32(7);
+    r.time_ms = q->real(8);
+    r.gbps = q->real(9);
+    r.step_speedup = q->real(10);
+    r.cumulative_speedup = q->real(11);
+    r.note = q->text(12);
+    out.push_back(std::move(r));
+  }
   return out;
 }
 

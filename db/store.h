@@ -76,6 +76,32 @@ struct Best {
   std::int64_t run_id = 0;
 };
 
+/// One row of a published timing table of the course material (data/published.csv). Never a
+/// measurement: it lives in its own table and is always shown labelled "published".
+struct PublishedRecord {
+  std::string doc;              ///< source document, e.g. "004_012f064147cfd0ff.txt"
+  std::string gpu;              ///< as the document names it; empty where it names none
+  std::string arch;             ///< "Kepler", ...; empty where unknown
+  std::string kernel;           ///< as the document's table names it
+  int order = 0;                ///< position in the document's table; 0 for rows outside it (CPU)
+  std::string dtype;            ///< "int32", "float32"
+  std::uint64_t n = 0;
+  int block = 0;                ///< threads per block; 0 where not given
+  double time_ms = 0;
+  double gbps = 0, step_speedup = 0, cumulative_speedup = 0; ///< NaN where not given
+  std::string note;
+};
+
+/// What Store::merge_from brought in.
+struct MergeStats {
+  std::size_t devices = 0;      ///< devices new to this store
+  std::size_t runs = 0;         ///< runs new to this store
+  std::size_t measurements = 0; ///< measurements new to this store
+  std::size_t duplicates = 0;   ///< measurements of the other store already here
+  std::size_t published = 0;    ///< published rows new to this store
+  std::size_t total() const { return devices + runs + measurements + published; }
+};
+
 /// The default store: $REDUCE_TUNE_DB if set, else $XDG_DATA_HOME/reduce-tune/tuning.db, else
 /// $HOME/.local/share/reduce-tune/tuning.db.
 std::string default_store_path();
@@ -131,6 +157,21 @@ public:
                                         const std::string& op, std::uint64_t n) const;
   /// Every best row of a device.
   std::vector<Best> bests(const std::string& device_uuid) const;
+
+  /// Brings the devices, runs and measurements (and published rows) of another store file into
+  /// this one, in one transaction, and recomputes the best rows it touched. Idempotent: a run is
+  /// the same run when (device, started, tool version, options) match, a measurement the same
+  /// measurement when its run and (key, dtype, op, n, seed) match; runs keep their provenance
+  /// fields, devices keep the most recently seen description. Refuses, modifying neither file, an
+  /// `other_path` that is missing, not SQLite, not a reduce-tune store, or of a newer schema.
+  MergeStats merge_from(const std::string& other_path);
+
+  /// Inserts published rows, or updates those already present (same doc, gpu, kernel, dtype, n,
+  /// block); returns how many rows were inserted or changed. Idempotent.
+  std::size_t import_published(const std::vector<PublishedRecord>& rows);
+  /// The published rows, in file order (document, then GPU, then table order); optionally only
+  /// those whose document starts with `doc_prefix`.
+  std::vector<PublishedRecord> published(const std::string& doc_prefix = "") const;
 
 private:
   struct Impl;

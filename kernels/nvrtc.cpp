@@ -152,7 +152,9 @@ ArchTarget Nvrtc::parse_target(const std::string& text) const {
 std::vector<std::string> Nvrtc::options(const ArchTarget& target) const {
   std::vector<std::string> o = {"--gpu-architecture=" + target.arch, "-std=c++17",
                                 "--device-as-default-execution-space"};
-  if (target.cubin && major_ >= 12) o.push_back("--ptxas-options=-v");
+  // ptxas's resource report; NVRTC 11.8 takes the option too (checked with the PyPI wheel 11.8.89),
+  // older 11.x releases are not known to.
+  if (target.cubin && (major_ > 11 || (major_ == 11 && minor_ >= 8))) o.push_back("--ptxas-options=-v");
   return o;
 }
 

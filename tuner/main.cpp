@@ -2,10 +2,12 @@
 // Exit codes: 0 success, 1 runtime failure (no GPU, a failed compile, a store error), 2 usage.
 #include "db/store.h"
 #include "kernels/catalogue.h"
+#include "kernels/cubin.h"
 #include "kernels/driver.h"
 #include "kernels/material.h"
 #include "kernels/nvrtc.h"
 #include "kernels/runner.h"
+#include "tuner/cli_compare.h"
 #include "tuner/report.h"
 #include "tuner/sizes.h"
 #include "tuner/sweep.h"
@@ -339,9 +341,10 @@ int cmd_compile(const std::vector<std::string>& args) {
   const auto outcomes = compile_all(loader, jobs, threads);
   std::size_t failed = 0;
   if (!quiet)
-    std::printf("# NVRTC %s, %s (%s)\n%-52s %-8s %-4s %4s %6s %6s %6s %6s\n", nvrtc.version().c_str(),
+    std::printf("# NVRTC %s, %s (%s); instrs: SASS instructions derived from the code size (see kernels/cubin.h)\n"
+                "%-52s %-8s %-4s %4s %6s %6s %6s %6s %6s %6s\n", nvrtc.version().c_str(),
                 target.arch.c_str(), target.cubin ? "cubin" : "PTX", "configuration", "dtype", "op",
-                "regs", "spillS", "spillL", "smem", "stack");
+                "regs", "spillS", "spillL", "smem", "stack", "bytes", "instrs");
   for (std::size_t k = 0; k < jobs.size(); ++k) {
     const bool ok = outcomes[k].error.empty();
     failed += !ok;
@@ -349,8 +352,15 @@ int cmd_compile(const std::vector<std::string>& args) {
     const Resources& r = outcomes[k].compiled.resources;
     std::printf("%-52s %-8s %-4s ", key(jobs[k].config).c_str(), std::string(name(jobs[k].dtype)).c_str(),
                 std::string(name(jobs[k].op)).c_str());
-    if (ok)
-      std::printf("%4d %6d %6d %6d %6d\n", r.registers, r.spill_stores, r.spill_loads, r.smem_bytes, r.stack_bytes);
+    if (ok) {
+      long long bytes = -1, instrs = -1;
+      if (target.cubin) {
+        const CubinKernel ck = inspect_cubin(outcomes[k].compiled.image, "rt_reduce");
+        bytes = static_cast<long long>(ck.code_bytes), instrs = static_cast<long long>(ck.instructions);
+      }
+      std::printf("%4d %6d %6d %6d %6d %6lld %6lld\n", r.registers, r.spill_stores, r.spill_loads, r.smem_bytes,
+                  r.stack_bytes, bytes, instrs);
+    }
     else
       std::printf("FAILED: %s\n", outcomes[k].error.c_str());
   }
@@ -462,7 +472,11 @@ constexpr const char* kUsage =
     "  compile    compile every valid configuration for an architecture, no GPU needed\n"
     "  query      the stored best configuration for (device, dtype, op, n)\n"
     "  devices    list the GPUs of this machine\n"
-    "  nvrtc      the NVRTC version and the architectures it targets\n\n"
+    "  nvrtc      the NVRTC version and the architectures it targets\n"
+    "  compare    GPUs of the database and the material's published tables side by side (--static:\n"
+    "             registers, spills, shared memory and instructions per architecture; --plot FILE)\n"
+    "  merge      bring other tuning databases into this one (reduce-tune merge OTHER.db...)\n"
+    "  import-reference  load the material's published figures into the database\n\n"
     "reduce-tune COMMAND --help for the options of a command.\n";
 
 } // namespace
@@ -484,6 +498,9 @@ int main(int argc, char** argv) {
     if (cmd == "query") return cmd_query(args);
     if (cmd == "devices") return cmd_devices(args);
     if (cmd == "nvrtc") return cmd_nvrtc(args);
+    if (cmd == "compare") return cmd_compare(args);
+    if (cmd == "merge") return cmd_merge(args);
+    if (cmd == "import-reference") return cmd_import_reference(args);
     if (cmd == "help") {
       std::cout << kUsage;
       return 0;
