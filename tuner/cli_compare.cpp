@@ -154,6 +154,8 @@ int cmd_compare(const std::vector<std::string>& args) {
   if (config == "material") o.config = RowConfig::material;
   else if (config == "tuned") o.config = RowConfig::tuned;
   else usage("unknown --config '" + config + "' (material or tuned)");
+  if (const auto ext = std::filesystem::path(plot).extension(); !plot.empty() && ext != ".png" && ext != ".svg")
+    usage("--plot '" + plot + "' must end in .png or .svg");
 
   const std::string path = db_path.empty() ? db::default_store_path() : db_path;
   std::unique_ptr<db::Store> store;
