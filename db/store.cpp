@@ -268,7 +268,7 @@ const std::string kRunCols =
 const std::string kMeasurementCols =
     "m.key, m.variant, m.block, m.unroll, m.vec, m.grid, m.tail, m.finish, m.dtype, m.op, m.n, "
     "m.median_us, m.min_us, m.max_us, m.host_us, m.reps, m.gbps, m.pct_peak, m.valid, m.error, "
-    "m.expected, m.observed, m.seed, m.cold";
+    "m.expected, m.observed, m.seed, m.cold, m.run_id";
 const std::string kSelectBest = "SELECT m.device_uuid, m.run_id, " + kMeasurementCols +
                                 " FROM best b JOIN measurements m ON m.id = b.measurement_id ";
 
@@ -320,6 +320,7 @@ Measurement read_measurement(const Stmt& s, int c) {
   m.observed = s.text(c++);
   m.seed = static_cast<std::uint64_t>(s.i64(c++)); // stored as the int64 with the same bits
   m.cold = s.flag(c++);
+  m.run_id = s.i64(c++);
   return m;
 }
 
@@ -362,6 +363,9 @@ struct Store::Impl {
         exec(raw, "PRAGMA journal_mode = WAL");
     });
     exec(raw, "PRAGMA foreign_keys = ON");
+    // With WAL, NORMAL still survives a crash or kill -9 of the process (only a power loss can
+    // drop the last commits), and makes a commit per measurement cheap.
+    exec(raw, "PRAGMA synchronous = NORMAL");
     if (version < schema_version()) migrate();
   }
 
@@ -539,11 +543,12 @@ std::vector<Measurement> Store::measurements(const std::string& device_uuid, con
 }
 
 std::vector<std::string> Store::measured_keys(const std::string& device_uuid, const std::string& dtype,
-                                              const std::string& op, std::uint64_t n) const {
+                                              const std::string& op, std::uint64_t n,
+                                              std::int64_t run_id) const {
   std::vector<std::string> out;
   const auto q = impl_->query("SELECT DISTINCT key FROM measurements WHERE device_uuid = ?1 AND dtype = ?2 "
-                              "AND op = ?3 AND n = ?4 ORDER BY key",
-                              device_uuid, dtype, op, sql_size(n));
+                              "AND op = ?3 AND n = ?4 AND (?5 = 0 OR run_id = ?5) ORDER BY key",
+                              device_uuid, dtype, op, sql_size(n), run_id);
   while (q->step()) out.push_back(q->text(0));
   return out;
 }

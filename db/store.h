@@ -65,6 +65,7 @@ struct Measurement {
   std::string expected, observed; ///< as text, for failed checks
   std::uint64_t seed = 0;
   bool cold = true;             ///< L2 flushed before each repetition
+  std::int64_t run_id = 0;      ///< the run it belongs to (set when read back)
 };
 
 /// The best valid measurement for (device, dtype, op, n).
@@ -141,9 +142,11 @@ public:
   std::vector<Measurement> measurements(const std::string& device_uuid,
                                         const std::string& dtype = "", const std::string& op = "",
                                         std::uint64_t n = 0) const;
-  /// Keys already measured in a run for (dtype, op, n) (for resume).
+  /// Keys already measured for (dtype, op, n) on the device, valid or not (for resume): in run
+  /// `run_id`, or in any run when it is 0.
   std::vector<std::string> measured_keys(const std::string& device_uuid, const std::string& dtype,
-                                         const std::string& op, std::uint64_t n) const;
+                                         const std::string& op, std::uint64_t n,
+                                         std::int64_t run_id = 0) const;
 
   /// Best for exactly this n, if tuned.
   std::optional<Best> best(const std::string& device_uuid, const std::string& dtype,

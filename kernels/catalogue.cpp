@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace reduce_tune {
@@ -67,6 +68,22 @@ constexpr Variant kVariants[] = {
      kModernFinishes, true, false, 32},
 };
 
+// Deliberately broken kernels that prove the sweep survives faults and hangs; in the catalogue only
+// when REDUCE_TUNE_TEST_VARIANTS=1.
+constexpr int kB32[] = {32};
+constexpr Finish kLastBlockOnly[] = {Finish::lastblock};
+constexpr Variant kTestVariants[] = {
+    {"test_fault", "test only: writes to an unmapped address", P_BLOCK | P_FINISH, kU1, kNoTail,
+     kAtomicOnly, false, false, 32},
+    {"test_hang", "test only: never returns", P_BLOCK | P_FINISH, kU1, kNoTail, kLastBlockOnly,
+     false, false, 32},
+};
+
+bool test_variants_enabled() {
+  const char* e = std::getenv("REDUCE_TUNE_TEST_VARIANTS");
+  return e && std::string_view(e) == "1";
+}
+
 bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
 
 template <typename E>
@@ -109,6 +126,9 @@ std::span<const Variant> variants() { return kVariants; }
 const Variant* find_variant(std::string_view name) {
   for (const Variant& v : kVariants)
     if (v.name == name) return &v;
+  if (test_variants_enabled())
+    for (const Variant& v : kTestVariants)
+      if (v.name == name) return &v;
   return nullptr;
 }
 
@@ -167,7 +187,9 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
 
 std::vector<Config> space(const Variant& v) {
   const std::span<const int> blocks =
-      v.name == "vectorized" ? std::span<const int>(kVectorBlocks) : std::span<const int>(kBlocks);
+      v.name == "vectorized"         ? std::span<const int>(kVectorBlocks)
+      : v.name.starts_with("test_") ? std::span<const int>(kB32)
+                                     : std::span<const int>(kBlocks);
   const std::span<const int> vecs =
       takes(v, P_VEC) ? std::span<const int>(kSweptVecs) : std::span<const int>(kU1);
   const std::span<const int> unrolls = v.name == "vectorized" ? std::span<const int>(kU248) : v.unrolls;

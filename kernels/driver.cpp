@@ -174,7 +174,9 @@ Stream::~Stream() {
 }
 void Stream::synchronize() const { RT_CU(cuStreamSynchronize(s_)); }
 
-Event::Event() { RT_CU(cuEventCreate(&e_, CU_EVENT_DEFAULT)); }
+Event::Event(bool timing) {
+  RT_CU(cuEventCreate(&e_, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING));
+}
 Event::~Event() {
   if (e_) driver().cuEventDestroy(e_);
 }

@@ -38,7 +38,8 @@ class NoDevice : public std::runtime_error {
   X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute)           \
   X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)  \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
-  X(cuPointerGetAttribute) X(cuMemHostAlloc) X(cuMemFreeHost)
+  X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemFreeHost)  \
+  X(cuStreamWaitEvent)
 
 /// The driver's function table; loaded once.
 struct Driver {
@@ -131,7 +132,8 @@ private:
 /// An event pair measures device time between two points of a stream.
 class Event {
 public:
-  Event();
+  /// `timing` false makes a lighter event that only orders work (CU_EVENT_DISABLE_TIMING).
+  explicit Event(bool timing = true);
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;

@@ -81,9 +81,10 @@ private:
 /// Copies the input to the scratch buffer for in-place variants (outside any timed region).
 void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s);
-/// Enqueues the kernel launches of one reduction (init, reduce, second pass).
+/// Enqueues the kernel launches of one reduction (init, reduce, second pass). The result goes to
+/// `out` when given (device-side finishes only), else to the workspace.
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
-             CUstream s);
+             CUstream s, CUdeviceptr out = 0);
 /// Waits for the stream and returns the result: copied from the device, or, for the host finish,
 /// the partials copied back and combined here.
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s);

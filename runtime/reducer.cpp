@@ -68,14 +68,6 @@ std::uint64_t identity_bits(DType dtype, Op op) {
   });
 }
 
-/// False where the driver does not report an attribute for this kind of memory; throws for
-/// other failures.
-bool known(CUresult r, const char* call) {
-  if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) return false;
-  cuda::check(r, call);
-  return true;
-}
-
 /// Checks that the kernels can access `count` elements of `dtype` at `p`: not null, aligned to the
 /// element, device memory of GPU `ordinal` or managed memory, and, where the driver knows the
 /// allocation's extent, large enough. Throws InvalidArgument naming `what` and the problem.
@@ -90,32 +82,28 @@ void check_pointer(const char* what, const void* p, std::uint64_t count, DType d
   if (ptr % es)
     throw bad("is not aligned to its " + std::to_string(es) + "-byte " + std::string(name(dtype)) +
               " elements");
+  // One driver call for everything: unlike cuPointerGetAttribute, cuPointerGetAttributes answers
+  // for a pointer CUDA does not know with zeroed values instead of an error.
   unsigned type = 0;
-  const CUresult r = driver().cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
-  if (r == CUDA_ERROR_INVALID_VALUE)
-    throw bad("is not memory CUDA knows (a host pointer?): pass device memory");
-  cuda::check(r, "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)");
-  // A boolean of unspecified width: read into a zeroed word. Managed memory may report either
-  // memory type and is accessible from any device.
-  unsigned long long managed = 0;
-  RT_CU(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr));
+  unsigned long long managed = 0; // a boolean of unspecified width: read into a zeroed word
+  int device = -1;
+  CUdeviceptr start = 0;
+  std::size_t size = 0;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* values[] = {&type, &managed, &device, &start, &size};
+  RT_CU(cuPointerGetAttributes(5, attrs, values, ptr));
+  if (type == 0) throw bad("is not memory CUDA knows (a host pointer?): pass device memory");
+  // Managed memory may report either memory type and is accessible from any device.
   if (!managed) {
-    if (type != CU_MEMORYTYPE_DEVICE)
-      throw bad("is host memory (page-locked), not device memory");
-    int device = -1;
-    RT_CU(cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr));
+    if (type != CU_MEMORYTYPE_DEVICE) throw bad("is host memory (page-locked), not device memory");
     if (device != ordinal)
       throw bad("is memory of GPU " + std::to_string(device) + "; this reducer runs on GPU " +
                 std::to_string(ordinal));
   }
   // The allocation's extent, where the driver knows it.
-  CUdeviceptr start = 0;
-  std::size_t size = 0;
-  if (known(driver().cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr),
-            "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)") &&
-      known(driver().cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr),
-            "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_RANGE_SIZE)") &&
-      ptr >= start && ptr - start < size) {
+  if (size > 0 && ptr >= start && ptr - start < size) {
     const std::uint64_t room = (size - (ptr - start)) / es;
     if (count > room)
       throw bad("has room for " + std::to_string(room) + " " + std::string(name(dtype)) +
@@ -156,8 +144,9 @@ struct Entry {
 /// asynchronous use.
 struct Lease {
   Workspace ws;
-  cuda::Event done;
-  bool pending = false; ///< `done` was recorded by an asynchronous call and not yet waited for
+  cuda::Event done{false};
+  CUstream stream = nullptr; ///< the stream of its last asynchronous use
+  bool pending = false;      ///< `done` was recorded by an asynchronous call and not yet waited for
 };
 
 /// The user's compile cache, or none (every first use compiles) where it cannot be created: a
@@ -320,11 +309,10 @@ struct Reducer::Impl {
   /// with work in flight that its next user does not know of.
   class Borrowed {
   public:
-    explicit Borrowed(Impl& impl) : impl_(impl), lease_(impl.take()) {
-      if (lease_->pending) {
-        RT_CU(cuEventSynchronize(lease_->done.get()));
-        lease_->pending = false;
-      }
+    /// Work on `stream` is ordered after the lease's last asynchronous use: by the stream itself
+    /// when it is the same one, else by a device-side wait on its event (the host never waits).
+    Borrowed(Impl& impl, CUstream stream) : impl_(impl), lease_(impl.take()) {
+      if (lease_->pending && lease_->stream != stream) RT_CU(cuStreamWaitEvent(stream, lease_->done.get(), 0));
     }
     ~Borrowed() { impl_.give(std::move(lease_)); }
     Borrowed(const Borrowed&) = delete;
@@ -388,12 +376,14 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
   const Entry& e = impl_->ready_entry(dtype, op, n, false);
   const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
-  Impl::Borrowed lease(*impl_);
+  Impl::Borrowed lease(*impl_, stream);
   const Scalar r = lease.run(stream, [&](Lease& l) {
     l.ws.reserve(p, dtype, n);
     prepare(e.kernel, p, in, n, l.ws, stream);
     enqueue(e.kernel, p, in, n, l.ws, stream);
-    return result(e.kernel, p, l.ws, stream);
+    const Scalar r = result(e.kernel, p, l.ws, stream); // synchronises the stream
+    l.pending = false;
+    return r;
   });
   std::memcpy(h_out, &r.bits, es);
 }
@@ -418,13 +408,13 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
   const Entry& e = impl_->ready_entry(dtype, op, n, true);
   const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
-  Impl::Borrowed lease(*impl_);
+  Impl::Borrowed lease(*impl_, stream);
   lease.run(stream, [&](Lease& l) {
     l.ws.reserve(p, dtype, n);
     prepare(e.kernel, p, in, n, l.ws, stream);
-    enqueue(e.kernel, p, in, n, l.ws, stream);
-    RT_CU(cuMemcpyDtoDAsync(out, l.ws.out(), es, stream));
+    enqueue(e.kernel, p, in, n, l.ws, stream, out); // the finish writes to d_out itself
     l.done.record(stream);
+    l.stream = stream;
     l.pending = true;
   });
 }

@@ -1,42 +1,58 @@
 #!/usr/bin/env bash
-# The whole check on the lent GPU machine in one call (device time is short): GPU tests, the CPU
-# tests, a sweep, and (full) the benchmarks. Logs go to $OUT (they come back); a summary is printed
-# last. Usage, from the repository root on the GPU machine, after scripts/device-build.sh here:
-#   scripts/device-check.sh quick|full
+# The whole check on the lent GPU machine in one call (device time is short): CPU and GPU tests,
+# fault/hang/kill/resume, the default sweep with a cold and a warm compile cache, the material's
+# own tables, and the benchmarks. Logs are bundled into $OUT/logs.tar.gz (only a few files come
+# back); a summary is printed last. From the repository root on the GPU machine, after
+# scripts/device-build.sh here:   scripts/device-check.sh quick|full [extra steps...]
 set -uo pipefail
 mode=${1:-quick}
 OUT=${OUT:-/tmp/rt-out}
-mkdir -p "$OUT"
+L=$OUT/logs
+mkdir -p "$L"
 B=build-device
-export REDUCE_TUNE_CACHE=/tmp/rt-cache REDUCE_TUNE_DB="$OUT/tuning.db"
+export REDUCE_TUNE_CACHE=/tmp/rt-cache REDUCE_TUNE_DB="$L/tuning.db"
 summary=()
 note() { summary+=("$*"); echo "== $*"; }
+since() { echo $(( $(date +%s) - $1 )); }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-note "gpu: $(head -1 "$OUT/gpu.txt")"
-$B/reduce-tune devices 2>&1 | tee "$OUT/devices.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$L/gpu.txt" 2>&1
+note "gpu: $(head -1 "$L/gpu.txt")"
+$B/reduce-tune devices > "$L/devices.txt" 2>&1
 
-$B/tests/reduce_tune_tests "~[nvrtc]" > "$OUT/cpu-tests.log" 2>&1
-note "cpu tests: $(tail -2 "$OUT/cpu-tests.log" | tr '\n' ' ')"
+$B/tests/reduce_tune_tests "~[nvrtc]" > "$L/cpu-tests.log" 2>&1
+note "cpu tests: $(tail -2 "$L/cpu-tests.log" | tr '\n' ' ')"
 t0=$(date +%s)
-$B/tests/reduce_tune_gpu_tests > "$OUT/gpu-tests.log" 2>&1
-note "gpu tests ($(( $(date +%s) - t0 )) s): $(tail -2 "$OUT/gpu-tests.log" | tr '\n' ' ')"
+$B/tests/reduce_tune_gpu_tests > "$L/gpu-tests.log" 2>&1
+note "gpu tests ($(since $t0) s): $(tail -2 "$L/gpu-tests.log" | tr '\n' ' ')"
 
 if [ "$mode" = quick ]; then
-  $B/reduce-tune --device 0 --sizes 2^20,2^24 > "$OUT/sweep-quick.md" 2> "$OUT/sweep-quick.err"
-  note "quick sweep exit $?: $(grep -E 'wall time|failed the check' "$OUT/sweep-quick.err" | tr '\n' ' ')"
+  $B/reduce-tune --device 0 --sizes 2^20,2^24 > "$L/sweep-quick.md" 2> "$L/sweep-quick.err"
+  note "quick sweep exit $?: $(grep -E 'run [0-9]+|wall time' "$L/sweep-quick.err" | tr '\n' ' ')"
 else
+  t0=$(date +%s)
+  bash tests/gpu_resilience.sh $B/reduce-tune /tmp/rt-resilience > "$L/resilience.log" 2>&1
+  note "resilience exit $? ($(since $t0) s): $(grep -c '^ok' "$L/resilience.log") ok, $(grep -c '^FAIL' "$L/resilience.log") FAIL; $(grep 'best configuration' "$L/resilience.log")"
   rm -rf /tmp/rt-cache
-  $B/reduce-tune --device 0 > "$OUT/sweep.md" 2> "$OUT/sweep.err"
-  note "default sweep, empty cache, exit $?: $(grep -E 'wall time|failed the check' "$OUT/sweep.err" | tr '\n' ' ')"
-  REDUCE_TUNE_DB="$OUT/tuning-warm.db" $B/reduce-tune --device 0 > "$OUT/sweep-warm.md" 2> "$OUT/sweep-warm.err"
-  note "default sweep, warm cache, exit $?: $(grep -E 'wall time' "$OUT/sweep-warm.err")"
-  if [ -x bench/run.sh ]; then
-    bench/run.sh "$B" > "$OUT/bench.md" 2> "$OUT/bench.err"
-    note "bench exit $?: $(tail -3 "$OUT/bench.md" | tr '\n' ' ')"
+  $B/reduce-tune --device 0 > "$L/sweep.md" 2> "$L/sweep.err"
+  note "default sweep, empty cache, exit $?: $(grep -E 'run [0-9]+|wall time' "$L/sweep.err" | tr '\n' ' ')"
+  REDUCE_TUNE_DB="$L/tuning-warm.db" $B/reduce-tune --device 0 > "$L/sweep-warm.md" 2> "$L/sweep-warm.err"
+  note "default sweep, warm cache, exit $?: $(grep -E 'wall time' "$L/sweep-warm.err")"
+  $B/reduce-tune --device 0 --material 000 --dtypes int32 --sizes 2^24 > "$L/material-000.md" 2> "$L/material-000.err"
+  note "material 000 int32 2^24 exit $?"
+  $B/reduce-tune --device 0 --material 004 --dtypes float32 --sizes 2^28 > "$L/material-004.md" 2> "$L/material-004.err"
+  note "material 004 float32 2^28 exit $?"
+  if [ -x bench/run.sh ] && [ -x $B/bench/reduce_bench ]; then
+    t0=$(date +%s)
+    bench/run.sh "$B" > "$L/bench.md" 2> "$L/bench.err"
+    note "bench exit $? ($(since $t0) s): $(tail -3 "$L/bench.md" | tr '\n' ' ')"
   fi
 fi
+for step in "${@:2}"; do
+  t0=$(date +%s)
+  bash -c "$step" > "$L/extra-$(echo "$step" | tr -c 'a-zA-Z0-9' _ | cut -c1-40).log" 2>&1
+  note "extra '$step' exit $? ($(since $t0) s)"
+done
+tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$L"
 echo
 echo "===================== summary ====================="
 printf '%s\n' "${summary[@]}"
-grep -E "FAILED|failed" "$OUT/gpu-tests.log" | head -20

@@ -181,6 +181,10 @@ __device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsign
   // partial (the fence orders each block's store before its ticket) and combines them in a fixed
   // order, so the result does not depend on which block came last.
   __shared__ bool rt_is_last;
+  if (gridDim.x == 1) { // one block: its value is the result (small n: no fence, no ticket)
+    if (threadIdx.x == 0) *out = v;
+    return;
+  }
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = v;
     __threadfence();

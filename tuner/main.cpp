@@ -10,6 +10,7 @@
 #include "tuner/cli_compare.h"
 #include "tuner/report.h"
 #include "tuner/sizes.h"
+#include "tuner/supervisor.h"
 #include "tuner/sweep.h"
 
 #include <boost/program_options.hpp>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -103,20 +105,28 @@ std::string command_line(int argc, char** argv) {
 
 // ---- tune -------------------------------------------------------------------------------------
 
-std::atomic<bool> g_stop{false};
-extern "C" void on_sigint(int) {
-  g_stop = true;
-  std::signal(SIGINT, SIG_DFL); // a second Ctrl-C ends the process at once
-}
 
-int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
-  po::options_description desc("reduce-tune [tune] options");
+// The options of tune and worker, parsed into a SweepOptions.
+struct TuneCommand {
+  SweepOptions sweep;
+  std::vector<int> devices;
+  std::string material;
+  Format format = Format::md;
+  double timeout_s = 60;
+  bool in_process = false;
+  std::vector<std::string> sweep_args; // the arguments that define the sweep, for workers
+  bool help = false;
+};
+
+TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
+  po::options_description desc(worker ? "reduce-tune worker options" : "reduce-tune [tune] options");
   std::string device = "0", dtypes = "int32,float32", ops = "sum", sizes, vars, blocks, unrolls,
-              tails, finishes, keys, material, format = "md";
-  SweepOptions o;
+              tails, finishes, keys, format = "md";
+  TuneCommand t;
+  SweepOptions& o = t.sweep;
   desc.add_options()
     ("help,h", "this help")
-    ("device", po::value(&device)->default_value(device), "GPU ordinal")
+    ("device", po::value(&device)->default_value(device), "GPU ordinals: 0, 0,1 or all")
     ("dtypes", po::value(&dtypes)->default_value(dtypes), "int32,uint32,int64,float32,float64")
     ("ops", po::value(&ops)->default_value(ops), "sum,min,max")
     ("sizes", po::value(&sizes), "sizes, e.g. 2^20,16M,3*2^22+5 (default 2^10,2^12,...,2^28)")
@@ -126,28 +136,56 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     ("tails", po::value(&tails), "none,volatile,syncwarp,shfl,redux")
     ("finishes", po::value(&finishes), "host,atomic,twopass,lastblock")
     ("keys", po::value(&keys), "exact configuration keys (overrides the filters)")
-    ("material", po::value(&material), "measure the kernels of one document of the material (e.g. 000, 004) "
-                                       "at their own configurations and print its table in its order")
+    ("material", po::value(&t.material), "measure the kernels of one document of the material (e.g. 000, 004) "
+                                         "at their own configurations and print its table in its order")
     ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions (median)")
     ("hot", po::bool_switch(&o.hot), "do not flush L2 before each repetition")
     ("unsafe-tails", po::bool_switch(&o.allow_unsafe), "admit the volatile tail on sm_70+ (study)")
-    ("resume", po::bool_switch(&o.resume), "skip points already stored for this GPU")
+    ("resume", po::bool_switch(&o.resume), "skip points already stored for this GPU (any earlier run)")
     ("seed", po::value(&o.seed)->default_value(o.seed), "random data seed")
     ("db", po::value(&o.db_path), "tuning database (default $REDUCE_TUNE_DB or the XDG data dir)")
     ("nvrtc", po::value(&o.nvrtc_path), "NVRTC library to compile with")
     ("cache-dir", po::value(&o.cache_dir), "compile cache directory")
-    ("format", po::value(&format)->default_value(format), "md, csv or json");
+    ("format", po::value(&format)->default_value(format), "md, csv or json")
+    ("timeout", po::value(&t.timeout_s)->default_value(t.timeout_s), "seconds one configuration may take")
+    ("in-process", po::bool_switch(&t.in_process), "measure in this process (no fault isolation; one GPU)");
+  if (worker) desc.add_options()("run-id", po::value(&o.run_id)->required(), "the run to continue");
   auto vm = parse(args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
-    return 0;
+    t.help = true;
+    return t;
   }
-  const Format fmt = parse_format(format);
-  try {
-    o.device = std::stoi(device);
-  } catch (const std::exception&) {
-    throw Usage("--device '" + device + "' is not a GPU ordinal");
+  // Workers get every argument but the ones the supervisor sets per worker.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--device" || args[i] == "--format" || args[i] == "--timeout") {
+      ++i;
+      continue;
+    }
+    if (args[i].starts_with("--device=") || args[i].starts_with("--format=") ||
+        args[i].starts_with("--timeout=") || args[i] == "--in-process")
+      continue;
+    t.sweep_args.push_back(args[i]);
   }
+  t.format = parse_format(format);
+  if (device == "all") {
+    std::string why;
+    if (!cuda::available(&why)) throw std::runtime_error(why);
+    for (int i = 0; i < cuda::device_count(); ++i) t.devices.push_back(i);
+  } else {
+    for (const auto& d : split(device)) {
+      try {
+        std::size_t pos = 0;
+        const int v = std::stoi(d, &pos);
+        if (pos != d.size() || v < 0) throw Usage("");
+        t.devices.push_back(v);
+      } catch (const std::exception&) {
+        throw Usage("--device '" + device + "' is not a GPU ordinal, a list of them, or all");
+      }
+    }
+  }
+  if (t.devices.empty()) throw Usage("--device names no GPU");
+  o.device = t.devices.front();
   o.dtypes = parse_list<DType>(dtypes, parse_dtype, "dtype");
   o.ops = parse_list<Op>(ops, parse_op, "op");
   if (!sizes.empty()) {
@@ -174,63 +212,152 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     std::string why;
     if (!parse_key(k, &why)) throw Usage(why);
   }
-  if (!material.empty()) {
+  if (!t.material.empty()) {
     for (const auto& k : material_kernels())
-      if (k.doc.starts_with(material) &&
+      if (k.doc.starts_with(t.material) &&
           std::find(o.keys.begin(), o.keys.end(), std::string(k.key)) == o.keys.end())
         o.keys.emplace_back(k.key);
-    if (o.keys.empty()) throw Usage("no document of the material starts with '" + material + "'");
+    if (o.keys.empty()) throw Usage("no document of the material starts with '" + t.material + "'");
     o.allow_unsafe = true; // the material's own volatile tails: measured, checked and reported
   }
   if (o.reps < 1) throw Usage("--reps must be at least 1");
-  o.command_line = cmdline;
+  if (t.timeout_s <= 0) throw Usage("--timeout must be positive");
+  if (t.in_process && t.devices.size() > 1) throw Usage("--in-process measures one GPU");
+  return t;
+}
 
+std::atomic<bool> g_stop{false};
+extern "C" void on_sigint(int) {
+  g_stop = true;
+  std::signal(SIGINT, SIG_DFL); // a second Ctrl-C ends the process at once
+}
+
+// A worker: measures on one GPU, reporting each point on stdout for the supervisor.
+int cmd_worker(const std::vector<std::string>& args, const std::string& cmdline) {
+  TuneCommand t = parse_tune(args, true);
+  if (t.help) return 0;
+  t.sweep.command_line = cmdline;
+  std::signal(SIGINT, on_sigint);
+  try {
+    const SweepResult r = sweep(t.sweep, [](const Progress& p) {
+      if (p.phase == "compile") return;
+      std::fputs(progress_line(p).c_str(), stdout);
+      std::fflush(stdout);
+    }, [] { return g_stop.load(); });
+    return r.interrupted ? 130 : 0;
+  } catch (const cuda::CudaError& e) {
+    std::fprintf(stderr, "reduce-tune worker (GPU %d): %s\n", t.sweep.device, e.what());
+    return kWorkerCudaFault;
+  }
+}
+
+// The measurements of a run to report: this run's, and on --resume the earlier ones it reused.
+std::vector<db::Measurement> run_measurements(const SweepOptions& o, const std::string& uuid,
+                                              std::int64_t run_id) {
+  db::Store store(o.db_path.empty() ? db::default_store_path() : o.db_path);
+  std::vector<db::Measurement> all = store.measurements(uuid), out;
+  std::map<std::tuple<std::string, std::string, std::string, std::uint64_t>, std::size_t> latest;
+  const auto sizes = o.sizes.empty() ? default_sizes() : o.sizes;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto& m = all[i];
+    if (m.run_id != run_id && !o.resume) continue;
+    if (std::find(sizes.begin(), sizes.end(), m.n) == sizes.end()) continue;
+    if (std::find(o.dtypes.begin(), o.dtypes.end(), *parse_dtype(m.dtype)) == o.dtypes.end()) continue;
+    latest[{m.key, m.dtype, m.op, m.n}] = i; // oldest first: the last one wins
+  }
+  for (const auto& [k, i] : latest) out.push_back(all[i]);
+  return out;
+}
+
+int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
+  TuneCommand t = parse_tune(args, false);
+  if (t.help) return 0;
+  t.sweep.command_line = cmdline;
   std::signal(SIGINT, on_sigint);
   const bool tty = isatty(STDERR_FILENO);
-  double last_print = -10;
-  auto progress = [&](const Progress& p) {
-    if (!tty && p.elapsed_s - last_print < 5 && p.done != p.total) return;
-    last_print = p.elapsed_s;
-    std::fprintf(stderr, "%s[%s] %zu/%zu %s  elapsed %.0fs eta %.0fs%s", tty ? "\r\033[K" : "",
-                 p.phase.c_str(), p.done, p.total, p.current.c_str(), p.elapsed_s, p.eta_s,
-                 tty ? "" : "\n");
-  };
-  const SweepResult r = sweep(o, progress, [] { return g_stop.load(); });
-  if (tty) std::fprintf(stderr, "\n");
 
-  std::vector<Table> tables;
-  if (material.empty()) {
-    tables = material_tables(r.measurements, r.device.name);
+  struct Shown { db::DeviceRecord device; std::int64_t run_id; std::string status; double wall_s;
+                 int restarts; std::vector<std::string> incidents; };
+  std::vector<Shown> shown;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (t.in_process) {
+    double last = -10;
+    const SweepResult r = sweep(t.sweep, [&](const Progress& p) {
+      if (p.phase == "stored" || (!tty && p.elapsed_s - last < 5 && p.done != p.total)) return;
+      last = p.elapsed_s;
+      std::fprintf(stderr, "%s[%s] %zu/%zu %s %s %s n=%s  elapsed %.0fs eta %.0fs%s", tty ? "\r\033[K" : "",
+                   p.phase.c_str(), p.done, p.total, p.key.c_str(), p.dtype.c_str(), p.op.c_str(),
+                   format_size(p.n).c_str(), p.elapsed_s, p.eta_s, tty ? "" : "\n");
+    }, [] { return g_stop.load(); });
+    shown.push_back({r.device, r.run_id, r.interrupted ? "interrupted" : "done", r.times.total_s, 0, {}});
+    std::fprintf(stderr,
+                 "%swall time %.1f s: data %.1f s, compile %.1f s (%zu compiled, %zu from cache), "
+                 "validation %.1f s, timing %.1f s\n", tty ? "\n" : "",
+                 r.times.total_s, r.times.data_s, r.times.compile_s, r.compiled, r.cache_hits,
+                 r.times.validate_s, r.times.timing_s);
   } else {
-    std::set<std::tuple<std::string, std::string, std::uint64_t>> problems;
-    for (const auto& m : r.measurements) problems.insert({m.dtype, m.op, m.n});
-    for (const auto& [d, op, n] : problems)
-      tables.push_back(material_doc_table(r.measurements, material, d, op, n, r.device.name));
+    SupervisorOptions so;
+    so.worker_exe = "/proc/self/exe";
+    so.worker_args = t.sweep_args;
+    so.devices = t.devices;
+    so.timeout_s = t.timeout_s;
+    std::map<int, Progress> latest;
+    double last = -10;
+    const auto outcomes = supervise(t.sweep, so, [&](int ordinal, const Progress& p) {
+      latest[ordinal] = p;
+      if (!tty && p.elapsed_s - last < 5) return;
+      last = p.elapsed_s;
+      std::string line;
+      for (const auto& [gpu, q] : latest) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "[gpu %d %s %zu/%zu eta %.0fs] ", gpu, q.phase == "compile" ? "compile" : "measure",
+                      q.done, q.total, q.eta_s);
+        line += buf;
+      }
+      if (latest.size() == 1) line += p.key + " " + p.dtype + " " + p.op + " n=" + format_size(p.n);
+      std::fprintf(stderr, "%s%s%s", tty ? "\r\033[K" : "", line.c_str(), tty ? "" : "\n");
+    }, [] { return g_stop.load(); });
+    if (tty) std::fprintf(stderr, "\n");
+    for (const auto& d : outcomes) shown.push_back({d.device, d.run_id, d.status, d.wall_s, d.restarts, d.incidents});
   }
-  std::cout << format_tables(tables, fmt);
-  std::size_t invalid = 0;
-  for (const auto& m : r.measurements) invalid += !m.valid;
-  std::map<std::string, std::size_t> reasons;
-  for (const auto& s : r.skipped) ++reasons[s.reason];
-  std::fprintf(stderr, "\n%s (%s, sm_%d%d, peak %.0f GB/s): run %lld, %zu measurements, %zu failed the check\n",
-               r.device.name.c_str(), r.device.uuid.c_str(), r.device.cc_major, r.device.cc_minor,
-               r.device.peak_gbps, static_cast<long long>(r.run_id), r.measurements.size(), invalid);
-  for (const auto& m : r.measurements)
-    if (!m.valid) std::fprintf(stderr, "  FAILED %s %s %s n=%s: %s\n", m.key.c_str(), m.dtype.c_str(),
-                               m.op.c_str(), format_size(m.n).c_str(), m.error.c_str());
-  std::fprintf(stderr, "skipped points (%zu):\n", r.skipped.size());
-  for (const auto& [why, count] : reasons) std::fprintf(stderr, "  %5zu  %s\n", count, why.c_str());
-  std::fprintf(stderr,
-               "wall time %.1f s: data %.1f s, compile %.1f s (%zu compiled, %zu from cache), "
-               "validation %.1f s, timing %.1f s\n",
-               r.times.total_s, r.times.data_s, r.times.compile_s, r.compiled, r.cache_hits,
-               r.times.validate_s, r.times.timing_s);
-  if (r.interrupted) {
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  bool any_invalid = false, interrupted = false, failed = false;
+  for (const Shown& s : shown) {
+    const auto ms = run_measurements(t.sweep, s.device.uuid, s.run_id);
+    std::vector<Table> tables;
+    if (t.material.empty()) {
+      tables = material_tables(ms, s.device.name);
+    } else {
+      std::set<std::tuple<std::string, std::string, std::uint64_t>> problems;
+      for (const auto& m : ms) problems.insert({m.dtype, m.op, m.n});
+      for (const auto& [d, op, n] : problems)
+        tables.push_back(material_doc_table(ms, t.material, d, op, n, s.device.name));
+    }
+    std::cout << format_tables(tables, t.format);
+    std::size_t invalid = 0;
+    for (const auto& m : ms) invalid += !m.valid;
+    any_invalid |= invalid > 0;
+    interrupted |= s.status == "interrupted";
+    failed |= s.status == "failed";
+    std::fprintf(stderr, "\nGPU %s (%s, sm_%d%d, peak %.0f GB/s): run %lld %s in %.1f s, %zu measurements, "
+                 "%zu failed the check, %d worker restarts\n",
+                 s.device.name.c_str(), s.device.uuid.c_str(), s.device.cc_major, s.device.cc_minor,
+                 s.device.peak_gbps, static_cast<long long>(s.run_id), s.status.c_str(), s.wall_s, ms.size(),
+                 invalid, s.restarts);
+    for (const auto& i : s.incidents) std::fprintf(stderr, "  incident: %s\n", i.c_str());
+    for (const auto& m : ms)
+      if (!m.valid)
+        std::fprintf(stderr, "  FAILED %s %s %s n=%s: %s\n", m.key.c_str(), m.dtype.c_str(), m.op.c_str(),
+                     format_size(m.n).c_str(), m.error.c_str());
+  }
+  std::fprintf(stderr, "wall time %.1f s for %zu GPU(s)\n", wall, shown.size());
+  if (interrupted) {
     std::fprintf(stderr, "interrupted: completed measurements are stored; run the same command "
                          "with --resume to continue\n");
     return 130;
   }
-  return invalid ? 1 : 0;
+  return failed || any_invalid ? 1 : 0;
 }
 
 // ---- variants ---------------------------------------------------------------------------------
@@ -493,6 +620,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (cmd == "tune") return cmd_tune(args, command_line(argc, argv));
+    if (cmd == "worker") return cmd_worker(args, command_line(argc, argv));
     if (cmd == "variants") return cmd_variants(args);
     if (cmd == "compile") return cmd_compile(args);
     if (cmd == "query") return cmd_query(args);

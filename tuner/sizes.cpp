@@ -51,6 +51,7 @@ private:
     if (eat('^')) {
       auto e = number();
       if (!e) return std::nullopt;
+      if (*base <= 1) return *e == 0 ? 1 : *base; // 0^e and 1^e: no loop of e steps
       std::uint64_t v = 1;
       for (std::uint64_t i = 0; i < *e; ++i) {
         if (*base > 1 && v > kMaxSize / *base) return checked(0, false);

@@ -66,7 +66,59 @@ std::string host_name() {
 
 using Job = CompileJob;
 
+// The valid (configuration, dtype, op) of a sweep; invalid points go to `skipped` with their reason.
+std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm_count,
+                            std::vector<Skip>* skipped) {
+  std::vector<Job> jobs;
+  const std::vector<Config> configs = selected(o);
+  for (DType d : o.dtypes)
+    for (Op op : o.ops) {
+      const Target t{d, op, cc, max_block, sm_count, o.allow_unsafe};
+      for (const Config& c : configs) {
+        if (auto why = invalid_reason(c, t)) {
+          if (skipped) skipped->push_back({key(c), std::string(name(d)), std::string(name(op)), 0, *why});
+        } else {
+          jobs.push_back({c, d, op});
+        }
+      }
+    }
+  return jobs;
+}
+
 } // namespace
+
+db::DeviceRecord device_record(int ordinal) {
+  const cuda::DeviceInfo i = cuda::device_info(ordinal);
+  return {i.uuid, i.name, i.cc_major, i.cc_minor, i.sm_count, i.l2_bytes, i.total_mem,
+          i.mem_clock_khz, i.bus_width_bits, i.peak_gbps(), i.driver_version, host_name()};
+}
+
+db::RunRecord run_record(const SweepOptions& o, const std::string& device_uuid,
+                         const std::string& nvrtc_version) {
+  db::RunRecord run;
+  run.device_uuid = device_uuid;
+  run.tool_version = RT_VERSION;
+  run.nvrtc_version = nvrtc_version;
+  run.options = o.command_line;
+  run.timing_method = "cuda events around the launches, 1 warm-up, median of " +
+                      std::to_string(std::max(3, o.reps)) +
+                      (o.hot ? " (hot L2)" : ", L2 flushed (memset of the L2 size) before each") +
+                      "; host finish timed with steady_clock and added";
+  return run;
+}
+
+std::size_t precompile(const SweepOptions& o, int cc, int max_block, int sm_count,
+                       const std::function<void(const Progress&)>& progress) {
+  const auto t0 = Clock::now();
+  Nvrtc nvrtc(o.nvrtc_path);
+  CompileCache cache(o.cache_dir.empty() ? CompileCache::default_dir() : std::filesystem::path(o.cache_dir));
+  KernelLoader loader(nvrtc, cache, nvrtc.target_for(cc));
+  compile_all(loader, valid_jobs(o, cc, max_block, sm_count, nullptr), 0,
+              [&](std::size_t done, std::size_t total) {
+                if (progress) progress({done, total, "compile", "", "", "", 0, seconds_since(t0), 0});
+              });
+  return cache.misses();
+}
 
 std::vector<std::uint64_t> default_sizes() {
   std::vector<std::uint64_t> s;
@@ -85,42 +137,17 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   KernelLoader loader(nvrtc, cache, nvrtc.target_for(info.cc()));
   db::Store store(o.db_path.empty() ? db::default_store_path() : o.db_path);
 
-  res.device = {info.uuid, info.name, info.cc_major, info.cc_minor, info.sm_count, info.l2_bytes,
-                info.total_mem, info.mem_clock_khz, info.bus_width_bits, info.peak_gbps(),
-                info.driver_version, host_name()};
+  res.device = device_record(o.device);
   store.upsert_device(res.device);
-  const int reps = std::max(3, o.reps);
-  db::RunRecord run;
-  run.device_uuid = info.uuid;
-  run.tool_version = RT_VERSION;
-  run.nvrtc_version = nvrtc.version();
-  run.options = o.command_line;
-  run.timing_method = "cuda events around the launches, 1 warm-up, median of " +
-                      std::to_string(reps) +
-                      (o.hot ? " (hot L2)" : ", L2 flushed (memset of 2x L2) before each") +
-                      "; host finish timed with steady_clock and added";
-  res.run_id = store.begin_run(run);
+  res.run_id = o.run_id ? o.run_id : store.begin_run(run_record(o, info.uuid, nvrtc.version()));
 
-  // Valid jobs, and the skipped points with their reasons.
-  std::vector<Job> jobs;
-  for (DType d : o.dtypes)
-    for (Op op : o.ops) {
-      Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe};
-      for (const Config& c : selected(o)) {
-        if (auto why = invalid_reason(c, t))
-          res.skipped.push_back({key(c), std::string(name(d)), std::string(name(op)), 0, *why});
-        else
-          jobs.push_back({c, d, op});
-      }
-    }
+  std::vector<Job> jobs = valid_jobs(o, info.cc(), info.max_threads_per_block, info.sm_count, &res.skipped);
 
   // Compile every distinct source in parallel (into the disk cache).
   const auto t_compile = Clock::now();
   {
-    std::vector<CompileJob> cj;
-    for (const Job& j : jobs) cj.push_back({j.config, j.dtype, j.op});
-    const auto outcomes = compile_all(loader, cj, 0, [&](std::size_t done, std::size_t total) {
-      if (progress) progress({done, total, "compile", "", seconds_since(t_start), 0});
+    const auto outcomes = compile_all(loader, jobs, 0, [&](std::size_t done, std::size_t total) {
+      if (progress) progress({done, total, "compile", "", "", "", 0, seconds_since(t_start), 0});
     });
     res.compiled = cache.misses();
     res.cache_hits = cache.hits();
@@ -142,8 +169,11 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
 
   cuda::Stream stream;
   const CUstream s = stream.get();
-  cuda::Event ev_start, ev_stop;
-  const std::size_t flush_bytes = std::size_t(std::max<std::int64_t>(2 * info.l2_bytes, 1 << 26));
+  // One event pair per repetition: a batch of repetitions is queued, then read with one wait.
+  const int reps = std::max(3, o.reps);
+  std::vector<cuda::Event> ev_start(static_cast<std::size_t>(reps)), ev_stop(static_cast<std::size_t>(reps));
+  // A memset as large as L2 evicts the input from it before each repetition (as nvbench does).
+  const std::size_t flush_bytes = std::size_t(std::max<std::int64_t>(info.l2_bytes, 1 << 24));
   cuda::Buffer flush(o.hot ? 0 : flush_bytes);
   Workspace ws;
 
@@ -175,15 +205,25 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
       for (Op op : o.ops) {
         const Reference ref = reference(data, op);
         const Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe};
+        // Points this run already holds (a restarted worker), or any run (--resume), are done.
         std::set<std::string> stored;
-        if (o.resume)
-          for (const auto& k : store.measured_keys(info.uuid, std::string(name(d)), std::string(name(op)), n))
+        const std::string dn(name(d)), on(name(op));
+        if (o.resume || o.run_id)
+          for (const auto& k : store.measured_keys(info.uuid, dn, on, n, o.resume ? 0 : o.run_id))
             stored.insert(k);
         if (!stored.empty())
-          for (const auto& m : store.measurements(info.uuid, std::string(name(d)), std::string(name(op)), n))
-            res.measurements.push_back(m);
+          for (const auto& m : store.measurements(info.uuid, dn, on, n))
+            if (stored.count(m.key) && (o.resume || m.run_id == o.run_id)) res.measurements.push_back(m);
         double best_us = 1e300;
-        std::vector<db::Measurement> batch;
+        for (const auto& m : res.measurements)
+          if (m.valid && m.dtype == dn && m.op == on && m.n == n) best_us = std::min(best_us, m.median_us);
+        // Each measurement is committed as it completes: a crash or kill -9 loses none.
+        auto keep = [&](const db::Measurement& m) {
+          store.add_measurements(res.run_id, {m});
+          res.measurements.push_back(m);
+          if (progress)
+            progress({done, total, "stored", m.key, dn, on, n, seconds_since(t_start), 0});
+        };
         // The catalogue runs from the material's slowest kernels to the fastest: measure in
         // reverse, so the best time is known early and slow configurations get few repetitions.
         for (auto jt = jobs.rbegin(); jt != jobs.rend(); ++jt) {
@@ -195,13 +235,12 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
           }
           const std::string k = key(j.config);
           ++done;
+          if (stored.count(k)) continue;
           if (progress) {
             const double el = seconds_since(t_measure);
-            progress({done, total, "measure", k + " " + std::string(name(d)) + " " +
-                                                  std::string(name(op)) + " n=" + format_size(n),
-                      seconds_since(t_start), el / double(done) * double(total - done)});
+            progress({done, total, "measure", k, dn, on, n, seconds_since(t_start),
+                      el / double(done) * double(total - done)});
           }
-          if (stored.count(k)) continue;
           db::Measurement m;
           m.key = k;
           m.variant = j.config.variant;
@@ -230,28 +269,35 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
                         (chk.bound > 0 ? " (error " + std::to_string(chk.error) + " > bound " +
                                              std::to_string(chk.bound) + ")"
                                        : "");
-              batch.push_back(m);
+              keep(m);
               continue;
             }
             const auto t_time = Clock::now();
             std::vector<float> kernel_ms;
             std::vector<double> host_us;
-            for (int r = 0; r < reps; ++r) {
-              prepare(kernel, p, d_in.get(), n, ws, s);
-              if (!o.hot) RT_CU(cuMemsetD32Async(flush.get(), unsigned(r), flush_bytes / 4, s));
-              ev_start.record(s);
-              enqueue(kernel, p, d_in.get(), n, ws, s);
-              ev_stop.record(s);
-              kernel_ms.push_back(ev_stop.since(ev_start));
-              if (p.host_finish) {
-                const auto h = Clock::now();
-                result(kernel, p, ws, s);
-                host_us.push_back(seconds_since(h) * 1e6);
+            // Repetitions [from, to): queued back to back; the host finish needs the host each time.
+            auto batch = [&](int from, int to) {
+              for (int r = from; r < to; ++r) {
+                prepare(kernel, p, d_in.get(), n, ws, s);
+                if (!o.hot) RT_CU(cuMemsetD32Async(flush.get(), unsigned(r), flush_bytes / 4, s));
+                ev_start[r].record(s);
+                enqueue(kernel, p, d_in.get(), n, ws, s);
+                ev_stop[r].record(s);
+                if (p.host_finish) {
+                  RT_CU(cuEventSynchronize(ev_stop[r].get()));
+                  const auto h = Clock::now();
+                  result(kernel, p, ws, s);
+                  host_us.push_back(seconds_since(h) * 1e6);
+                }
               }
-              // A configuration clearly slower than the best so far gets few repetitions: its
-              // median is reported from those (m.reps says how many).
-              if (r == 2 && median(kernel_ms) * 1e3 > 4 * best_us) break;
-              if (r == 4 && median(kernel_ms) * 1e3 > 1.5 * best_us) break;
+              for (int r = from; r < to; ++r) kernel_ms.push_back(ev_stop[r].since(ev_start[r]));
+            };
+            // A configuration clearly slower than the best so far gets few repetitions: its
+            // median is reported from those (m.reps says how many).
+            batch(0, 3);
+            if (median(kernel_ms) * 1e3 <= 4 * best_us) {
+              batch(3, std::min(5, reps));
+              if (median(kernel_ms) * 1e3 <= 1.5 * best_us) batch(std::min(5, reps), reps);
             }
             res.times.timing_s += seconds_since(t_time);
             m.host_us = host_us.empty() ? 0 : median(host_us);
@@ -263,18 +309,16 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             m.pct_peak = 100 * m.gbps / info.peak_gbps();
             best_us = std::min(best_us, m.median_us);
           } catch (const cuda::CudaError& e) {
-            // A fault leaves the context unusable: record it and end the sweep cleanly.
+            // A fault leaves the context unusable: record it, then end this process's sweep (a
+            // supervisor restarts the worker, which skips what the run holds).
             m.valid = false;
             m.error = e.what();
-            batch.push_back(m);
-            store.add_measurements(res.run_id, batch);
-            store.end_run(res.run_id, "failed");
+            keep(m);
+            if (!o.run_id) store.end_run(res.run_id, "failed");
             throw;
           }
-          batch.push_back(m);
+          keep(m);
         }
-        store.add_measurements(res.run_id, batch);
-        res.measurements.insert(res.measurements.end(), batch.begin(), batch.end());
         if (res.interrupted) break;
       }
       // No configuration may modify the caller's input.
@@ -286,7 +330,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
                                  std::string(name(d)) + " n=" + format_size(n));
     }
   }
-  store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");
+  if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");
   res.times.total_s = seconds_since(t_start);
   return res;
 }

@@ -26,7 +26,9 @@ struct SweepOptions {
   int reps = 20;                  ///< timed repetitions (median); at least 3
   bool hot = false;               ///< skip the L2 flush before each repetition
   bool allow_unsafe = false;      ///< admit the volatile tail on sm_70+ (for study)
-  bool resume = false;            ///< skip points already stored for this device
+  bool resume = false;            ///< skip points already stored for this device (any run)
+  std::int64_t run_id = 0;        ///< continue this run (a restarted worker): skip what it holds,
+                                  ///< leave ending it to the caller; 0 = begin and end a new run
   std::string db_path;
   std::string nvrtc_path;
   std::string cache_dir;          ///< empty: CompileCache::default_dir()
@@ -44,8 +46,9 @@ struct Skip {
 /// Progress of a sweep, for the caller to show.
 struct Progress {
   std::size_t done = 0, total = 0;
-  std::string phase;              ///< "compile" or "measure"
-  std::string current;            ///< "<key> float32 sum n=2^24"
+  std::string phase;              ///< "compile", "measure" (before a point) or "stored" (after it)
+  std::string key, dtype, op;     ///< the point being measured
+  std::uint64_t n = 0;
   double elapsed_s = 0, eta_s = 0;
 };
 
@@ -71,5 +74,17 @@ SweepResult sweep(const SweepOptions& options, const std::function<void(const Pr
 
 /// The default sizes: 2^10, 2^12, ..., 2^28.
 std::vector<std::uint64_t> default_sizes();
+
+/// The store's record of a GPU (needs the driver, not a context).
+db::DeviceRecord device_record(int ordinal);
+/// The provenance of a run of `o` on a GPU.
+db::RunRecord run_record(const SweepOptions& o, const std::string& device_uuid,
+                         const std::string& nvrtc_version);
+
+/// Compiles into the compile cache everything a sweep of `o` needs on a GPU of compute capability
+/// `cc` (no GPU needed), so that workers on several GPUs of one architecture compile nothing.
+/// Returns the number of sources compiled (cache misses).
+std::size_t precompile(const SweepOptions& o, int cc, int max_block, int sm_count,
+                       const std::function<void(const Progress&)>& progress = {});
 
 } // namespace reduce_tune
