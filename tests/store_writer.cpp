@@ -1,0 +1,77 @@
+// rt_store_writer: one process writing a tuning database the way the tuner does, for the
+// cross-process concurrency test (tests/store_concurrency.cmake), which starts several at once on
+// one file and then counts the rows.
+//   rt_store_writer write PATH UUID COUNT BATCH   register GPU UUID, begin a run, add COUNT
+//                                                 measurements in batches of BATCH, end the run
+//   rt_store_writer count PATH UUID               print: <measurements> <runs> <best rows>
+// Exit 0 on success, 1 with a one-line message on any error (a "database is locked" included).
+#include "db/store.h"
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+using namespace reduce_tune::db;
+
+namespace {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+int write(const std::string& path, const std::string& uuid, int count, int batch) {
+  const double start = now_s();
+  Store s(path);
+  DeviceRecord d;
+  d.uuid = uuid;
+  d.name = "rt_store_writer";
+  d.cc_major = 9;
+  s.upsert_device(d);
+  const std::int64_t run = s.begin_run({0, uuid, "test", "0", "rt_store_writer", "none", "", "", ""});
+  int written = 0;
+  while (written < count) {
+    std::vector<Measurement> ms;
+    for (int i = 0; i < batch && written < count; ++i, ++written) {
+      Measurement m;
+      m.key = "unrolling.b256.u" + std::to_string(1 << (written % 4)) + ".host";
+      m.variant = "unrolling";
+      m.block = 256, m.unroll = 1 << (written % 4);
+      m.tail = "none", m.finish = "host", m.dtype = "float32", m.op = "sum";
+      m.n = std::uint64_t(1) << (10 + written % 16);
+      m.median_us = m.min_us = m.max_us = 1.0 + written;
+      m.reps = 1, m.valid = true;
+      ms.push_back(m);
+    }
+    s.add_measurements(run, ms);
+  }
+  s.end_run(run, "done");
+  // For the test's log: when this writer held the file, to show that the writers overlapped.
+  std::fprintf(stderr, "%s wrote %d measurements from %.6f to %.6f\n", uuid.c_str(), written, start, now_s());
+  return 0;
+}
+
+int count(const std::string& path, const std::string& uuid) {
+  Store s(path);
+  std::size_t runs = 0;
+  for (const RunRecord& r : s.runs()) runs += r.device_uuid == uuid && r.status == "done";
+  std::printf("%zu %zu %zu\n", s.measurements(uuid).size(), runs, s.bests(uuid).size());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> a(argv + 1, argv + argc);
+  try {
+    if (a.size() == 5 && a[0] == "write") return write(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]));
+    if (a.size() == 3 && a[0] == "count") return count(a[1], a[2]);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rt_store_writer: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "usage: rt_store_writer write PATH UUID COUNT BATCH | count PATH UUID\n");
+  return 2;
+}
