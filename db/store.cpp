@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -351,7 +352,13 @@ struct Store::Impl {
     sqlite3* raw = nullptr;
     const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
     db.reset(raw);
-    check(raw, rc, "open");
+    if (rc != SQLITE_OK) {
+      // A failed open has no file name to report: name the path, and what the system said.
+      std::string why = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+      if (const int e = raw ? sqlite3_system_errno(raw) : 0) why += std::string(": ") + std::strerror(e);
+      throw StoreError("reduce-tune store: cannot open " + path + ": " + why + " (SQLite code " +
+                           std::to_string(rc) + ")", rc);
+    }
     sqlite3_extended_result_codes(raw, 1);
     check(raw, sqlite3_busy_timeout(raw, kBusyTimeoutMs), "busy_timeout");
 
@@ -389,15 +396,22 @@ struct Store::Impl {
   /// Throws unless the database is empty or a reduce-tune one this build can read; returns its
   /// user_version. A file that is not SQLite at all fails here with SQLITE_NOTADB.
   int refuse_unusable() {
-    const auto q = query("SELECT (SELECT user_version FROM pragma_user_version), "
-                         "(SELECT application_id FROM pragma_application_id), "
-                         "(SELECT count(*) FROM sqlite_master)");
-    q->step();
+    const std::string file = sqlite3_db_filename(db.get(), "main");
+    Query q;
+    try {
+      q = query("SELECT (SELECT user_version FROM pragma_user_version), "
+                "(SELECT application_id FROM pragma_application_id), "
+                "(SELECT count(*) FROM sqlite_master)");
+      q->step();
+    } catch (const StoreError& e) {
+      if ((e.code() & 0xff) != SQLITE_NOTADB) throw;
+      throw StoreError("reduce-tune store: " + file + " is not a SQLite database", e.code());
+    }
     const int version = q->i32(0), app = q->i32(1);
     const std::int64_t objects = q->i64(2);
-    const std::string file = sqlite3_db_filename(db.get(), "main");
     if (version == 0 && app == 0 && objects == 0) return 0;
-    if (app != kApplicationId || version == 0)
+    // No build writes a version below 1: such a file is not ours (and the version is no index).
+    if (app != kApplicationId || version < 1)
       throw StoreError("reduce-tune store: " + file + " is a foreign database (application_id " +
                        std::to_string(app) + ", user_version " + std::to_string(version) + ", " +
                        std::to_string(objects) + " schema objects), not a reduce-tune store");
@@ -411,7 +425,9 @@ struct Store::Impl {
   /// have migrated the database since it was inspected.
   void migrate() {
     write([&] {
-      for (int v = refuse_unusable(); v < schema_version(); ++v) exec(db.get(), kMigrations[v]);
+      for (int v = refuse_unusable(); v < schema_version(); ++v)
+        check(db.get(), sqlite3_exec(db.get(), kMigrations[v], nullptr, nullptr, nullptr),
+              "migration to schema version " + std::to_string(v + 1));
       exec(db.get(), ("PRAGMA application_id = " + std::to_string(kApplicationId) +
                       "; PRAGMA user_version = " + std::to_string(schema_version()))
                          .c_str());

@@ -12,4 +12,6 @@ export CUDACXX=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDUCE_TUNE_STATIC_DEPS=ON \
   -DREDUCE_TUNE_BUILD_BENCH=ON -DCMAKE_EXE_LINKER_FLAGS="-static-libgcc" >/dev/null
 cmake --build build-device -j"$(nproc)"
+# The install + find_package consumer (examples/sum), built here; scripts/device-check.sh runs it.
+(cd build-device && ctest -R install_consumer_build --output-on-failure >/dev/null)
 du -sh build-device | cut -f1

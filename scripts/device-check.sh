@@ -41,6 +41,8 @@ else
   note "material 000 int32 2^24 exit $?"
   $B/reduce-tune --device 0 --material 004 --dtypes float32 --sizes 2^28 > "$L/material-004.md" 2> "$L/material-004.err"
   note "material 004 float32 2^28 exit $?"
+  $B/tests/install_consumer/build/sum > "$L/example.log" 2>&1
+  note "examples/sum (installed package, find_package) exit $?: $(tail -2 "$L/example.log" | tr '\n' ' ')"
   if [ -x bench/run.sh ] && [ -x $B/bench/reduce_bench ]; then
     t0=$(date +%s)
     bench/run.sh "$B" > "$L/bench.md" 2> "$L/bench.err"

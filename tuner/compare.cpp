@@ -104,6 +104,14 @@ double number(const std::string& s, bool optional, const char* what) {
   return v;
 }
 
+/// A whole number in 0..1e6 (table order, block size): a double past int's range is no int.
+int small_int(const std::string& s, const char* what) {
+  const double v = number(s, false, what);
+  if (v < 0 || v > 1e6 || v != std::floor(v))
+    throw std::runtime_error(std::string(what) + " '" + s + "' is not a whole number in 0..1000000");
+  return int(v);
+}
+
 const MaterialKernel* material_kernel(const std::string& doc, const std::string& name) {
   for (const MaterialKernel& k : material_kernels())
     if (k.doc == doc && k.name == name) return &k;
@@ -155,14 +163,14 @@ std::vector<db::PublishedRecord> parse_published_csv(std::string_view text) {
       r.gpu = at("gpu");
       r.arch = at("arch");
       r.kernel = at("kernel");
-      r.order = at("order").empty() ? 0 : int(number(at("order"), false, "order"));
+      r.order = at("order").empty() ? 0 : small_int(at("order"), "order");
       r.dtype = at("dtype");
       if (!parse_dtype(r.dtype)) throw std::runtime_error("unknown dtype '" + r.dtype + "'");
       std::string why;
       const auto n = parse_size(at("n"), &why);
       if (!n) throw std::runtime_error(why);
       r.n = *n;
-      r.block = at("block").empty() ? 0 : int(number(at("block"), false, "block"));
+      r.block = at("block").empty() ? 0 : small_int(at("block"), "block");
       r.time_ms = number(at("time_ms"), false, "time_ms");
       r.gbps = number(at("gbps"), true, "gbps");
       r.step_speedup = number(at("step_speedup"), true, "step_speedup");
