@@ -273,6 +273,12 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
   TuneCommand t = parse_tune(args, false);
   if (t.help) return 0;
   t.sweep.command_line = cmdline;
+  // Refuse what cannot fit before compiling or allocating anything.
+  for (int d : t.devices) {
+    const auto info = cuda::device_info(d);
+    if (auto why = too_large(t.sweep, info.total_mem))
+      throw Usage("GPU " + std::to_string(d) + " (" + info.name + "): " + *why);
+  }
   std::signal(SIGINT, on_sigint);
   const bool tty = isatty(STDERR_FILENO);
 

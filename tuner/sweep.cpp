@@ -87,6 +87,21 @@ std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm
 
 } // namespace
 
+std::optional<std::string> too_large(const SweepOptions& o, std::int64_t total_mem) {
+  bool in_place = false;
+  for (const Config& c : selected(o)) in_place |= find_variant(c.variant)->in_place;
+  for (DType d : o.dtypes)
+    for (std::uint64_t n : o.sizes.empty() ? default_sizes() : o.sizes) {
+      const double need = double(n) * double(size_of(d)) * (in_place ? 2 : 1);
+      if (need > double(total_mem))
+        return "n = " + format_size(n) + " of " + std::string(name(d)) + " needs " +
+               std::to_string(std::uint64_t(need / (1 << 30))) + " GiB of GPU memory" +
+               (in_place ? " (input and the in-place variants' scratch copy)" : "") + "; the GPU has " +
+               std::to_string(total_mem >> 30) + " GiB";
+    }
+  return std::nullopt;
+}
+
 db::DeviceRecord device_record(int ordinal) {
   const cuda::DeviceInfo i = cuda::device_info(ordinal);
   return {i.uuid, i.name, i.cc_major, i.cc_minor, i.sm_count, i.l2_bytes, i.total_mem,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,10 @@ SweepResult sweep(const SweepOptions& options, const std::function<void(const Pr
 
 /// The default sizes: 2^10, 2^12, ..., 2^28.
 std::vector<std::uint64_t> default_sizes();
+
+/// Why the sweep of `o` cannot fit in `total_mem` bytes of GPU memory (its largest size, with a
+/// scratch copy where an in-place variant is selected), or nullopt when it can.
+std::optional<std::string> too_large(const SweepOptions& o, std::int64_t total_mem);
 
 /// The store's record of a GPU (needs the driver, not a context).
 db::DeviceRecord device_record(int ordinal);
