@@ -135,27 +135,27 @@ std::string_view name(Match m) {
   return "?";
 }
 
-Config builtin_config(DType dtype) {
-  // A starting point until the project's own H100 sweep replaces it. The shape is the streaming
-  // kernel measured in /work/shared/DEVICE.md: 16-byte vector loads over a data-sized grid read
-  // 2^28 float32 at 3089 GB/s on an H100 (92% of its 3352 GB/s peak; CUB's DeviceReduce::Sum
-  // reached 2988 GB/s there). 256 threads with 4 loads in flight each (16 KiB per block) were not
-  // measured: they are the usual middle of the space. The last-block finish keeps it to one
-  // launch, deterministic, with the result on the device.
+Config builtin_config(DType dtype, std::uint64_t n) {
+  // From the project's default sweep on an H100 80GB HBM3 (2026-11-21, float32 sum, cold L2,
+  // docs/results/h100-default-sweep.md), restricted to one launch with a deterministic finish:
+  // b256.u4.v4.g0.lastblock is the best such point at 2^20 (8.30 us); from 2^24 up a data-sized
+  // grid makes tens of thousands of blocks take the last-block ticket (2^28: 444.7 us, 69% of
+  // peak), where 4 blocks per SM stay within 2% of the fastest lastblock point (2^24: 35.5 us,
+  // 2^26: 101.0 us; 2^28: 354.5 us at 8 per SM, 91% of peak; any finish: 349.2 us).
   Config c;
   c.variant = "vectorized";
   c.block = 256;
   c.unroll = 4;
   c.vec = int(16 / size_of(dtype));
-  c.grid = 0;
+  c.grid = n > (std::uint64_t(1) << 20) ? 4 : 0;
   c.tail = Tail::shfl;
   c.finish = Finish::lastblock;
   return c;
 }
 
-Choice builtin_choice(DType dtype, std::string note) {
+Choice builtin_choice(DType dtype, std::uint64_t n, std::string note) {
   Choice c;
-  c.config = builtin_config(dtype);
+  c.config = builtin_config(dtype, n);
   c.match = Match::builtin;
   c.note = std::move(note);
   return c;
@@ -191,8 +191,8 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
 
   const std::string where = dt + " " + o + " on this GPU or another sm_" + std::to_string(t.cc) +
                             " GPU";
-  if (valid_rows == 0) return builtin_choice(dtype, "no tuning for " + where);
-  return builtin_choice(dtype, "no stored configuration for " + where +
+  if (valid_rows == 0) return builtin_choice(dtype, n, "no tuning for " + where);
+  return builtin_choice(dtype, n, "no stored configuration for " + where +
                                    " is usable here: passed over " + passed.text());
 }
 

@@ -27,10 +27,11 @@ struct DeviceKey {
   int sm_count = 0;
 };
 
-/// The built-in default for a dtype: the vectorized streaming kernel (16-byte loads), 256 threads,
-/// 4 loads in flight, a data-sized grid, shuffle tail, last-block finish (deterministic, one
-/// launch, result on the device), so it meets every Requirements.
-Config builtin_config(DType dtype);
+/// The built-in default for (dtype, n): the vectorized streaming kernel (16-byte loads), 256
+/// threads, 4 loads in flight, shuffle tail, last-block finish (deterministic, one launch, result
+/// on the device), so it meets every Requirements; a data-sized grid up to 2^20 elements, a
+/// grid-stride one of 4 blocks per SM above.
+Config builtin_config(DType dtype, std::uint64_t n);
 
 /// The best stored configuration for (dtype, op, n) on `device`, graded: the fastest valid row
 /// measured at n on this device (exact); else at the nearest tuned size on this device
@@ -43,7 +44,7 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
               std::uint64_t n, const Requirements& req);
 
 /// The built-in default as a Choice, with `note` saying why it was used.
-Choice builtin_choice(DType dtype, std::string note);
+Choice builtin_choice(DType dtype, std::uint64_t n, std::string note);
 
 /// Opens the store at `path` if the file exists; never creates one. Returns null, with the reason
 /// in *why, when there is no file or it cannot be used (not a reduce-tune store, newer schema).

@@ -202,7 +202,7 @@ struct Reducer::Impl {
   /// The lookup for a bucket, at its lower end 2^k (where sweeps measure). A store that cannot be
   /// read gives the built-in default, as no store does.
   Choice choose(DType dtype, Op op, std::uint64_t at, bool device_result) {
-    if (!store) return builtin_choice(dtype, no_store);
+    if (!store) return builtin_choice(dtype, at, no_store);
     DeviceKey device;
     device.uuid = info.uuid;
     device.cc_major = info.cc_major;
@@ -217,7 +217,7 @@ struct Reducer::Impl {
     try {
       return lookup(*store, device, dtype, op, at, req);
     } catch (const db::StoreError& e) {
-      return builtin_choice(dtype, std::string("the tuning store could not be read: ") + e.what());
+      return builtin_choice(dtype, at, std::string("the tuning store could not be read: ") + e.what());
     }
   }
 
@@ -268,9 +268,9 @@ struct Reducer::Impl {
     try {
       e.kernel = loader.load(e.choice->config, dtype, op);
     } catch (const CompileError& err) {
-      fall_back(e, dtype, op, err);
+      fall_back(e, dtype, op, bucket_start(n), err);
     } catch (const cuda::CudaError& err) {
-      fall_back(e, dtype, op, err);
+      fall_back(e, dtype, op, bucket_start(n), err);
     }
     e.ready.store(true, std::memory_order_release);
     return e;
@@ -278,11 +278,11 @@ struct Reducer::Impl {
 
   /// Called while handling `err`, the failed load of e's stored choice: loads the built-in
   /// default instead, or rethrows when that was the one that failed.
-  void fall_back(Entry& e, DType dtype, Op op, const std::exception& err) {
+  void fall_back(Entry& e, DType dtype, Op op, std::uint64_t at, const std::exception& err) {
     if (e.choice->match == Match::builtin) throw;
     std::string why = err.what();
     why = why.substr(0, why.find('\n')); // a compile error's log follows its first line
-    e.choice = builtin_choice(dtype, "the stored configuration " + key(e.choice->config) +
+    e.choice = builtin_choice(dtype, at, "the stored configuration " + key(e.choice->config) +
                                          " failed to load: " + why);
     e.kernel = loader.load(e.choice->config, dtype, op);
   }

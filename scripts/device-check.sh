@@ -43,6 +43,9 @@ else
   note "material 004 float32 2^28 exit $?"
   $B/tests/install_consumer/build/sum > "$L/example.log" 2>&1
   note "examples/sum (installed package, find_package) exit $?: $(tail -2 "$L/example.log" | tr '\n' ' ')"
+  $B/reduce-tune --device 0 --ops min,max --dtypes float32 --variants vectorized,unroll_warps \
+    --sizes 2^16,2^20,2^22,2^24,2^26,2^28 > "$L/sweep-minmax.md" 2> "$L/sweep-minmax.err"
+  note "min/max sweep exit $?: $(grep -E 'run [0-9]+|wall time' "$L/sweep-minmax.err" | tr '\n' ' ')"
   if [ -x bench/run.sh ] && [ -x $B/bench/reduce_bench ]; then
     t0=$(date +%s)
     bench/run.sh "$B" > "$L/bench.md" 2> "$L/bench.err"

@@ -201,7 +201,7 @@ TEST_CASE("lookup: built-in default when nothing is tuned for the architecture",
   const db::Store s = fixture();
   const Choice c = lookup(s, C, DType::f32, Op::sum, k20, {});
   CHECK(c.match == Match::builtin);
-  CHECK(c.config == builtin_config(DType::f32));
+  CHECK(c.config == builtin_config(DType::f32, k20));
   CHECK(c.tuned_n == 0);
   CHECK(c.median_us == 0);
   CHECK(c.device_name.empty());
@@ -213,15 +213,17 @@ TEST_CASE("lookup: built-in default when nothing is tuned for the architecture",
   const db::Store empty(":memory:");
   const Choice e = lookup(empty, A, DType::i64, Op::sum, k20, {});
   CHECK(e.match == Match::builtin);
-  CHECK(e.config == builtin_config(DType::i64));
+  CHECK(e.config == builtin_config(DType::i64, k20));
 }
 
 TEST_CASE("lookup: the built-in default", "[lookup]") {
-  CHECK(key(builtin_config(DType::f32)) == "vectorized.b256.u4.v4.g0.shfl.lastblock");
-  CHECK(key(builtin_config(DType::f64)) == "vectorized.b256.u4.v2.g0.shfl.lastblock");
+  CHECK(key(builtin_config(DType::f32, 1u << 20)) == "vectorized.b256.u4.v4.g0.shfl.lastblock");
+  CHECK(key(builtin_config(DType::f64, 1000)) == "vectorized.b256.u4.v2.g0.shfl.lastblock");
+  CHECK(key(builtin_config(DType::f32, (1u << 20) + 1)) == "vectorized.b256.u4.v4.g4.shfl.lastblock");
+  CHECK(key(builtin_config(DType::i32, 1ull << 28)) == "vectorized.b256.u4.v4.g4.shfl.lastblock");
   // It meets every requirement and is valid for every problem on every GPU NVRTC 13 targets.
   for (DType d : {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64}) {
-    const Config c = builtin_config(d);
+    const Config c = builtin_config(d, 1u << 24);
     CHECK(c.vec * size_of(d) == 16);
     CHECK(deterministic(c, d));
     CHECK_FALSE(find_variant(c.variant)->in_place);
@@ -315,7 +317,7 @@ TEST_CASE("lookup: unusable rows move the answer to the next size, then the next
   add(only_bad, A.uuid, {row(kUnknown, k20, 1.0), row(kUnsafe, k20, 2.0)});
   const Choice b = lookup(only_bad, A, DType::f32, Op::sum, k20, {});
   CHECK(b.match == Match::builtin);
-  CHECK(b.config == builtin_config(DType::f32));
+  CHECK(b.config == builtin_config(DType::f32, k20));
   CHECK_THAT(b.note, Catch::StartsWith("no stored configuration for float32 sum on this GPU or "
                                        "another sm_90 GPU is usable here: passed over"));
   CHECK_THAT(b.note, Catch::Contains(kUnknown) && Catch::Contains(kUnsafe));
