@@ -8,6 +8,8 @@
 #include "tuner/sizes.h"
 
 #include <unistd.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -21,6 +23,8 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+
+extern char** environ;
 
 namespace reduce_tune {
 namespace {
@@ -589,19 +593,21 @@ std::string gp_string(const std::string& s) {
   return r + "'";
 }
 
-/// Runs `argv` and waits; returns its exit status (127 when it could not be started).
+/// Runs `argv` (stdout discarded, stderr to `log`) and waits; returns its exit status (127 when
+/// it could not be started). posix_spawn, not fork: a forked child would flush a copy of this
+/// process's buffered stdout (the table being printed) before exec.
 int run_program(const std::vector<std::string>& argv, const fs::path& log) {
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    if (FILE* f = std::freopen(log.c_str(), "w", stderr)) (void)f;
-    std::freopen("/dev/null", "w", stdout);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return 127;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw std::runtime_error("waitpid failed");
