@@ -1,7 +1,5 @@
 // 004 #2 "atomic shared": shared-memory atomics within the block, one global atomic per block.
-extern "C" __global__ void rt_reduce(const T* __restrict__ in, T* __restrict__ work,
-                                     T* __restrict__ partials, T* __restrict__ out, rt_size n,
-                                     unsigned* counter) {
+extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   T* x = rt_smem();
   const rt_size idx = rt_size(blockIdx.x) * blockDim.x + threadIdx.x;
   if (threadIdx.x == 0) *x = rt_identity();

@@ -7,6 +7,11 @@
 
 typedef unsigned long long rt_size;
 
+// The one signature of every reduction kernel.
+#define RT_REDUCE_PARAMS                                                                          \
+  const T *__restrict__ in, T *__restrict__ work, T *__restrict__ partials, T *__restrict__ out, \
+      rt_size n, unsigned *counter
+
 // ---- the operator: identity, combine, atomic combine --------------------------------------
 
 #if defined(RT_OP_SUM)
@@ -123,6 +128,22 @@ __device__ __forceinline__ T rt_warp_tail(T* smem, unsigned tid) {
 #else // shfl, redux
   return rt_warp_reduce(rt_combine(smem[tid], smem[tid + 32]));
 #endif
+}
+
+// ---- loading ------------------------------------------------------------------------------
+
+// The material's first step: each thread combines RT_UNROLL elements one data block apart
+// (`block` = the block size), starting at its own element of block `blockIdx.x`'s group. Elements
+// past n count as the identity, so a last group shorter than RT_UNROLL blocks is read whole.
+__device__ __forceinline__ T rt_load_unrolled(const T* __restrict__ in, rt_size n, unsigned block) {
+  const rt_size base = rt_size(blockIdx.x) * block * RT_UNROLL + threadIdx.x;
+  T v = rt_identity();
+#pragma unroll
+  for (int k = 0; k < RT_UNROLL; ++k) {
+    const rt_size idx = base + rt_size(k) * block;
+    if (idx < n) v = rt_combine(v, in[idx]);
+  }
+  return v;
 }
 
 // ---- block level --------------------------------------------------------------------------

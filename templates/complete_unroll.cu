@@ -1,17 +1,9 @@
 // 000 #7 / 002 reduceCompleteUnrollWarps8: the barrier tree written out step by step, each step
 // guarded by a run-time blockDim check, then the warp tail.
-extern "C" __global__ void rt_reduce(const T* __restrict__ in, T* __restrict__ work,
-                                     T* __restrict__ partials, T* __restrict__ out, rt_size n,
-                                     unsigned* counter) {
+extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   T* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  const rt_size base = rt_size(blockIdx.x) * blockDim.x * RT_UNROLL + tid;
-  T v = rt_identity();
-#pragma unroll
-  for (int k = 0; k < RT_UNROLL; ++k) {
-    const rt_size idx = base + rt_size(k) * blockDim.x;
-    if (idx < n) v = rt_combine(v, in[idx]);
-  }
+  T v = rt_load_unrolled(in, n, blockDim.x);
   smem[tid] = v;
   __syncthreads();
   if (blockDim.x >= 1024 && tid < 512) smem[tid] = rt_combine(smem[tid], smem[tid + 512]);

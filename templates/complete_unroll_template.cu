@@ -3,17 +3,10 @@
 static_assert(RT_BLOCK >= 64 && RT_BLOCK <= 1024 && (RT_BLOCK & (RT_BLOCK - 1)) == 0,
               "block size must be a power of two in [64, 1024]");
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
-rt_reduce(const T* __restrict__ in, T* __restrict__ work, T* __restrict__ partials,
-          T* __restrict__ out, rt_size n, unsigned* counter) {
+rt_reduce(RT_REDUCE_PARAMS) {
   T* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  const rt_size base = rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid;
-  T v = rt_identity();
-#pragma unroll
-  for (int k = 0; k < RT_UNROLL; ++k) {
-    const rt_size idx = base + rt_size(k) * RT_BLOCK;
-    if (idx < n) v = rt_combine(v, in[idx]);
-  }
+  T v = rt_load_unrolled(in, n, RT_BLOCK);
   smem[tid] = v;
   __syncthreads();
   if (RT_BLOCK >= 1024 && tid < 512) smem[tid] = rt_combine(smem[tid], smem[tid + 512]);

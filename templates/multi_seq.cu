@@ -1,8 +1,6 @@
 // 004 "multi seq": a grid sized from the SM count (RT_GRID blocks per SM, chosen by the host);
 // each thread accumulates a grid-stride sequence, then one block reduction and one finish.
-extern "C" __global__ void rt_reduce(const T* __restrict__ in, T* __restrict__ work,
-                                     T* __restrict__ partials, T* __restrict__ out, rt_size n,
-                                     unsigned* counter) {
+extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   const rt_size stride = rt_size(gridDim.x) * blockDim.x;
   T v = rt_identity();
   for (rt_size idx = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; idx < n; idx += stride)

@@ -2,9 +2,7 @@
 // Works on `work`, a scratch copy of the input (the caller's input is never modified).
 // Fixed from the material: 64-bit n; no early return before a barrier; the last block may be
 // partial (pairs whose right element lies past n are skipped).
-extern "C" __global__ void rt_reduce(const T* __restrict__ in, T* __restrict__ work,
-                                     T* __restrict__ partials, T* __restrict__ out, rt_size n,
-                                     unsigned* counter) {
+extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   const unsigned tid = threadIdx.x;
   const rt_size base = rt_size(blockIdx.x) * blockDim.x;
   const rt_size count = n - base < blockDim.x ? n - base : blockDim.x;

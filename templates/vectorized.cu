@@ -7,8 +7,7 @@ static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4, "vector width 1, 2 or 4
 struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
-rt_reduce(const T* __restrict__ in, T* __restrict__ work, T* __restrict__ partials,
-          T* __restrict__ out, rt_size n, unsigned* counter) {
+rt_reduce(RT_REDUCE_PARAMS) {
   const unsigned tid = threadIdx.x;
   // Elements before the first vector-aligned address.
   const rt_size misalign = (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC;

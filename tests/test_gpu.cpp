@@ -2,28 +2,13 @@
 // modified. Run where a GPU exists; test_gpu_main.cpp skips them (exit 4) elsewhere.
 #include <catch2/catch.hpp>
 
-#include "kernels/runner.h"
+#include "tests/gpu_fixture.h"
 
 using namespace reduce_tune;
+using testing::Gpu;
+using testing::gpu;
 
 namespace {
-
-struct Gpu {
-  cuda::Context ctx{0};
-  cuda::DeviceInfo info = cuda::device_info(0);
-  Nvrtc nvrtc;
-  CompileCache cache{CompileCache::default_dir()};
-  KernelLoader loader{nvrtc, cache, nvrtc.target_for(info.cc())};
-  cuda::Stream stream;
-  Target target(DType d, Op op) const {
-    return Target{d, op, info.cc(), info.max_threads_per_block, info.sm_count, false};
-  }
-};
-
-Gpu& gpu() {
-  static Gpu g;
-  return g;
-}
 
 // Runs every valid configuration of `variants` (all when empty) for (dtype, op) at each size;
 // returns the number of results checked. Each result is checked against the CPU reference; the

@@ -9,7 +9,7 @@
 // far it got.
 #include <catch2/catch.hpp>
 
-#include "kernels/runner.h"
+#include "tests/gpu_fixture.h"
 #include "tuner/sizes.h"
 
 #include <cstdio>
@@ -17,22 +17,10 @@
 #include <sstream>
 
 using namespace reduce_tune;
+using testing::Gpu;
+using testing::gpu;
 
 namespace {
-
-struct Gpu {
-  cuda::Context ctx{0};
-  cuda::DeviceInfo info = cuda::device_info(0);
-  Nvrtc nvrtc;
-  CompileCache cache{CompileCache::default_dir()};
-  KernelLoader loader{nvrtc, cache, nvrtc.target_for(info.cc())};
-  cuda::Stream stream;
-};
-
-Gpu& gpu() {
-  static Gpu g;
-  return g;
-}
 
 std::vector<std::string> env_list(const char* var, const char* fallback) {
   const char* e = std::getenv(var);

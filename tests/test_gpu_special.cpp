@@ -5,32 +5,17 @@
 // check(), must accept each of these results. test_gpu_main.cpp skips them (exit 4) without a GPU.
 #include <catch2/catch.hpp>
 
-#include "kernels/runner.h"
+#include "tests/gpu_fixture.h"
 
 #include <cmath>
 #include <limits>
 #include <sstream>
 
 using namespace reduce_tune;
+using testing::Gpu;
+using testing::gpu;
 
 namespace {
-
-struct Gpu {
-  cuda::Context ctx{0};
-  cuda::DeviceInfo info = cuda::device_info(0);
-  Nvrtc nvrtc;
-  CompileCache cache{CompileCache::default_dir()};
-  KernelLoader loader{nvrtc, cache, nvrtc.target_for(info.cc())};
-  cuda::Stream stream;
-  Target target(DType d, Op op) const {
-    return Target{d, op, info.cc(), info.max_threads_per_block, info.sm_count, false};
-  }
-};
-
-Gpu& gpu() {
-  static Gpu g;
-  return g;
-}
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();

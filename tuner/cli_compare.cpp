@@ -1,6 +1,8 @@
 // reduce-tune: compare, merge and import-reference on the command line.
 #include "tuner/cli_compare.h"
 
+#include "tuner/cli.h"
+
 #include "db/store.h"
 #include "kernels/nvrtc.h"
 #include "tuner/compare.h"
@@ -21,32 +23,11 @@ namespace {
 
 namespace po = boost::program_options;
 
-[[noreturn]] void usage(const std::string& what) { throw po::error(what); }
+using cli::parse;
+using cli::parse_format;
+using cli::split;
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string tok; std::getline(in, tok, ',');)
-    if (!tok.empty()) out.push_back(tok);
-  return out;
-}
-
-Format parse_format(const std::string& f) {
-  if (f == "md") return Format::md;
-  if (f == "csv") return Format::csv;
-  if (f == "json") return Format::json;
-  usage("unknown format '" + f + "' (md, csv or json)");
-}
-
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
-                        const po::positional_options_description* pos = nullptr) {
-  po::variables_map vm;
-  auto parser = po::command_line_parser(args).options(desc);
-  if (pos) parser.positional(*pos);
-  po::store(parser.run(), vm);
-  po::notify(vm);
-  return vm;
-}
+[[noreturn]] void usage(const std::string& what) { throw cli::Usage(what); }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

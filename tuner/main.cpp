@@ -7,6 +7,7 @@
 #include "kernels/material.h"
 #include "kernels/nvrtc.h"
 #include "kernels/runner.h"
+#include "tuner/cli.h"
 #include "tuner/cli_compare.h"
 #include "tuner/report.h"
 #include "tuner/sizes.h"
@@ -32,23 +33,10 @@ using namespace reduce_tune;
 
 namespace {
 
-/// A usage error: exit code 2.
-struct Usage : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const auto comma = s.find(',', start);
-    const std::string tok = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!tok.empty()) out.push_back(tok);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
+using cli::Usage;
+using cli::parse;
+using cli::parse_format;
+using cli::split;
 
 template <typename T, typename Parse>
 std::vector<T> parse_list(const std::string& text, Parse parse, const char* what) {
@@ -73,12 +61,6 @@ std::vector<int> parse_ints(const std::string& text, const char* what) {
   }, what);
 }
 
-Format parse_format(const std::string& f) {
-  if (f == "md") return Format::md;
-  if (f == "csv") return Format::csv;
-  if (f == "json") return Format::json;
-  throw Usage("unknown format '" + f + "' (md, csv or json)");
-}
 
 std::uint64_t parse_n(const std::string& text) {
   std::string why;
@@ -87,15 +69,6 @@ std::uint64_t parse_n(const std::string& text) {
   return *n;
 }
 
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
-                        const po::positional_options_description* pos = nullptr) {
-  po::variables_map vm;
-  auto parser = po::command_line_parser(args).options(desc);
-  if (pos) parser.positional(*pos);
-  po::store(parser.run(), vm);
-  po::notify(vm);
-  return vm;
-}
 
 std::string command_line(int argc, char** argv) {
   std::string s;
