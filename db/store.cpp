@@ -173,6 +173,10 @@ public:
     }
     check(db_, rc, "bind ?" + std::to_string(i) + " of " + sql_);
   }
+  /// Binds column c of `from`'s current row to ?i, as it is (copying rows between databases).
+  void bind_from(int i, const Stmt& from, int c) {
+    check(db_, sqlite3_bind_value(s_, i, sqlite3_column_value(from.s_, c)), "bind ?" + std::to_string(i) + " of " + sql_);
+  }
   /// True while there is a row.
   bool step() {
     const int rc = sqlite3_step(s_);
@@ -613,47 +617,10 @@ std::vector<Best> Store::bests(const std::string& device_uuid) const {
 
 namespace {
 
-/// A statement on any connection, stepped by hand (for copying rows column by column).
-class RawStmt {
-public:
-  RawStmt(sqlite3* db, const std::string& sql) : db_(db), sql_(sql) {
-    check(db_, sqlite3_prepare_v2(db_, sql.c_str(), -1, &s_, nullptr), "prepare " + sql);
-  }
-  ~RawStmt() { sqlite3_finalize(s_); }
-  RawStmt(const RawStmt&) = delete;
-  RawStmt& operator=(const RawStmt&) = delete;
-  bool step() {
-    const int rc = sqlite3_step(s_);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(db_, rc, "step " + sql_);
-    return rc == SQLITE_ROW;
-  }
-  void reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  /// Binds column c of `from`'s current row to ?i.
-  void bind_from(int i, const RawStmt& from, int c) {
-    check(db_, sqlite3_bind_value(s_, i, sqlite3_column_value(from.s_, c)), "bind " + sql_);
-  }
-  void bind_text(int i, const std::string& v) {
-    check(db_, sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT), "bind " + sql_);
-  }
-  void bind_i64(int i, std::int64_t v) { check(db_, sqlite3_bind_int64(s_, i, v), "bind " + sql_); }
-  std::int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
-  std::string text(int c) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
-    return p ? std::string(p, std::size_t(sqlite3_column_bytes(s_, c))) : std::string();
-  }
-
-private:
-  sqlite3* db_;
-  std::string sql_;
-  sqlite3_stmt* s_ = nullptr;
-};
 
 std::vector<std::string> table_columns(sqlite3* db, const std::string& table) {
   std::vector<std::string> out;
-  RawStmt q(db, "SELECT name FROM pragma_table_info('" + table + "') ORDER BY cid");
+  Stmt q(db, "SELECT name FROM pragma_table_info('" + table + "') ORDER BY cid");
   while (q.step()) out.push_back(q.text(0));
   return out;
 }
@@ -712,7 +679,7 @@ MergeStats Store::merge_from(const std::string& other_path) {
   int version = 0;
   bool has_published = false;
   {
-    RawStmt q(raw, "SELECT (SELECT user_version FROM pragma_user_version), "
+    Stmt q(raw, "SELECT (SELECT user_version FROM pragma_user_version), "
                    "(SELECT application_id FROM pragma_application_id), "
                    "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'published')");
     q.step();
@@ -735,15 +702,15 @@ MergeStats Store::merge_from(const std::string& other_path) {
     stats = {};
     // Devices: new ones inserted; known ones take the other's description when it was seen later.
     {
-      RawStmt src(raw, "SELECT " + join(dev_cols) + " FROM devices ORDER BY rowid");
-      RawStmt known(ours, "SELECT 1 FROM devices WHERE uuid = ?1");
+      Stmt src(raw, "SELECT " + join(dev_cols) + " FROM devices ORDER BY rowid");
+      Stmt known(ours, "SELECT 1 FROM devices WHERE uuid = ?1");
       std::string set;
       for (const auto& c : dev_cols)
         if (c != "uuid" && c != "first_seen") set += (set.empty() ? "" : ", ") + c + " = excluded." + c;
-      RawStmt ins(ours, "INSERT INTO devices (" + join(dev_cols) + ") VALUES (" +
+      Stmt ins(ours, "INSERT INTO devices (" + join(dev_cols) + ") VALUES (" +
                             placeholders(1, dev_cols.size()) + ") ON CONFLICT (uuid) DO UPDATE SET " + set +
                             " WHERE excluded.last_seen > devices.last_seen");
-      RawStmt first(ours, "UPDATE devices SET first_seen = min(first_seen, ?2) WHERE uuid = ?1");
+      Stmt first(ours, "UPDATE devices SET first_seen = min(first_seen, ?2) WHERE uuid = ?1");
       const int uuid = index_of(dev_cols, "uuid"), first_seen = index_of(dev_cols, "first_seen");
       while (src.step()) {
         known.bind_from(1, src, uuid);
@@ -762,10 +729,10 @@ MergeStats Store::merge_from(const std::string& other_path) {
     std::unordered_map<std::int64_t, std::int64_t> run_of;
     std::set<std::int64_t> existing_runs;
     {
-      RawStmt src(raw, "SELECT id, " + join(run_cols) + " FROM runs ORDER BY id");
-      RawStmt find(ours, "SELECT id FROM runs WHERE device_uuid = ?1 AND started = ?2 AND tool_version = ?3 "
+      Stmt src(raw, "SELECT id, " + join(run_cols) + " FROM runs ORDER BY id");
+      Stmt find(ours, "SELECT id FROM runs WHERE device_uuid = ?1 AND started = ?2 AND tool_version = ?3 "
                          "AND options = ?4 ORDER BY id LIMIT 1");
-      RawStmt ins(ours, "INSERT INTO runs (" + join(run_cols) + ") VALUES (" + placeholders(1, run_cols.size()) +
+      Stmt ins(ours, "INSERT INTO runs (" + join(run_cols) + ") VALUES (" + placeholders(1, run_cols.size()) +
                             ") RETURNING id");
       const int dev = 1 + index_of(run_cols, "device_uuid"), started = 1 + index_of(run_cols, "started"),
                 tool = 1 + index_of(run_cols, "tool_version"), opts = 1 + index_of(run_cols, "options");
@@ -791,9 +758,9 @@ MergeStats Store::merge_from(const std::string& other_path) {
     using Identity = std::tuple<std::string, std::string, std::string, std::int64_t, std::int64_t>;
     std::unordered_map<std::int64_t, std::set<Identity>> present; // for runs this store had already
     {
-      RawStmt have(ours, "SELECT key, dtype, op, n, seed FROM measurements WHERE run_id = ?1");
+      Stmt have(ours, "SELECT key, dtype, op, n, seed FROM measurements WHERE run_id = ?1");
       for (const std::int64_t id : existing_runs) {
-        have.bind_i64(1, id);
+        have.bind(1, id);
         auto& s = present[id];
         while (have.step()) s.emplace(have.text(0), have.text(1), have.text(2), have.i64(3), have.i64(4));
         have.reset();
@@ -801,8 +768,8 @@ MergeStats Store::merge_from(const std::string& other_path) {
     }
     std::set<std::tuple<std::string, std::string, std::string, std::int64_t>> touched;
     {
-      RawStmt src(raw, "SELECT run_id, " + join(m_cols) + " FROM measurements ORDER BY id");
-      RawStmt ins(ours, "INSERT INTO measurements (run_id, " + join(m_cols) + ") VALUES (?1, " +
+      Stmt src(raw, "SELECT run_id, " + join(m_cols) + " FROM measurements ORDER BY id");
+      Stmt ins(ours, "INSERT INTO measurements (run_id, " + join(m_cols) + ") VALUES (?1, " +
                             placeholders(2, m_cols.size()) + ")");
       const int key = 1 + index_of(m_cols, "key"), dtype = 1 + index_of(m_cols, "dtype"),
                 op = 1 + index_of(m_cols, "op"), n = 1 + index_of(m_cols, "n"), seed = 1 + index_of(m_cols, "seed"),
@@ -816,7 +783,7 @@ MergeStats Store::merge_from(const std::string& other_path) {
           ++stats.duplicates;
           continue;
         }
-        ins.bind_i64(1, run->second);
+        ins.bind(1, run->second);
         for (std::size_t c = 0; c < m_cols.size(); ++c) ins.bind_from(int(c) + 2, src, int(c) + 1);
         ins.step();
         ins.reset();
@@ -834,8 +801,8 @@ MergeStats Store::merge_from(const std::string& other_path) {
                    uuid, dtype, op, n)
           ->step();
     if (!pub_cols.empty()) {
-      RawStmt src(raw, "SELECT " + join(pub_cols) + " FROM published ORDER BY rowid");
-      RawStmt ins(ours, "INSERT INTO published (" + join(pub_cols) + ") VALUES (" +
+      Stmt src(raw, "SELECT " + join(pub_cols) + " FROM published ORDER BY rowid");
+      Stmt ins(ours, "INSERT INTO published (" + join(pub_cols) + ") VALUES (" +
                             placeholders(1, pub_cols.size()) + ") ON CONFLICT DO NOTHING");
       while (src.step()) {
         for (std::size_t c = 0; c < pub_cols.size(); ++c) ins.bind_from(int(c) + 1, src, int(c));
