@@ -388,6 +388,19 @@ struct Store::Impl {
     return q;
   }
 
+  /// Recomputes the best row of (device, dtype, op, n) from its measurements: the valid one with
+  /// the lowest median wins, ties to the earliest row; an invalid one never does.
+  void refresh_best(const std::string& uuid, const std::string& dtype, const std::string& op,
+                    std::int64_t n) {
+    query("INSERT INTO best (device_uuid, dtype, op, n, measurement_id) "
+          "SELECT device_uuid, dtype, op, n, id FROM measurements WHERE device_uuid = ?1 AND "
+          "dtype = ?2 AND op = ?3 AND n = ?4 AND valid = 1 AND median_us IS NOT NULL "
+          "ORDER BY median_us, id LIMIT 1 "
+          "ON CONFLICT (device_uuid, dtype, op, n) DO UPDATE SET measurement_id = excluded.measurement_id",
+          uuid, dtype, op, n)
+        ->step();
+  }
+
   /// Runs body in a write transaction, under retry_busy.
   template <class F> void write(F&& body) {
     retry_busy([&] {
@@ -541,13 +554,7 @@ void Store::add_measurements(std::int64_t run_id, const std::vector<Measurement>
     }
     // Recomputed per touched key from its measurements: ties go to the earliest row.
     for (const auto& [dtype, op, n] : touched)
-      impl_->query("INSERT INTO best (device_uuid, dtype, op, n, measurement_id) "
-                   "SELECT device_uuid, dtype, op, n, id FROM measurements WHERE device_uuid = ?1 AND "
-                   "dtype = ?2 AND op = ?3 AND n = ?4 AND valid = 1 AND median_us IS NOT NULL "
-                   "ORDER BY median_us, id LIMIT 1 "
-                   "ON CONFLICT (device_uuid, dtype, op, n) DO UPDATE SET measurement_id = excluded.measurement_id",
-                   uuid, dtype, op, n)
-          ->step();
+      impl_->refresh_best(uuid, dtype, op, n);
   });
 }
 
@@ -793,13 +800,7 @@ MergeStats Store::merge_from(const std::string& other_path) {
     }
     // The best rows of what was touched, by the rule of add_measurements.
     for (const auto& [uuid, dtype, op, n] : touched)
-      impl_->query("INSERT INTO best (device_uuid, dtype, op, n, measurement_id) "
-                   "SELECT device_uuid, dtype, op, n, id FROM measurements WHERE device_uuid = ?1 AND "
-                   "dtype = ?2 AND op = ?3 AND n = ?4 AND valid = 1 AND median_us IS NOT NULL "
-                   "ORDER BY median_us, id LIMIT 1 "
-                   "ON CONFLICT (device_uuid, dtype, op, n) DO UPDATE SET measurement_id = excluded.measurement_id",
-                   uuid, dtype, op, n)
-          ->step();
+      impl_->refresh_best(uuid, dtype, op, n);
     if (!pub_cols.empty()) {
       Stmt src(raw, "SELECT " + join(pub_cols) + " FROM published ORDER BY rowid");
       Stmt ins(ours, "INSERT INTO published (" + join(pub_cols) + ") VALUES (" +
