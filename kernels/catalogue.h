@@ -57,7 +57,7 @@ struct LaunchPlan {
   unsigned grid = 0;            ///< blocks (>= 1 for every n >= 1)
   unsigned block = 0;
   unsigned smem_bytes = 0;      ///< dynamic shared memory
-  bool init_out = false;        ///< run rt_init_out first (atomic finish)
+  bool init_out = false;        ///< set the result to the identity first (atomic finish)
   bool partials = false;        ///< needs grid partials
   bool second_pass = false;     ///< run rt_combine_partials after (twopass)
   bool counter = false;         ///< needs a zeroed counter word (lastblock)

@@ -83,7 +83,6 @@ template <typename T> Reference reduce_host(const T* x, std::uint64_t n, Op op) 
 
 template <typename T> Scalar Scalar::of(T v) {
   Scalar s;
-  s.dtype = visit(DType::i32, [](auto) { return DType::i32; });
   if constexpr (std::is_same_v<T, std::int32_t>) s.dtype = DType::i32;
   else if constexpr (std::is_same_v<T, std::uint32_t>) s.dtype = DType::u32;
   else if constexpr (std::is_same_v<T, std::int64_t>) s.dtype = DType::i64;
@@ -158,6 +157,10 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed) {
     }
   });
   return a;
+}
+
+Scalar identity(DType dtype, Op op) {
+  return visit(dtype, [op](auto t) { return Scalar::of(identity<decltype(t)>(op)); });
 }
 
 Reference reference(const HostArray& a, Op op) {

@@ -33,6 +33,10 @@ template <typename F> decltype(auto) visit(DType d, F&& f) {
   return f(float{});
 }
 
+/// The identity of `op` on `dtype`: 0 for sum; for min the type's max (+infinity for floats), for
+/// max its lowest (-infinity), as the kernels' rt_identity().
+Scalar identity(DType dtype, Op op);
+
 /// A host array of n elements of one dtype.
 struct HostArray {
   DType dtype = DType::f32;

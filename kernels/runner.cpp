@@ -34,7 +34,6 @@ Kernel KernelLoader::load(const Config& c, DType dtype, Op op) {
   k.module = module;
   k.reduce = module->function("rt_reduce");
   k.combine = module->function("rt_combine_partials");
-  k.init = module->function("rt_init_out");
   k.resources = res;
   return k;
 }
@@ -96,14 +95,32 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
   if (p.scratch) RT_CU(cuMemcpyDtoDAsync(w.scratch(), in, n * size_of(k.dtype), s));
 }
 
+namespace {
+
+/// Sets `out` to the identity before an atomic finish. A memset, not a kernel: on the H100 a
+/// one-thread init kernel added ~1-2 us to a call, a memset next to nothing
+/// (bench/probes/finishes.cu, docs/PERFORMANCE.md). 8-byte identities are two 32-bit words; out
+/// is aligned to its element.
+void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s) {
+  const std::uint64_t bits = identity(dtype, op).bits;
+  const unsigned lo = unsigned(bits), hi = unsigned(bits >> 32);
+  if (size_of(dtype) == 4) {
+    RT_CU(cuMemsetD32Async(out, lo, 1, s));
+  } else if (lo == hi) {
+    RT_CU(cuMemsetD32Async(out, lo, 2, s));
+  } else {
+    RT_CU(cuMemsetD32Async(out, lo, 1, s));
+    RT_CU(cuMemsetD32Async(out + 4, hi, 1, s));
+  }
+}
+
+} // namespace
+
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s, CUdeviceptr out) {
   if (!out || p.host_finish) out = w.out();
   CUdeviceptr partials = w.partials(), work = w.scratch(), counter = w.counter();
-  if (p.init_out) {
-    void* args[] = {&out};
-    cuda::launch(k.init, 1, 1, 0, s, args);
-  }
+  if (p.init_out) set_identity(out, k.dtype, k.op, s);
   unsigned long long count = n;
   void* args[] = {&in, &work, &partials, &out, &count, &counter};
   cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args);

@@ -20,7 +20,7 @@ struct Kernel {
   DType dtype = DType::f32;
   Op op = Op::sum;
   std::shared_ptr<const cuda::Module> module; // shared by configurations with the same source
-  CUfunction reduce = nullptr, combine = nullptr, init = nullptr;
+  CUfunction reduce = nullptr, combine = nullptr;
   Resources resources;
 };
 
@@ -81,8 +81,8 @@ private:
 /// Copies the input to the scratch buffer for in-place variants (outside any timed region).
 void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s);
-/// Enqueues the kernel launches of one reduction (init, reduce, second pass). The result goes to
-/// `out` when given (device-side finishes only), else to the workspace.
+/// Enqueues one reduction: the identity into the result (atomic finish), the kernel, the second
+/// pass. The result goes to `out` when given (device-side finishes only), else to the workspace.
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s, CUdeviceptr out = 0);
 /// Waits for the stream and returns the result: copied from the device, or, for the host finish,

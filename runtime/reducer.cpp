@@ -53,21 +53,6 @@ void check_problem(DType dtype, Op op) {
                           "): sum, min and max are supported");
 }
 
-/// The identity of `op` on `dtype` as its bit pattern: 0 for sum; for min the type's max
-/// (+infinity for floats), for max its lowest (-infinity), as the kernels' rt_identity().
-std::uint64_t identity_bits(DType dtype, Op op) {
-  return visit(dtype, [op](auto zero) {
-    using T = decltype(zero);
-    using L = std::numeric_limits<T>;
-    T v = zero;
-    if (op == Op::min) v = L::has_infinity ? L::infinity() : L::max();
-    if (op == Op::max) v = L::has_infinity ? -L::infinity() : L::lowest();
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, &v, sizeof v);
-    return bits;
-  });
-}
-
 /// Checks that the kernels can access `count` elements of `dtype` at `p`: not null, aligned to the
 /// element, device memory of GPU `ordinal` or managed memory, and, where the driver knows the
 /// allocation's extent, large enough. Throws InvalidArgument naming `what` and the problem.
@@ -366,7 +351,7 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
   check_problem(dtype, op);
   const std::size_t es = size_of(dtype);
   if (n == 0) {
-    const std::uint64_t bits = identity_bits(dtype, op);
+    const std::uint64_t bits = identity(dtype, op).bits;
     std::memcpy(h_out, &bits, es);
     return;
   }
@@ -400,7 +385,7 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
   if (n == 0) {
     // A copy, not a launch. From pageable memory the source is staged before the call returns,
     // so a local is a valid source.
-    const std::uint64_t bits = identity_bits(dtype, op);
+    const std::uint64_t bits = identity(dtype, op).bits;
     RT_CU(cuMemcpyHtoDAsync(out, &bits, es, stream));
     return;
   }

@@ -236,5 +236,3 @@ extern "C" __global__ void rt_combine_partials(const T* __restrict__ partials, T
   if (threadIdx.x == 0) *out = acc;
 }
 
-// Sets the result to the identity before an atomic finish.
-extern "C" __global__ void rt_init_out(T* out) { *out = rt_identity(); }

@@ -22,6 +22,9 @@ namespace reduce_tune {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// A checked launch longer than this and 4x the best is timing enough (see the sweep loop).
+constexpr double kSingleTimingUs = 200;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -115,10 +118,12 @@ db::RunRecord run_record(const SweepOptions& o, const std::string& device_uuid,
   run.tool_version = RT_VERSION;
   run.nvrtc_version = nvrtc_version;
   run.options = o.command_line;
-  run.timing_method = "cuda events around the launches, 1 warm-up, median of " +
+  run.timing_method = "cuda events around the launches, 1 warm-up (the checked launch), median of " +
                       std::to_string(std::max(3, o.reps)) +
                       (o.hot ? " (hot L2)" : ", L2 flushed (memset of the L2 size) before each") +
-                      "; host finish timed with steady_clock and added";
+                      "; host finish timed with steady_clock and added; early stops: the checked "
+                      "launch alone when over 4x the best and 200 us, 3 repetitions when over 4x, "
+                      "5 when over 1.5x";
   return run;
 }
 
@@ -273,8 +278,18 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             // Poison what the kernels must write, so an unwritten result cannot pass.
             RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, s));
             if (p.partials) RT_CU(cuMemsetD8Async(ws.partials(), 0xA5, std::size_t(p.grid) * es, s));
+            // The checked launch is timed like a repetition (flushed, between events): it is the
+            // warm-up, and for a configuration hopelessly slower than the best, the one timing.
             const auto t_val = Clock::now();
-            const Scalar got = reduce_once(kernel, p, d_in.get(), n, ws, s);
+            prepare(kernel, p, d_in.get(), n, ws, s);
+            if (!o.hot) RT_CU(cuMemsetD32Async(flush.get(), 0, flush_bytes / 4, s));
+            ev_start[0].record(s);
+            enqueue(kernel, p, d_in.get(), n, ws, s);
+            ev_stop[0].record(s);
+            if (p.host_finish) RT_CU(cuEventSynchronize(ev_stop[0].get()));
+            const auto t_host = Clock::now();
+            const Scalar got = result(kernel, p, ws, s);
+            const double check_host_us = p.host_finish ? seconds_since(t_host) * 1e6 : 0;
             const Check chk = check(ref, got, op, summation_depth(j.config, t, n));
             res.times.validate_s += seconds_since(t_val);
             m.expected = chk.expected, m.observed = chk.observed;
@@ -308,11 +323,19 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
               for (int r = from; r < to; ++r) kernel_ms.push_back(ev_stop[r].since(ev_start[r]));
             };
             // A configuration clearly slower than the best so far gets few repetitions: its
-            // median is reported from those (m.reps says how many).
-            batch(0, 3);
-            if (median(kernel_ms) * 1e3 <= 4 * best_us) {
-              batch(3, std::min(5, reps));
-              if (median(kernel_ms) * 1e3 <= 1.5 * best_us) batch(std::min(5, reps), reps);
+            // median is reported from those (m.reps says how many). One whose checked launch
+            // alone took over 4x the best (and long enough that no one-time cost of a first
+            // launch can account for it) keeps that single timing.
+            const float check_ms = ev_stop[0].since(ev_start[0]);
+            if (check_ms * 1e3 > std::max(4 * best_us, kSingleTimingUs)) {
+              kernel_ms.push_back(check_ms);
+              if (p.host_finish) host_us.push_back(check_host_us);
+            } else {
+              batch(0, 3);
+              if (median(kernel_ms) * 1e3 <= 4 * best_us) {
+                batch(3, std::min(5, reps));
+                if (median(kernel_ms) * 1e3 <= 1.5 * best_us) batch(std::min(5, reps), reps);
+              }
             }
             res.times.timing_s += seconds_since(t_time);
             m.host_us = host_us.empty() ? 0 : median(host_us);
