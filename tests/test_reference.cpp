@@ -101,3 +101,21 @@ TEST_CASE("host combine of partials", "[reference]") {
   CHECK(combine_on_host(p, 4, Op::sum).as<std::int32_t>() == 10);
   CHECK(combine_on_host(p, 3, Op::max).as<std::int32_t>() == 3);
 }
+
+TEST_CASE("the identity of each op and dtype leaves any value unchanged", "[reference]") {
+  CHECK(identity(DType::i32, Op::sum).bits == 0);
+  CHECK(identity(DType::f64, Op::sum).bits == 0);
+  CHECK(identity(DType::i32, Op::min).as<std::int32_t>() == std::numeric_limits<std::int32_t>::max());
+  CHECK(identity(DType::u32, Op::max).as<std::uint32_t>() == 0u);
+  CHECK(identity(DType::i64, Op::max).as<std::int64_t>() == std::numeric_limits<std::int64_t>::lowest());
+  CHECK(identity(DType::f32, Op::min).as<float>() == std::numeric_limits<float>::infinity());
+  CHECK(identity(DType::f64, Op::max).as<double>() == -std::numeric_limits<double>::infinity());
+  // Combined on the host with a value, the identity gives the value back.
+  for (Op op : {Op::sum, Op::min, Op::max}) {
+    HostArray a = from({-7, 0});
+    const std::uint64_t id = identity(DType::i32, op).bits;
+    std::memcpy(a.bytes.data() + 4, &id, 4);
+    CHECK(combine_on_host(a, 2, op).as<std::int32_t>() == -7);
+    CHECK(identity(DType::i64, op).dtype == DType::i64);
+  }
+}
