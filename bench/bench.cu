@@ -2,12 +2,13 @@
 // cub::DeviceReduce and a streaming-read ceiling kernel, all timed the same way in one run, and the
 // per-call host overhead of the library over launching the same kernel directly.
 //
-// Method, the same for every contestant: random data (float32 uniform in [-1, 1), int32 uniform
-// over all values), allocated once per size; per contestant 3 warm-up calls then R timed calls,
-// each: [cold: memset of a 2 x L2 buffer] -> output poisoned -> a ~40 us spin kernel (so the host
-// enqueue of the call is hidden, as nvbench's blocking kernel does: the events time the GPU) ->
-// event -> the call -> event; median and min of the event times. Every result is checked against
-// a CPU reference. Exit code: 0 all checks passed, 1 a check FAILED, 2 no CUDA device, 3 error.
+// Method, the same for every contestant: random data (integers uniform over all values, floats
+// uniform in [-1, 1); bench/data.h), allocated once per size; per contestant 3 warm-up calls then
+// R timed calls, each: [cold: memset of a 2 x L2 buffer] -> output poisoned -> a ~40 us spin
+// kernel (so the host enqueue of the call is hidden, as nvbench's blocking kernel does: the events
+// time the GPU) -> event -> the call -> event; median and min of the event times. Every result is
+// checked against a CPU reference. Exit code: 0 all checks passed, 1 a check FAILED, 2 no CUDA
+// device, 3 error.
 #include "bench/data.h"
 #include "bench/overhead.h"
 #include "kernels/driver.h"
@@ -15,6 +16,7 @@
 #include "tuner/sizes.h"
 
 #include <cub/device/device_reduce.cuh>
+#include <cuda/std/limits>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -70,25 +72,38 @@ __global__ void spin_kernel(unsigned long long ns) {
   } while (t - t0 < ns);
 }
 
-template <typename T> struct Vec4;
-template <> struct Vec4<float> { using type = float4; };
-template <> struct Vec4<int> { using type = int4; };
+/// The 16-byte vector of T: 4 elements of the 4-byte types, 2 of the 8-byte ones.
+template <typename T> struct Vec16;
+template <> struct Vec16<int> { using type = int4; };
+template <> struct Vec16<unsigned> { using type = uint4; };
+template <> struct Vec16<long long> { using type = longlong2; };
+template <> struct Vec16<float> { using type = float4; };
+template <> struct Vec16<double> { using type = double2; };
 
 template <Op O, typename T> __device__ __forceinline__ T identity() {
+  using L = cuda::std::numeric_limits<T>;
   if constexpr (O == Op::sum) return T(0);
-  else if constexpr (std::is_same_v<T, float>)
-    return O == Op::min ? __uint_as_float(0x7f800000u) : __uint_as_float(0xff800000u);
-  else return O == Op::min ? INT_MAX : INT_MIN;
+  else if constexpr (L::has_infinity) return O == Op::min ? L::infinity() : -L::infinity();
+  else return O == Op::min ? L::max() : L::lowest();
 }
 
+/// Integer sums wrap (added as unsigned: signed overflow is undefined); float min/max are
+/// fmin/fmax, as before.
 template <Op O, typename T> __device__ __forceinline__ T combine(T a, T b) {
-  if constexpr (O == Op::sum) return a + b;
+  if constexpr (O == Op::sum && std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(a) + U(b));
+  } else if constexpr (O == Op::sum) return a + b;
   else if constexpr (std::is_same_v<T, float>) return O == Op::min ? fminf(a, b) : fmaxf(a, b);
-  else return O == Op::min ? ::min(a, b) : ::max(a, b);
+  else if constexpr (std::is_same_v<T, double>) return O == Op::min ? fmin(a, b) : fmax(a, b);
+  else return O == Op::min ? (a < b ? a : b) : (a < b ? b : a);
 }
 
-template <Op O, typename V> __device__ __forceinline__ auto combine4(V v) {
-  return combine<O>(combine<O>(v.x, v.y), combine<O>(v.z, v.w));
+template <Op O, typename V> __device__ __forceinline__ auto combine_vec(V v) {
+  if constexpr (sizeof(V) == 4 * sizeof(v.x))
+    return combine<O>(combine<O>(v.x, v.y), combine<O>(v.z, v.w));
+  else
+    return combine<O>(v.x, v.y);
 }
 
 template <Op O, typename T> __device__ __forceinline__ T warp_reduce(T v) {
@@ -97,24 +112,33 @@ template <Op O, typename T> __device__ __forceinline__ T warp_reduce(T v) {
   return v;
 }
 
-template <Op O> __device__ __forceinline__ void atomic_combine(int* out, int v) {
-  if constexpr (O == Op::sum) atomicAdd(out, v);
-  else if constexpr (O == Op::min) atomicMin(out, v);
-  else atomicMax(out, v);
+/// Float min/max through integer atomics (any data without NaN): non-negative floats order like
+/// their bits as signed integers, negative ones inversely to their bits as unsigned integers.
+template <Op O, typename T> __device__ __forceinline__ void atomic_minmax_float(T* out, T v) {
+  using S = std::conditional_t<sizeof(T) == 4, int, long long>;
+  using U = std::make_unsigned_t<S>;
+  S s;
+  memcpy(&s, &v, sizeof v);
+  if (s >= 0) {
+    if constexpr (O == Op::min) atomicMin(reinterpret_cast<S*>(out), s);
+    else atomicMax(reinterpret_cast<S*>(out), s);
+  } else {
+    if constexpr (O == Op::min) atomicMax(reinterpret_cast<U*>(out), U(s));
+    else atomicMin(reinterpret_cast<U*>(out), U(s));
+  }
 }
 
-/// Float min/max through integer atomics: non-negative floats order like their bits as signed
-/// ints, negative ones inversely to their bits as unsigned ints.
-template <Op O> __device__ __forceinline__ void atomic_combine(float* out, float v) {
-  if constexpr (O == Op::sum) {
-    atomicAdd(out, v);
-  } else if constexpr (O == Op::min) {
-    if (!signbit(v)) atomicMin(reinterpret_cast<int*>(out), __float_as_int(v));
-    else atomicMax(reinterpret_cast<unsigned*>(out), __float_as_uint(v));
-  } else {
-    if (!signbit(v)) atomicMax(reinterpret_cast<int*>(out), __float_as_int(v));
-    else atomicMin(reinterpret_cast<unsigned*>(out), __float_as_uint(v));
-  }
+/// One block's result into *out: native atomicAdd/Min/Max for int, unsigned and long long
+/// (64-bit min/max: sm_35+), the long long sum as the unsigned long long atomicAdd (the same
+/// bits in two's complement), atomicAdd for float and double (double: sm_60+), float and double
+/// min/max through atomic_minmax_float.
+template <Op O, typename T> __device__ __forceinline__ void atomic_combine(T* out, T v) {
+  if constexpr (O == Op::sum && std::is_same_v<T, long long>)
+    atomicAdd(reinterpret_cast<unsigned long long*>(out), static_cast<unsigned long long>(v));
+  else if constexpr (O == Op::sum) atomicAdd(out, v);
+  else if constexpr (std::is_floating_point_v<T>) atomic_minmax_float<O>(out, v);
+  else if constexpr (O == Op::min) atomicMin(out, v);
+  else atomicMax(out, v);
 }
 
 constexpr int kCeilBlock = 256;
@@ -123,13 +147,14 @@ constexpr int kCeilUnroll = 4; // 16-byte loads in flight per thread
 /// The streaming-read ceiling: 16-byte loads, grid-stride with kCeilUnroll independent loads in
 /// flight per thread, warp-shuffle block reduction, one atomic per block into `out` (which the
 /// caller sets to the identity). cudaMalloc'd input is 256-byte aligned; n need not be a
-/// multiple of 4 (the last n % 4 elements are read as scalars).
+/// multiple of the elements per vector (the last n % per elements are read as scalars).
 template <Op O, typename T>
 __global__ void __launch_bounds__(kCeilBlock)
     ceiling_kernel(const T* __restrict__ in, unsigned long long n, T* __restrict__ out) {
-  using V = typename Vec4<T>::type;
+  using V = typename Vec16<T>::type;
+  constexpr unsigned per = sizeof(V) / sizeof(T);
   const V* __restrict__ vin = reinterpret_cast<const V*>(in);
-  const unsigned long long nv = n / 4;
+  const unsigned long long nv = n / per;
   const unsigned long long tid = (unsigned long long)blockIdx.x * kCeilBlock + threadIdx.x;
   const unsigned long long stride = (unsigned long long)gridDim.x * kCeilBlock;
   T acc = identity<O, T>();
@@ -139,10 +164,10 @@ __global__ void __launch_bounds__(kCeilBlock)
 #pragma unroll
     for (int u = 0; u < kCeilUnroll; ++u) v[u] = __ldg(vin + i + u * stride);
 #pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine4<O>(v[u]));
+    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine_vec<O>(v[u]));
   }
-  for (; i < nv; i += stride) acc = combine<O>(acc, combine4<O>(__ldg(vin + i)));
-  if (tid < n - nv * 4) acc = combine<O>(acc, in[nv * 4 + tid]);
+  for (; i < nv; i += stride) acc = combine<O>(acc, combine_vec<O>(__ldg(vin + i)));
+  if (tid < n - nv * per) acc = combine<O>(acc, in[nv * per + tid]);
 
   __shared__ T warp_part[kCeilBlock / 32];
   acc = warp_reduce<O>(acc);
@@ -155,6 +180,10 @@ __global__ void __launch_bounds__(kCeilBlock)
   }
 }
 
+/// Stores an 8-byte identity: cuMemsetD32 repeats one 32-bit pattern, which no 8-byte min/max
+/// identity is.
+__global__ void store_kernel(unsigned long long* out, unsigned long long bits) { *out = bits; }
+
 /// Grid for the ceiling: every block resident at once (occupancy x SMs), or fewer when the data
 /// gives each thread less than one round of loads.
 template <Op O, typename T> unsigned ceiling_grid(std::uint64_t n, int sm_count) {
@@ -163,33 +192,40 @@ template <Op O, typename T> unsigned ceiling_grid(std::uint64_t n, int sm_count)
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_kernel<O, T>, kCeilBlock, 0));
     return std::max(b, 1);
   }();
-  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * 4;
+  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * (16 / sizeof(T));
   const std::uint64_t data = (n + per_block - 1) / per_block;
   return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(data, std::uint64_t(per_sm) * sm_count)));
 }
 
-/// One ceiling call: the output set to the identity (it is part of any real call), the kernel.
+/// One ceiling call: the output set to the identity (it is part of any real call) by one small
+/// operation, then the kernel. The operation is a memset, except for int64/float64 min/max: there
+/// store_kernel, which costs about 0.6 us more (a memset added 0.7 us to a small kernel, a
+/// one-thread kernel or an 8-byte device-to-device copy 1.3 us, two memsets 1.4 us; H200).
 template <Op O, typename T>
-void ceiling_call(const T* in, std::uint64_t n, T* out, int sm_count, cudaStream_t s) {
-  if constexpr (O == Op::sum) {
-    CK(cudaMemsetAsync(out, 0, sizeof(T), s));
+void ceiling_call(DType dt, const T* in, std::uint64_t n, T* out, int sm_count, cudaStream_t s) {
+  const std::uint64_t bits = rt_bench::identity_bits(dt, O);
+  if constexpr (sizeof(T) == 4 || O == Op::sum) {
+    RT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(out), unsigned(bits), sizeof(T) / 4, s));
   } else {
-    const DType dt = std::is_same_v<T, float> ? DType::f32 : DType::i32;
-    RT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(out), rt_bench::identity_bits(dt, O), 1, s));
+    store_kernel<<<1, 1, 0, s>>>(reinterpret_cast<unsigned long long*>(out), bits);
+    CK(cudaGetLastError());
   }
   ceiling_kernel<O, T><<<ceiling_grid<O, T>(n, sm_count), kCeilBlock, 0, s>>>(in, n, out);
   CK(cudaGetLastError());
 }
 
-template <typename T>
-void ceiling(Op op, const void* in, std::uint64_t n, void* out, int sm_count, cudaStream_t s) {
-  const T* i = static_cast<const T*>(in);
-  T* o = static_cast<T*>(out);
-  switch (op) {
-  case Op::sum: return ceiling_call<Op::sum>(i, n, o, sm_count, s);
-  case Op::min: return ceiling_call<Op::min>(i, n, o, sm_count, s);
-  case Op::max: return ceiling_call<Op::max>(i, n, o, sm_count, s);
-  }
+void ceiling(DType dt, Op op, const void* in, std::uint64_t n, void* out, int sm_count,
+             cudaStream_t s) {
+  rt_bench::visit(dt, [&](auto t) {
+    using T = decltype(t);
+    const T* i = static_cast<const T*>(in);
+    T* o = static_cast<T*>(out);
+    switch (op) {
+    case Op::sum: return ceiling_call<Op::sum>(dt, i, n, o, sm_count, s);
+    case Op::min: return ceiling_call<Op::min>(dt, i, n, o, sm_count, s);
+    case Op::max: return ceiling_call<Op::max>(dt, i, n, o, sm_count, s);
+    }
+  });
 }
 
 // ---- CUB ----------------------------------------------------------------------------------
@@ -216,10 +252,12 @@ cudaError_t cub_reduce(Op op, void* tmp, std::size_t& bytes, const void* in, voi
   return cub_reduce_n(op, tmp, bytes, i, o, std::int64_t(n), s);
 }
 
+/// On int, unsigned, long long (int64), float or double, by dt.
 cudaError_t cub_dispatch(DType dt, Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
                          std::uint64_t n, cudaStream_t s) {
-  return dt == DType::f32 ? cub_reduce<float>(op, tmp, bytes, in, out, n, s)
-                          : cub_reduce<int>(op, tmp, bytes, in, out, n, s);
+  return rt_bench::visit(dt, [&](auto t) {
+    return cub_reduce<decltype(t)>(op, tmp, bytes, in, out, n, s);
+  });
 }
 
 // ---- options ------------------------------------------------------------------------------
@@ -246,7 +284,7 @@ const char* kUsage =
     "usage: reduce_bench [options]\n"
     "  --sizes LIST          sizes, e.g. 2^10,3*2^20+17,16M (default 2^10,2^12,...,2^30 and\n"
     "                        3*2^20+17; sizes that do not fit in device memory are skipped)\n"
-    "  --dtypes LIST         int32,float32 (default both)\n"
+    "  --dtypes LIST         int32,uint32,int64,float32,float64 (default int32,float32)\n"
     "  --ops LIST            sum,min,max (default sum)\n"
     "  --reps N              timed calls per contestant and mode (default 50, at least 1)\n"
     "  --warmup N            warm-up calls (default 3)\n"
@@ -294,7 +332,7 @@ Options parse(int argc, char** argv) {
     if (k == 20) o.sizes.push_back(3 * (std::uint64_t(1) << 20) + 17);
   }
   o.overhead_sizes = {std::uint64_t(1) << 10, std::uint64_t(1) << 16};
-  for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) o.command.append(i ? " " : "").append(argv[i]);
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;
     bool has_value = false;
@@ -317,8 +355,9 @@ Options parse(int argc, char** argv) {
       o.dtypes.clear();
       for (const auto& t : split(next())) {
         auto d = reduce_tune::parse_dtype(t);
-        if (!d || (*d != DType::i32 && *d != DType::f32))
-          throw UsageError("--dtypes: '" + t + "': the bench runs int32 and float32");
+        if (!d)
+          throw UsageError("--dtypes: '" + t +
+                           "': expected int32, uint32, int64, float32 or float64");
         o.dtypes.push_back(*d);
       }
     } else if (flag == "--ops") {
@@ -395,12 +434,13 @@ public:
 
   cudaStream_t stream() const { return stream_; }
 
-  /// Warm-up, then reps timed calls; `call` enqueues one call on stream().
-  template <typename F> Stats time(bool cold, F&& call) {
+  /// Warm-up, then reps timed calls; `call` enqueues one call on stream() and writes an
+  /// es-byte result.
+  template <typename F> Stats time(bool cold, std::size_t es, F&& call) {
     std::vector<double> us;
     for (int r = 0; r < o_.warmup + o_.reps; ++r) {
       if (cold) CK(cudaMemsetAsync(flush_, r & 0xff, flush_bytes_, stream_));
-      CK(cudaMemsetAsync(d_out_, 0xff, 4, stream_)); // poison: each call must write its result
+      CK(cudaMemsetAsync(d_out_, 0xff, es, stream_)); // poison: each call must write its result
       spin_kernel<<<1, 32, 0, stream_>>>((unsigned long long)(o_.spin_us * 1e3));
       CK(cudaGetLastError());
       CK(cudaEventRecord(start_, stream_));
@@ -478,7 +518,7 @@ void print_table(const Device& dev, DType dt, Op op, int mode, const std::vector
   std::printf("| n | reduce-tune us | GB/s | %% peak | CUB us | GB/s | %% peak | ceiling us | GB/s "
               "| %% peak | rt/CUB | rt/ceiling | check (max rel. err) | reduce-tune config |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
-  const double es = 4;
+  const double es = double(reduce_tune::size_of(dt));
   for (const Row& r : rows) {
     std::string line = "| " + reduce_tune::format_size(r.n) + " |";
     if (!r.skip.empty()) {
@@ -496,7 +536,7 @@ void print_table(const Device& dev, DType dt, Op op, int mode, const std::vector
       } else {
         t[w] = c[w].st.median_us;
         const double gbps = double(r.n) * es / (t[w] * 1e-6) / 1e9;
-        line += " " + us_str(t[w]) + " | " + fmt("%.0f", gbps) + " | " +
+        line += ' ' + us_str(t[w]) + " | " + fmt("%.0f", gbps) + " | " +
                 fmt("%.1f", 100 * gbps / dev.peak_gbps) + " |";
       }
     }
@@ -509,7 +549,8 @@ void print_table(const Device& dev, DType dt, Op op, int mode, const std::vector
       if (c[w].ran && c[w].error.empty()) err = std::max(err, c[w].v.rel_err);
     }
     if (check.empty())
-      check = dt == DType::f32 && op == Op::sum ? "ok (" + fmt("%.1e", err) + ")" : "ok (exact)";
+      check = reduce_tune::is_float(dt) && op == Op::sum ? "ok (" + fmt("%.1e", err) + ")"
+                                                         : "ok (exact)";
     line += " " + check + " | `" + r.key + "` (" + r.match + ") |";
     std::printf("%s\n", line.c_str());
   }
@@ -574,15 +615,20 @@ int run(const Options& o) {
               "contestant, median shown (min in the CSV); cold = `cudaMemsetAsync` of a %.0f MiB "
               "buffer (2 x L2) before each call, hot = no flush; a %.0f us spin kernel before the "
               "start event hides the host's enqueue (the events time the GPU; host cost is in the "
-              "overhead table). Data: float32 uniform in [-1,1), int32 uniform; results checked "
-              "against a CPU reference (float32 sums: |got-ref| <= 1e-6 sum|x| + 1e-6 |ref|).\n",
-              o.warmup, o.reps, 2.0 * dev.l2_bytes / 1048576.0, o.spin_us);
+              "overhead table). Data: integers uniform over all values (sums wrap), floats "
+              "uniform in [-1,1); results checked against a CPU reference, exact for integers and "
+              "min/max (float sums: |got-ref| <= eps sum|x| + eps |ref|, ref the compensated "
+              "double sum, eps = %g for float32, %g for float64).\n",
+              o.warmup, o.reps, 2.0 * dev.l2_bytes / 1048576.0, o.spin_us,
+              rt_bench::sum_tolerance(DType::f32), rt_bench::sum_tolerance(DType::f64));
   std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_async` (result on the device); "
               "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %d.%d.%d, temp storage allocated "
               "beforehand); ceiling = a streaming-read kernel (16-byte loads, grid-stride, %d "
               "loads in flight per thread, one atomic per block, output set inside the timed "
-              "region). GB/s = n x 4 bytes / time. rt/CUB = CUB time / reduce-tune time, "
-              "rt/ceiling = ceiling time / reduce-tune time (above 1: reduce-tune faster).\n",
+              "region: a memset, for int64/float64 min/max a one-thread kernel). GB/s = n x "
+              "element size (4 bytes for int32, uint32, float32; 8 for int64, float64) / time. "
+              "rt/CUB = CUB time / reduce-tune time, rt/ceiling = ceiling time / reduce-tune time "
+              "(above 1: reduce-tune faster).\n",
               CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION, kCeilUnroll);
   std::fflush(stdout);
 
@@ -611,7 +657,7 @@ int run(const Options& o) {
   int n_checks = 0, n_failed = 0;
 
   for (DType dt : o.dtypes) {
-    const std::size_t es = 4;
+    const std::size_t es = reduce_tune::size_of(dt);
     // Sizes that fit: the input, the flush buffer and a margin for temp storage and workspaces.
     std::size_t free_b = 0, total_b = 0;
     CK(cudaMemGetInfo(&free_b, &total_b));
@@ -677,18 +723,19 @@ int run(const Options& o) {
               c.ran = true;
               try {
                 if (w == RT)
-                  c.st = timer.time(mode == 0, [&] { reducer.reduce_async(dt, op, d_in, n, d_out, s); });
+                  c.st = timer.time(mode == 0, es, [&] {
+                    reducer.reduce_async(dt, op, d_in, n, d_out, s);
+                  });
                 else if (w == CUB)
-                  c.st = timer.time(mode == 0, [&] {
+                  c.st = timer.time(mode == 0, es, [&] {
                     std::size_t b = tmp_bytes;
                     CK(cub_dispatch(dt, op, tmp, b, d_in, d_out, n, s));
                   });
                 else
-                  c.st = timer.time(mode == 0, [&] {
-                    if (dt == DType::f32) ceiling<float>(op, d_in, n, d_out, dev.sm_count, s);
-                    else ceiling<int>(op, d_in, n, d_out, dev.sm_count, s);
+                  c.st = timer.time(mode == 0, es, [&] {
+                    ceiling(dt, op, d_in, n, d_out, dev.sm_count, s);
                   });
-                std::uint32_t got = 0;
+                std::uint64_t got = 0; // the es result bytes in its low bytes (bench/data.h)
                 CK(cudaMemcpy(&got, d_out, es, cudaMemcpyDeviceToHost));
                 c.v = rt_bench::check(ref, got);
               } catch (const CudaRuntimeError&) {
@@ -765,8 +812,9 @@ int run(const Options& o) {
     std::printf("Wall clock (steady_clock) per call, median of %d trials. Back-to-back: %d calls, "
                 "then one stream sync. Direct = `prepare` + `enqueue` of the same kernel through "
                 "kernels/runner.h with the configuration reduce_async chose; direct + copy adds "
-                "the 4-byte result copy to the caller's pointer that reduce_async does. Synced: "
-                "%d calls, each followed by `cuStreamSynchronize` (the latency of one call).\n\n",
+                "the result copy (4 or 8 bytes) to the caller's pointer that reduce_async does. "
+                "Synced: %d calls, each followed by `cuStreamSynchronize` (the latency of one "
+                "call).\n\n",
                 o.overhead_trials, o.overhead_calls, std::max(1, o.overhead_calls / 5));
     std::printf("| dtype | op | n | config | direct us | direct + copy us | reduce_async us | "
                 "overhead vs direct | vs direct + copy | synced: direct us | synced: "

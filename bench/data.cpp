@@ -1,14 +1,18 @@
 // reduce-tune bench: input data and CPU reference, spread over the host's cores (2^30 elements
 // take a few seconds on one).
+//
+// Not kernels/reference.h's make_input / reference: that data depends on n (spikes at the last
+// element and at power-of-two edges), so every size would need its own fill of up to 8 GiB, and
+// its float sums are plain double sums, not accurate enough for a tight float64 bound.
 #include "bench/data.h"
 
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace rt_bench {
@@ -45,130 +49,166 @@ template <typename F> void for_chunks(std::uint64_t n, F&& f) {
   for (auto& th : pool) th.join();
 }
 
-float as_float(std::uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-std::uint32_t bits_of(float f) {
-  std::uint32_t b;
-  std::memcpy(&b, &f, 4);
+template <typename T> std::uint64_t bits_of(T v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof v);
   return b;
 }
-
-std::string show(DType dtype, std::uint32_t bits) {
-  char buf[64];
-  if (dtype == DType::f32)
-    std::snprintf(buf, sizeof buf, "%.9g", double(as_float(bits)));
-  else
-    std::snprintf(buf, sizeof buf, "%" PRId32, std::int32_t(bits));
-  return buf;
+template <typename T> T from_bits(std::uint64_t b) {
+  T v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
 }
 
-} // namespace
-
-std::unique_ptr<std::uint32_t[]> make_data(DType dtype, std::uint64_t n, std::uint64_t seed) {
-  std::unique_ptr<std::uint32_t[]> a(new std::uint32_t[n]);
-  std::uint32_t* p = a.get();
-  for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t c) {
-    std::uint64_t s = seed ^ (c * 0xd1b54a32d192ed03ull);
-    splitmix64(s);
-    for (std::uint64_t i = first; i < last; ++i) {
-      const std::uint64_t x = splitmix64(s);
-      if (dtype == DType::f32) {
-        // 24 random bits -> k * 2^-23 - 1, exact in float32, uniform in [-1, 1).
-        float v = float(std::int64_t(x >> 40) - (std::int64_t(1) << 23)) * 0x1p-23f;
-        if (v == 0.0f) v = 0x1p-24f;
-        p[i] = bits_of(v);
-      } else {
-        p[i] = std::uint32_t(x >> 32);
-      }
-    }
-  });
-  return a;
+/// Element i of the array from the i-th random 64-bit word (see make_data).
+template <typename T> T element(std::uint64_t x) {
+  if constexpr (std::is_same_v<T, float>) {
+    // 24 random bits -> k * 2^-23 - 1, exact in float32, uniform in [-1, 1).
+    const float v = float(std::int64_t(x >> 40) - (std::int64_t(1) << 23)) * 0x1p-23f;
+    return v != 0 ? v : 0x1p-24f;
+  } else if constexpr (std::is_same_v<T, double>) {
+    // 53 random bits -> k * 2^-52 - 1, exact in float64, uniform in [-1, 1).
+    const double v = double(std::int64_t(x >> 11) - (std::int64_t(1) << 52)) * 0x1p-52;
+    return v != 0 ? v : 0x1p-53;
+  } else {
+    // The high 32 bits or all 64 (conversions to signed types wrap, C++20).
+    const T v = sizeof(T) == 4 ? T(x >> 32) : T(x);
+    return v != 0 ? v : T(1);
+  }
 }
 
-std::uint32_t identity_bits(DType dtype, Op op) {
-  if (op == Op::sum) return 0;
-  if (dtype == DType::f32)
-    return bits_of(op == Op::min ? std::numeric_limits<float>::infinity()
-                                 : -std::numeric_limits<float>::infinity());
-  return op == Op::min ? std::uint32_t(std::numeric_limits<std::int32_t>::max())
-                       : std::uint32_t(std::numeric_limits<std::int32_t>::min());
+template <typename T> T identity(Op op) {
+  using L = std::numeric_limits<T>;
+  if (op == Op::sum) return T(0);
+  if constexpr (L::has_infinity) return op == Op::min ? L::infinity() : -L::infinity();
+  else return op == Op::min ? L::max() : L::lowest();
 }
 
-Reference reference(const std::uint32_t* data, std::uint64_t n, DType dtype, Op op) {
-  const std::uint64_t chunks = (n + kChunk - 1) / kChunk;
+/// min/max, and the wrapping sum of integers (in the unsigned type: signed overflow is undefined).
+template <typename T> T combine(T a, T b, Op op) {
+  if (op == Op::min) return std::min(a, b);
+  if (op == Op::max) return std::max(a, b);
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(a) + U(b));
+  } else {
+    return a + b;
+  }
+}
+
+/// s + c: a double sum that keeps the rounding error of every add (Knuth's TwoSum; the build
+/// uses no fast-math, which would fold it away). Per 2^18-element chunk this is as accurate as
+/// summing in twice the precision, then one rounding: far inside the float64 bound.
+struct CompensatedSum {
+  double s = 0, c = 0;
+  void add(double x) {
+    const double t = s + x, z = t - s;
+    c += (s - (t - z)) + (x - z);
+    s = t;
+  }
+};
+
+template <typename T> std::string show(T v) {
+  std::ostringstream o;
+  o.precision(std::numeric_limits<T>::max_digits10);
+  o << v;
+  return o.str();
+}
+
+std::string show(DType dtype, std::uint64_t bits) {
+  return visit(dtype, [&](auto t) { return show(from_bits<decltype(t)>(bits)); });
+}
+
+template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op op) {
   struct Part {
-    double sum = 0, abs_sum = 0;
-    std::uint32_t bits = 0; // int sum (wrapping) or min/max bits
+    T acc{};             // the chunk's result (float sums: unused)
+    CompensatedSum sum;  // float sums
+    double abs_sum = 0;
   };
-  std::vector<Part> parts(chunks);
-  const bool f = dtype == DType::f32;
+  constexpr bool float_sum = std::is_floating_point_v<T>;
+  std::vector<Part> parts((n + kChunk - 1) / kChunk);
   for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t c) {
     Part part;
-    if (op == Op::sum) {
-      if (f) {
-        for (std::uint64_t i = first; i < last; ++i) {
-          const double x = as_float(data[i]);
-          part.sum += x;
-          part.abs_sum += std::fabs(x);
-        }
-      } else {
-        std::uint32_t s = 0;
-        for (std::uint64_t i = first; i < last; ++i) s += data[i];
-        part.bits = s;
+    part.acc = identity<T>(op);
+    if (float_sum && op == Op::sum) {
+      for (std::uint64_t i = first; i < last; ++i) {
+        part.sum.add(double(data[i]));
+        part.abs_sum += std::fabs(double(data[i]));
       }
-    } else if (f) {
-      float m = as_float(identity_bits(dtype, op));
-      for (std::uint64_t i = first; i < last; ++i)
-        m = op == Op::min ? std::min(m, as_float(data[i])) : std::max(m, as_float(data[i]));
-      part.bits = bits_of(m);
     } else {
-      std::int32_t m = std::int32_t(identity_bits(dtype, op));
-      for (std::uint64_t i = first; i < last; ++i)
-        m = op == Op::min ? std::min(m, std::int32_t(data[i])) : std::max(m, std::int32_t(data[i]));
-      part.bits = std::uint32_t(m);
+      for (std::uint64_t i = first; i < last; ++i) part.acc = combine(part.acc, data[i], op);
     }
     parts[c] = part;
   });
 
   Reference r;
-  r.dtype = dtype;
   r.op = op;
-  r.bits = identity_bits(dtype, op);
+  T acc = identity<T>(op);
+  CompensatedSum sum;
   for (const Part& p : parts) {
-    if (op == Op::sum && f) {
-      r.exact += p.sum;
-      r.abs_sum += p.abs_sum;
-    } else if (op == Op::sum) {
-      r.bits += p.bits;
-    } else if (f) {
-      const float a = as_float(r.bits), b = as_float(p.bits);
-      r.bits = bits_of(op == Op::min ? std::min(a, b) : std::max(a, b));
-    } else {
-      const std::int32_t a = std::int32_t(r.bits), b = std::int32_t(p.bits);
-      r.bits = std::uint32_t(op == Op::min ? std::min(a, b) : std::max(a, b));
-    }
+    acc = combine(acc, p.acc, op);
+    sum.add(p.sum.s);
+    sum.c += p.sum.c;
+    r.abs_sum += p.abs_sum;
   }
-  if (op == Op::sum && f)
-    r.bits = bits_of(float(r.exact));
-  else
-    r.exact = f ? double(as_float(r.bits)) : double(std::int32_t(r.bits));
+  if (float_sum && op == Op::sum) {
+    r.exact = sum.s + sum.c;
+    acc = T(r.exact);
+  } else {
+    r.exact = double(acc);
+  }
+  r.bits = bits_of(acc);
   return r;
 }
 
-Verdict check(const Reference& ref, std::uint32_t got_bits) {
+} // namespace
+
+// float32: 1e-6 (about 17 units of float32 roundoff u = 2^-24), as before. float64: 1e-13
+// (about 900 u, u = 2^-53). A GPU sum of n <= 2^31 values in [-1, 1) rounds each add by at most
+// u |partial|, and random signs keep the partials near sqrt(count), a few dozen in a thread's
+// loop: even with every rounding the same way, n u 40 / sum|x| (sum|x| ~ n/2) is about 1e-14.
+// Yet one dropped or doubled element (|x| ~ 0.5) moves the sum by about sum|x| / n, which is
+// above 1e-13 sum|x| for every n < 2^43: the float64 check still sees it.
+double sum_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-13 : 1e-6; }
+
+std::unique_ptr<std::byte[]> make_data(DType dtype, std::uint64_t n, std::uint64_t seed) {
+  std::unique_ptr<std::byte[]> a(new std::byte[n * reduce_tune::size_of(dtype)]);
+  visit(dtype, [&](auto t) {
+    using T = decltype(t);
+    T* p = reinterpret_cast<T*>(a.get()); // new[] of bytes is aligned for any scalar type
+    for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t c) {
+      std::uint64_t s = seed ^ (c * 0xd1b54a32d192ed03ull);
+      splitmix64(s);
+      for (std::uint64_t i = first; i < last; ++i) p[i] = element<T>(splitmix64(s));
+    });
+  });
+  return a;
+}
+
+std::uint64_t identity_bits(DType dtype, Op op) {
+  return visit(dtype, [&](auto t) { return bits_of(identity<decltype(t)>(op)); });
+}
+
+Reference reference(const void* data, std::uint64_t n, DType dtype, Op op) {
+  Reference r = visit(dtype, [&](auto t) {
+    using T = decltype(t);
+    return reference_of(static_cast<const T*>(data), n, op);
+  });
+  r.dtype = dtype;
+  return r;
+}
+
+Verdict check(const Reference& ref, std::uint64_t got_bits) {
   Verdict v;
   v.got = show(ref.dtype, got_bits);
-  if (ref.dtype == DType::f32 && ref.op == Op::sum) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", ref.exact);
-    v.want = buf;
-    const double got = as_float(got_bits);
+  if (reduce_tune::is_float(ref.dtype) && ref.op == Op::sum) {
+    v.want = show(ref.exact);
+    const double got =
+        visit(ref.dtype, [&](auto t) { return double(from_bits<decltype(t)>(got_bits)); });
     const double err = std::fabs(got - ref.exact); // NaN compares false below: fails
+    const double eps = sum_tolerance(ref.dtype);
     v.rel_err = ref.abs_sum > 0 ? err / ref.abs_sum : err;
-    v.ok = err <= 1e-6 * ref.abs_sum + 1e-6 * std::fabs(ref.exact);
+    v.ok = err <= eps * ref.abs_sum + eps * std::fabs(ref.exact);
     if (std::isnan(got)) v.rel_err = std::numeric_limits<double>::infinity();
   } else {
     v.want = show(ref.dtype, ref.bits);

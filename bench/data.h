@@ -3,40 +3,66 @@
 
 #include "reduce_tune/config.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 namespace rt_bench {
 
-/// n elements of float32 (uniform in [-1, 1), zeros replaced by 2^-24) or int32 (uniform over
-/// all 32-bit patterns, so sums wrap), from `seed`. The same on any machine and for any thread
-/// count; a prefix of a longer array is the shorter array, so one fill serves every size.
-/// The memory is left uninitialised by the allocation and first touched by the filling threads.
-std::unique_ptr<std::uint32_t[]> make_data(reduce_tune::DType dtype, std::uint64_t n,
-                                           std::uint64_t seed);
+/// Calls f(T{}) with the C++ type of `d`: int, unsigned, long long, float, double. int64 is long
+/// long (not std::int64_t, which is long on LP64) because CUDA's 64-bit atomics take long long.
+template <typename F> decltype(auto) visit(reduce_tune::DType d, F&& f) {
+  using reduce_tune::DType;
+  using i64 = long long;
+  static_assert(sizeof(int) == 4 && sizeof(i64) == 8);
+  switch (d) {
+  case DType::i32: return f(int{});
+  case DType::u32: return f(unsigned{});
+  case DType::i64: return f(i64{});
+  case DType::f32: return f(float{});
+  case DType::f64: return f(double{});
+  }
+  return f(float{});
+}
 
-/// The exact answer for the first n elements (float sums: in double precision), and sum |x|.
+/// n elements of `dtype` from `seed`: int32, uint32 and int64 uniform over all bit patterns (so
+/// sums wrap), float32 uniform in [-1, 1) on a 2^-23 grid, float64 uniform in [-1, 1) on a 2^-52
+/// grid; never zero (an integer 0 becomes 1, a float 0 becomes 2^-24 or 2^-53). The same on any
+/// machine and for any thread count; a prefix of a longer array is the shorter array, so one fill
+/// serves every size. The n * size_of(dtype) bytes are left uninitialised by the allocation and
+/// first touched by the filling threads.
+std::unique_ptr<std::byte[]> make_data(reduce_tune::DType dtype, std::uint64_t n,
+                                       std::uint64_t seed);
+
+/// Results travel as bit patterns: the value's bytes in the low bytes of a uint64 (upper bytes 0
+/// for 4-byte types), as an es-byte copy from the device into a zeroed uint64 gives them.
 struct Reference {
   reduce_tune::DType dtype = reduce_tune::DType::f32;
   reduce_tune::Op op = reduce_tune::Op::sum;
-  std::uint32_t bits = 0; ///< int32 (two's-complement wrap) and min/max: the exact result
-  double exact = 0;       ///< the value as a double (float sums: the double-precision sum)
+  std::uint64_t bits = 0; ///< integers (two's-complement wrap) and min/max: the exact result
+  double exact = 0;       ///< the value as a double (float sums: the compensated sum, accurate
+                          ///< to about one rounding of the true sum)
   double abs_sum = 0;     ///< float sums: sum |x|
 };
-Reference reference(const std::uint32_t* data, std::uint64_t n, reduce_tune::DType dtype,
+/// The answer for the first n elements at `data` (make_data's layout).
+Reference reference(const void* data, std::uint64_t n, reduce_tune::DType dtype,
                     reduce_tune::Op op);
 
-/// A contestant's result against the reference. int32 and min/max must be exact; float32 sums
-/// must satisfy |got - ref| <= 1e-6 * sum|x| + 1e-6 * |ref| (ref the double-precision sum).
+/// A contestant's result against the reference. Integers and min/max must be exact (bits equal);
+/// float sums must satisfy |got - ref| <= eps * sum|x| + eps * |ref| with eps = sum_tolerance().
 struct Verdict {
   bool ok = false;
   double rel_err = 0;     ///< float sums: |got - ref| / sum|x|; else 0 or 1 (wrong)
   std::string got, want;  ///< for the FAILED line
 };
-Verdict check(const Reference& ref, std::uint32_t got_bits);
+Verdict check(const Reference& ref, std::uint64_t got_bits);
 
-/// The identity of op on dtype as a bit pattern (sum 0; min +inf / INT_MAX; max -inf / INT_MIN).
-std::uint32_t identity_bits(reduce_tune::DType dtype, reduce_tune::Op op);
+/// eps of the float-sum check: 1e-6 for float32, 1e-13 for float64 (data.cpp says why).
+double sum_tolerance(reduce_tune::DType dtype);
+
+/// The identity of op on dtype as a bit pattern (sum 0; min +inf / the type's max; max -inf / the
+/// type's lowest).
+std::uint64_t identity_bits(reduce_tune::DType dtype, reduce_tune::Op op);
 
 } // namespace rt_bench

@@ -125,11 +125,11 @@ Overhead OverheadBench::measure(Reducer& reducer, DType dtype, Op op, const void
   o.library_sync_us = median(ls);
 
   // The results of both paths, for the caller's check: poison, run once more, read back.
-  RT_CU(cuMemsetD32Async(out, 0xffffffffu, 1, s));
-  RT_CU(cuMemsetD32Async(ws.out(), 0xffffffffu, 1, s));
+  // One element of each output (ws.out() holds 8 bytes, d_out at least one element).
+  RT_CU(cuMemsetD32Async(out, 0xffffffffu, es / 4, s));
+  RT_CU(cuMemsetD32Async(ws.out(), 0xffffffffu, es / 4, s));
   direct();
-  const Scalar r = result(k, p, ws, s);
-  o.direct_bits = static_cast<std::uint32_t>(r.bits);
+  o.direct_bits = result(k, p, ws, s).bits; // Scalar: the value's bytes in the low bytes
   library();
   RT_CU(cuStreamSynchronize(s));
   RT_CU(cuMemcpyDtoH(&o.library_bits, out, es));

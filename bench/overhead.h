@@ -16,13 +16,14 @@ struct Overhead {
   std::string match;
   /// K back-to-back calls, then one stream synchronisation, divided by K:
   double direct_us = 0;       ///< prepare + enqueue of the chosen kernel (kernels/runner.h)
-  double direct_copy_us = 0;  ///< the same plus the 4-byte device-to-device copy of the result
-                              ///< to the caller's pointer, which reduce_async adds
+  double direct_copy_us = 0;  ///< the same plus the device-to-device copy of the result (4 or
+                              ///< 8 bytes) to the caller's pointer, which reduce_async adds
   double library_us = 0;      ///< Reducer::reduce_async
   /// Each call followed by a stream synchronisation (the latency of one call):
   double direct_sync_us = 0;
   double library_sync_us = 0;
-  std::uint32_t direct_bits = 0, library_bits = 0; ///< the last results, for the check
+  /// The last results, for the check: the result's bytes in the low bytes (bench/data.h).
+  std::uint64_t direct_bits = 0, library_bits = 0;
 };
 
 /// Loads kernels the way the library does, in the primary context of `ordinal` (the one the CUDA

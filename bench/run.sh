@@ -2,8 +2,9 @@
 # The benchmark of issues 3 and 4 in one go, Markdown on stdout, progress on stderr:
 #   1. int32 and float32 sum at the default sizes (2^10 .. 2^30 and 3*2^20+17), cold and hot L2,
 #      reduce-tune vs CUB vs the streaming-read ceiling, and the library's per-call overhead;
-#   2. float32 min and max at a few sizes;
-#   3. torch.sum / cupy.sum with the same method (skipped when python3 has no torch).
+#   2. int32 and float32 min and max, cold L2, at sizes up to 2^28;
+#   3. uint32, int64 and float64 sum, min and max, the same way;
+#   4. torch.sum / cupy.sum with the same method (skipped when python3 has no torch).
 # Usage: bench/run.sh BUILD_DIR [extra reduce_bench options for run 1]
 #   BUILD_DIR/bench/reduce_bench must exist (REDUCE_TUNE_BUILD_BENCH, on when nvcc is found).
 # Exit code: 0 all checks passed, 1 a result FAILED, 2 no CUDA device, 3 error.
@@ -24,21 +25,29 @@ t0=$(date +%s)
 rc_sum=${PIPESTATUS[0]}
 [ "$rc_sum" -eq 2 ] && exit 2
 
+# The other problems, cold L2 only, at sizes up to 2^28.
+sizes='2^10,2^14,2^16,2^18,2^20,3*2^20+17,2^22,2^24,2^26,2^28'
 echo
-"$bin" --dtypes float32 --ops min,max --sizes '2^16,2^20,3*2^20+17,2^24,2^28' --no-overhead \
+"$bin" --dtypes int32,float32 --ops min,max --sizes "$sizes" --no-overhead --cold-only \
   | tee "$tmp/minmax.md"
 rc_mm=${PIPESTATUS[0]}
+echo
+"$bin" --dtypes uint32,int64,float64 --ops sum,min,max --sizes "$sizes" --no-overhead --cold-only \
+  | tee "$tmp/dtypes.md"
+rc_dt=${PIPESTATUS[0]}
 
 python3 "$here/frameworks.py" --csv "$tmp/sum.csv" | tee "$tmp/fw.md"
 rc_fw=${PIPESTATUS[0]}
 
 rc=0
-for r in "$rc_sum" "$rc_mm" "$rc_fw"; do
+for r in "$rc_sum" "$rc_mm" "$rc_dt" "$rc_fw"; do
   if [ "$r" -eq 1 ]; then rc=1; elif [ "$r" -ne 0 ] && [ "$r" -ne 4 ] && [ "$rc" -eq 0 ]; then rc=3; fi
 done
 echo
-echo "**bench/run.sh**: sum run exit $rc_sum, min/max run exit $rc_mm, torch/cupy exit $rc_fw" \
-     "(4 = skipped), $(( $(date +%s) - t0 )) s; exit $rc"
+echo "**bench/run.sh**: sum run exit $rc_sum, int32/float32 min/max run exit $rc_mm," \
+     "uint32/int64/float64 run exit $rc_dt, torch/cupy exit $rc_fw (4 = skipped)," \
+     "$(( $(date +%s) - t0 )) s; exit $rc"
 grep -h '^\*\*Summary' "$tmp/sum.md" | sed 's/^/sum: /'
-grep -h '^\*\*Summary' "$tmp/minmax.md" | sed 's/^/min\/max: /'
+grep -h '^\*\*Summary' "$tmp/minmax.md" | sed 's/^/int32\/float32 min\/max: /'
+grep -h '^\*\*Summary' "$tmp/dtypes.md" | sed 's/^/uint32\/int64\/float64: /'
 exit $rc

@@ -192,7 +192,6 @@ std::vector<Config> space(const Variant& v) {
                                      : std::span<const int>(kBlocks);
   const std::span<const int> vecs =
       takes(v, P_VEC) ? std::span<const int>(kSweptVecs) : std::span<const int>(kU1);
-  const std::span<const int> unrolls = v.name == "vectorized" ? std::span<const int>(kU248) : v.unrolls;
   const std::span<const Finish> finishes =
       v.name == "vectorized" ? std::span<const Finish>(kSweptModernFinishes) : v.finishes;
   const std::span<const int> grids =
@@ -201,7 +200,7 @@ std::vector<Config> space(const Variant& v) {
                               : std::span<const int>(kVectorGrids);
   std::vector<Config> out;
   for (int b : blocks)
-    for (int u : unrolls)
+    for (int u : v.unrolls)
       for (int x : vecs)
         for (int g : grids)
           for (Tail tail : v.tails)

@@ -12,6 +12,8 @@ mkdir -p "$L"
 B=build-device
 export REDUCE_TUNE_CACHE=/tmp/rt-cache REDUCE_TUNE_DB="$L/tuning.db"
 summary=()
+# Stopped by a time limit (timeout -s TERM): bundle what there is.
+trap 'echo "== stopped by SIGTERM"; tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs; exit 124' TERM
 note() { summary+=("$*"); echo "== $*"; }
 since() { echo $(( $(date +%s) - $1 )); }
 
@@ -43,13 +45,32 @@ else
   note "material 004 float32 2^28 exit $?"
   $B/tests/install_consumer/build/sum > "$L/example.log" 2>&1
   note "examples/sum (installed package, find_package) exit $?: $(tail -2 "$L/example.log" | tr '\n' ' ')"
-  $B/reduce-tune --device 0 --ops min,max --dtypes float32 --variants vectorized,unroll_warps \
-    --sizes 2^16,2^20,2^22,2^24,2^26,2^28 > "$L/sweep-minmax.md" 2> "$L/sweep-minmax.err"
+  REDUCE_TUNE_DB="$L/tuning-inproc.db" $B/reduce-tune tune --device 0 --in-process > "$L/sweep-inproc.md" 2> "$L/sweep-inproc.err"
+  note "default sweep, warm cache, in process (where the time goes), exit $?: $(grep -E 'wall time' "$L/sweep-inproc.err")"
+  # The bench's other problems: min/max of every dtype and the other dtypes' sums, vectorized only.
+  sizes='2^10,2^14,2^16,2^18,2^20,2^22,2^24,2^26,2^28'
+  $B/reduce-tune --device 0 --variants vectorized --dtypes int32,uint32,int64,float32,float64 \
+    --ops min,max --sizes "$sizes" > "$L/sweep-minmax.md" 2> "$L/sweep-minmax.err"
   note "min/max sweep exit $?: $(grep -E 'run [0-9]+|wall time' "$L/sweep-minmax.err" | tr '\n' ' ')"
+  $B/reduce-tune --device 0 --variants vectorized --dtypes uint32,int64,float64 --ops sum \
+    --sizes "$sizes" > "$L/sweep-dtypes.md" 2> "$L/sweep-dtypes.err"
+  note "uint32/int64/float64 sum sweep exit $?: $(grep -E 'run [0-9]+|wall time' "$L/sweep-dtypes.err" | tr '\n' ' ')"
   if [ -x bench/run.sh ] && [ -x $B/bench/reduce_bench ]; then
     t0=$(date +%s)
     bench/run.sh "$B" > "$L/bench.md" 2> "$L/bench.err"
-    note "bench exit $? ($(since $t0) s): $(tail -3 "$L/bench.md" | tr '\n' ' ')"
+    note "bench exit $? ($(since $t0) s): $(tail -4 "$L/bench.md" | tr '\n' ' ')"
+  fi
+  if [ -x $B/bench/probe_finishes ]; then
+    $B/bench/probe_finishes > "$L/probe-finishes.txt" 2>&1
+    note "probe_finishes exit $?"
+  fi
+  if command -v ncu > /dev/null && [ -x $B/bench/reduce_bench ]; then
+    # Kernel-level profile of the three contestants (caches flushed and invalidated by ncu).
+    ncu --clock-control none --cache-control all --kernel-name 'regex:rt_reduce|Reduce|ceiling' \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+      $B/bench/reduce_bench --dtypes int32,float32 --sizes 2^16,2^20,2^22 --reps 1 --warmup 0 \
+      --cold-only --no-overhead > "$L/ncu.txt" 2>&1
+    note "ncu exit $?"
   fi
 fi
 for step in "${@:2}"; do

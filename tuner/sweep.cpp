@@ -123,7 +123,7 @@ db::RunRecord run_record(const SweepOptions& o, const std::string& device_uuid,
                       (o.hot ? " (hot L2)" : ", L2 flushed (memset of the L2 size) before each") +
                       "; host finish timed with steady_clock and added; early stops: the checked "
                       "launch alone when over 4x the best and 200 us, 3 repetitions when over 4x, "
-                      "5 when over 1.5x";
+                      "5 when over 1.25x";
   return run;
 }
 
@@ -334,7 +334,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
               batch(0, 3);
               if (median(kernel_ms) * 1e3 <= 4 * best_us) {
                 batch(3, std::min(5, reps));
-                if (median(kernel_ms) * 1e3 <= 1.5 * best_us) batch(std::min(5, reps), reps);
+                if (median(kernel_ms) * 1e3 <= 1.25 * best_us) batch(std::min(5, reps), reps);
               }
             }
             res.times.timing_s += seconds_since(t_time);

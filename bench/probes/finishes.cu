@@ -1,0 +1,279 @@
+// Probe behind two design choices (docs/PERFORMANCE.md, "Finishes at mid sizes"): how the finish
+// of a single-pass reduction and the way L2 is flushed change the time of a float32 sum of
+// 2^10..2^24 elements on one GPU. Not part of the product or of CI; run it by hand on a GPU:
+//   nvcc -std=c++20 -O3 -arch=native -o finishes bench/probes/finishes.cu && ./finishes
+// Contestants (one kernel body, float4 loads, warp-shuffle block reduce): the result set by
+// cudaMemsetAsync or by a one-thread kernel, then one atomicAdd per block ("atomic"); a ticket
+// counter whose last block reads a device accumulator ("ticket", no init); the last block
+// combining per-block partials ("last"); data-sized grids (u = loads per thread) or grids of
+// occupancy x SMs; CUB's DeviceReduce::Sum and an empty kernel (the launch floor) beside them.
+// Flushes: none (hot), a memset of 2 x L2 (nvbench's way; leaves L2 full of dirty lines), and
+// that memset followed by a read of another 2 x L2 buffer. Timing as in bench/bench.cu: a 40 us
+// spin kernel, events around the call, median of 50 after 3 warm-ups; each result is checked.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cub/cub.cuh>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e = (x);                                                                           \
+    if (e != cudaSuccess) {                                                                        \
+      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));                             \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+__global__ void spin(unsigned long long ns) {
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  for (;;) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t - t0 > ns)
+      break;
+  }
+}
+__global__ void readflush(const int4 *p, size_t n, int *sink) {
+  int acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    int4 v = __ldcg(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678)
+    *sink = acc;
+}
+__global__ void empty_k(float *out) {
+  if (threadIdx.x == 0)
+    *out = 1.f;
+}
+__global__ void init_k(float *out) { *out = 0.f; }
+
+enum Fin { ATOMIC = 0, TICKET = 1, LAST = 2 };
+template <int B> __device__ float block_sum(float v) {
+  __shared__ float w[B / 32];
+  for (int o = 16; o; o >>= 1)
+    v += __shfl_xor_sync(~0u, v, o);
+  if ((threadIdx.x & 31) == 0)
+    w[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = threadIdx.x < B / 32 ? w[threadIdx.x] : 0.f;
+  if (threadIdx.x < 32)
+    for (int o = 16; o; o >>= 1)
+      v += __shfl_xor_sync(~0u, v, o);
+  return v;
+}
+template <int B, int U, int F>
+__global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n, float *out,
+                                         float *acc_ws, unsigned *counter, float *partials) {
+  const float4 *vin = reinterpret_cast<const float4 *>(in);
+  size_t nv = n / 4, stride = (size_t)gridDim.x * B, i = blockIdx.x * (size_t)B + threadIdx.x;
+  float a = 0.f;
+  for (; i + (U - 1) * stride < nv; i += U * stride) {
+    float4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      v[u] = __ldg(vin + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      a += (v[u].x + v[u].y) + (v[u].z + v[u].w);
+  }
+  for (; i < nv; i += stride) {
+    float4 v = __ldg(vin + i);
+    a += (v.x + v.y) + (v.z + v.w);
+  }
+  size_t tid = blockIdx.x * (size_t)B + threadIdx.x;
+  if (tid < n - nv * 4)
+    a += in[nv * 4 + tid];
+  a = block_sum<B>(a);
+  if (F == ATOMIC) {
+    if (threadIdx.x == 0)
+      atomicAdd(out, a);
+  } else if (F == TICKET) {
+    if (threadIdx.x == 0) {
+      atomicAdd(acc_ws, a);
+      __threadfence();
+      if (atomicAdd(counter, 1u) == gridDim.x - 1) {
+        __threadfence();
+        *out = atomicExch(acc_ws, 0.f);
+        *counter = 0;
+      }
+    }
+  } else {
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+      partials[blockIdx.x] = a;
+      __threadfence();
+      last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) {
+      __threadfence();
+      float s = 0.f;
+      for (unsigned k = threadIdx.x; k < gridDim.x; k += B)
+        s += __ldcg(partials + k);
+      s = block_sum<B>(s);
+      if (threadIdx.x == 0) {
+        *out = s;
+        *counter = 0;
+      }
+    }
+  }
+}
+
+int main() {
+  int sms;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  int l2;
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  size_t fb = 2ull * l2;
+  void *flushA, *flushB;
+  CK(cudaMalloc(&flushA, fb));
+  CK(cudaMalloc(&flushB, fb));
+  CK(cudaMemset(flushB, 1, fb));
+  int *sink;
+  CK(cudaMalloc(&sink, 4));
+  float *out, *accws, *partials;
+  unsigned *counter;
+  CK(cudaMalloc(&out, 8));
+  CK(cudaMalloc(&accws, 8));
+  CK(cudaMalloc(&partials, 1 << 20));
+  CK(cudaMalloc(&counter, 8));
+  CK(cudaMemset(accws, 0, 8));
+  CK(cudaMemset(counter, 0, 8));
+  size_t maxn = 1ull << 24;
+  std::vector<float> h(maxn);
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (auto &x : h)
+    x = d(g);
+  float *in;
+  CK(cudaMalloc(&in, maxn * 4));
+  CK(cudaMemcpy(in, h.data(), maxn * 4, cudaMemcpyHostToDevice));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<size_t> sizes = {1 << 10, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 3 * (1 << 20) + 17,
+                               1 << 22, 1 << 24};
+  const char *flushes[] = {"hot", "memset", "clean"};
+  for (size_t n : sizes) {
+    double ref = 0;
+    for (size_t k = 0; k < n; ++k)
+      ref += h[k];
+    size_t tb = 0;
+    CK(cub::DeviceReduce::Sum(nullptr, tb, in, out, (int)n, s));
+    void *tmp;
+    CK(cudaMalloc(&tmp, tb + 1));
+    auto occ = [&](auto kern, int B) {
+      int b;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kern, B, 0));
+      return b * sms;
+    };
+    struct C {
+      const char *name;
+      std::function<void()> f;
+    };
+    auto grid_of = [&](int B, int U, int cap) {
+      size_t data = (n / 4 + (size_t)B * U - 1) / ((size_t)B * U);
+      return (unsigned)std::max<size_t>(1, std::min<size_t>(data, cap));
+    };
+    int occ256 = occ(red<256, 4, ATOMIC>, 256);
+    std::vector<C> cs = {
+        {"empty", [&] { empty_k<<<1, 32, 0, s>>>(out); }},
+        {"cub",
+         [&] {
+           size_t b = tb;
+           CK(cub::DeviceReduce::Sum(tmp, b, in, out, (int)n, s));
+         }},
+        {"ceil memset+atomic occ u4",
+         [&] {
+           CK(cudaMemsetAsync(out, 0, 4, s));
+           red<256, 4, ATOMIC>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ceil initk+atomic occ u4",
+         [&] {
+           init_k<<<1, 1, 0, s>>>(out);
+           red<256, 4, ATOMIC>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ticket occ u4",
+         [&] {
+           red<256, 4, TICKET>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"last occ u4",
+         [&] {
+           red<256, 4, LAST>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ticket data u1",
+         [&] {
+           red<256, 1, TICKET>
+               <<<grid_of(256, 1, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ticket data u2",
+         [&] {
+           red<256, 2, TICKET>
+               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ticket occ u2 b512",
+         [&] {
+           red<512, 2, TICKET><<<grid_of(512, 2, occ(red<512, 2, TICKET>, 512)), 512, 0, s>>>(
+               in, n, out, accws, counter, partials);
+         }},
+        {"ticket 2xocc u4",
+         [&] {
+           red<256, 4, TICKET>
+               <<<grid_of(256, 4, 2 * occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ticket occ/2 u4",
+         [&] {
+           red<256, 4, TICKET>
+               <<<grid_of(256, 4, occ256 / 2), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"last data u2",
+         [&] {
+           red<256, 2, LAST>
+               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+    };
+    for (int fl = 0; fl < 3; ++fl) {
+      printf("n=%zu flush=%s\n", n, flushes[fl]);
+      for (auto &c : cs) {
+        std::vector<float> t;
+        for (int r = 0; r < 53; ++r) {
+          if (fl == 1)
+            CK(cudaMemsetAsync(flushA, r & 0xff, fb, s));
+          if (fl == 2) {
+            CK(cudaMemsetAsync(flushA, r & 0xff, fb, s));
+            readflush<<<sms * 8, 256, 0, s>>>((const int4 *)flushB, fb / 16, sink);
+          }
+          spin<<<1, 1, 0, s>>>(40000);
+          CK(cudaEventRecord(e0, s));
+          c.f();
+          CK(cudaEventRecord(e1, s));
+          CK(cudaEventSynchronize(e1));
+          float ms;
+          CK(cudaEventElapsedTime(&ms, e0, e1));
+          if (r >= 3)
+            t.push_back(ms * 1000);
+        }
+        CK(cudaGetLastError());
+        float got;
+        CK(cudaMemcpy(&got, out, 4, cudaMemcpyDeviceToHost));
+        std::sort(t.begin(), t.end());
+        bool ok = std::string(c.name) == "empty" || std::abs(got - ref) < 1e-4 * n;
+        printf("  %-28s %8.2f us  min %8.2f  %s\n", c.name, (t[24] + t[25]) / 2, t[0],
+               ok ? "ok" : "WRONG");
+      }
+    }
+    cudaFree(tmp);
+  }
+}
