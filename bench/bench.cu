@@ -144,7 +144,8 @@ template <Op O, typename T> __device__ __forceinline__ void atomic_combine(T* ou
 constexpr int kCeilBlock = 256;
 constexpr int kCeilUnroll = 4; // 16-byte loads in flight per thread
 
-/// The streaming-read ceiling: 16-byte loads, grid-stride with kCeilUnroll independent loads in
+/// The streaming-read ceiling: 16-byte evict-first loads (as reduce-tune's vectorized kernels;
+/// docs/PERFORMANCE.md says why), grid-stride with kCeilUnroll independent loads in
 /// flight per thread, warp-shuffle block reduction, one atomic per block into `out` (which the
 /// caller sets to the identity). cudaMalloc'd input is 256-byte aligned; n need not be a
 /// multiple of the elements per vector (the last n % per elements are read as scalars).
@@ -162,11 +163,11 @@ __global__ void __launch_bounds__(kCeilBlock)
   for (; i + (kCeilUnroll - 1) * stride < nv; i += kCeilUnroll * stride) {
     V v[kCeilUnroll];
 #pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) v[u] = __ldg(vin + i + u * stride);
+    for (int u = 0; u < kCeilUnroll; ++u) v[u] = __ldcs(vin + i + u * stride);
 #pragma unroll
     for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine_vec<O>(v[u]));
   }
-  for (; i < nv; i += stride) acc = combine<O>(acc, combine_vec<O>(__ldg(vin + i)));
+  for (; i < nv; i += stride) acc = combine<O>(acc, combine_vec<O>(__ldcs(vin + i)));
   if (tid < n - nv * per) acc = combine<O>(acc, in[nv * per + tid]);
 
   __shared__ T warp_part[kCeilBlock / 32];
@@ -623,7 +624,7 @@ int run(const Options& o) {
               rt_bench::sum_tolerance(DType::f32), rt_bench::sum_tolerance(DType::f64));
   std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_async` (result on the device); "
               "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %d.%d.%d, temp storage allocated "
-              "beforehand); ceiling = a streaming-read kernel (16-byte loads, grid-stride, %d "
+              "beforehand); ceiling = a streaming-read kernel (16-byte evict-first loads, grid-stride, %d "
               "loads in flight per thread, one atomic per block, output set inside the timed "
               "region: a memset, for int64/float64 min/max a one-thread kernel). GB/s = n x "
               "element size (4 bytes for int32, uint32, float32; 8 for int64, float64) / time. "

@@ -67,7 +67,22 @@ template <int B> __device__ float block_sum(float v) {
       v += __shfl_xor_sync(~0u, v, o);
   return v;
 }
-template <int B, int U, int F>
+// Load hints: 0 __ldg; 1 the L2 256-byte prefetch hint; 2 streaming (evict-first) __ldcs.
+template <int H> __device__ __forceinline__ float4 load(const float4 *p) {
+  if constexpr (H == 1) {
+    float4 v;
+    asm volatile("ld.global.nc.L2::256B.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p));
+    return v;
+  } else if constexpr (H == 2) {
+    return __ldcs(p);
+  } else {
+    return __ldg(p);
+  }
+}
+
+template <int B, int U, int F, int H = 0>
 __global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n, float *out,
                                          float *acc_ws, unsigned *counter, float *partials) {
   const float4 *vin = reinterpret_cast<const float4 *>(in);
@@ -77,13 +92,13 @@ __global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n,
     float4 v[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      v[u] = __ldg(vin + i + u * stride);
+      v[u] = load<H>(vin + i + u * stride);
 #pragma unroll
     for (int u = 0; u < U; ++u)
       a += (v[u].x + v[u].y) + (v[u].z + v[u].w);
   }
   for (; i < nv; i += stride) {
-    float4 v = __ldg(vin + i);
+    float4 v = load<H>(vin + i);
     a += (v.x + v.y) + (v.z + v.w);
   }
   size_t tid = blockIdx.x * (size_t)B + threadIdx.x;
@@ -196,6 +211,30 @@ int main() {
            CK(cudaMemsetAsync(out, 0, 4, s));
            red<256, 4, ATOMIC>
                <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ceil memset+atomic occ u4 L2::256B",
+         [&] {
+           CK(cudaMemsetAsync(out, 0, 4, s));
+           red<256, 4, ATOMIC, 1>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ceil memset+atomic occ u4 ldcs",
+         [&] {
+           CK(cudaMemsetAsync(out, 0, 4, s));
+           red<256, 4, ATOMIC, 2>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ceil memset+atomic data u1 L2::256B",
+         [&] {
+           CK(cudaMemsetAsync(out, 0, 4, s));
+           red<256, 1, ATOMIC, 1>
+               <<<grid_of(256, 1, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"ceil memset+atomic data u2",
+         [&] {
+           CK(cudaMemsetAsync(out, 0, 4, s));
+           red<256, 2, ATOMIC>
+               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
          }},
         {"ceil initk+atomic occ u4",
          [&] {
