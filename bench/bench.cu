@@ -33,7 +33,9 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -144,12 +146,17 @@ template <Op O, typename T> __device__ __forceinline__ void atomic_combine(T* ou
 constexpr int kCeilBlock = 256;
 constexpr int kCeilUnroll = 4; // 16-byte loads in flight per thread
 
-/// The streaming-read ceiling: 16-byte evict-first loads (as reduce-tune's vectorized kernels;
-/// docs/PERFORMANCE.md says why), grid-stride with kCeilUnroll independent loads in
+/// The streaming-read ceiling: 16-byte loads, plain or evict-first (`EvictFirst`: ld.global.cs;
+/// each wins at some sizes, docs/PERFORMANCE.md), grid-stride with kCeilUnroll independent loads in
 /// flight per thread, warp-shuffle block reduction, one atomic per block into `out` (which the
 /// caller sets to the identity). cudaMalloc'd input is 256-byte aligned; n need not be a
 /// multiple of the elements per vector (the last n % per elements are read as scalars).
-template <Op O, typename T>
+template <bool EvictFirst, typename V> __device__ __forceinline__ V ceiling_load(const V* p) {
+  if constexpr (EvictFirst) return __ldcs(p);
+  else return __ldg(p);
+}
+
+template <Op O, typename T, bool EvictFirst>
 __global__ void __launch_bounds__(kCeilBlock)
     ceiling_kernel(const T* __restrict__ in, unsigned long long n, T* __restrict__ out) {
   using V = typename Vec16<T>::type;
@@ -163,11 +170,11 @@ __global__ void __launch_bounds__(kCeilBlock)
   for (; i + (kCeilUnroll - 1) * stride < nv; i += kCeilUnroll * stride) {
     V v[kCeilUnroll];
 #pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) v[u] = __ldcs(vin + i + u * stride);
+    for (int u = 0; u < kCeilUnroll; ++u) v[u] = ceiling_load<EvictFirst>(vin + i + u * stride);
 #pragma unroll
     for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine_vec<O>(v[u]));
   }
-  for (; i < nv; i += stride) acc = combine<O>(acc, combine_vec<O>(__ldcs(vin + i)));
+  for (; i < nv; i += stride) acc = combine<O>(acc, combine_vec<O>(ceiling_load<EvictFirst>(vin + i)));
   if (tid < n - nv * per) acc = combine<O>(acc, in[nv * per + tid]);
 
   __shared__ T warp_part[kCeilBlock / 32];
@@ -187,10 +194,10 @@ __global__ void store_kernel(unsigned long long* out, unsigned long long bits) {
 
 /// Grid for the ceiling: every block resident at once (occupancy x SMs), or fewer when the data
 /// gives each thread less than one round of loads.
-template <Op O, typename T> unsigned ceiling_grid(std::uint64_t n, int sm_count) {
+template <Op O, typename T, bool EvictFirst> unsigned ceiling_grid(std::uint64_t n, int sm_count) {
   static const int per_sm = [] {
     int b = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_kernel<O, T>, kCeilBlock, 0));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_kernel<O, T, EvictFirst>, kCeilBlock, 0));
     return std::max(b, 1);
   }();
   const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * (16 / sizeof(T));
@@ -202,7 +209,7 @@ template <Op O, typename T> unsigned ceiling_grid(std::uint64_t n, int sm_count)
 /// operation, then the kernel. The operation is a memset, except for int64/float64 min/max: there
 /// store_kernel, which costs about 0.6 us more (a memset added 0.7 us to a small kernel, a
 /// one-thread kernel or an 8-byte device-to-device copy 1.3 us, two memsets 1.4 us; H200).
-template <Op O, typename T>
+template <Op O, typename T, bool EvictFirst>
 void ceiling_call(DType dt, const T* in, std::uint64_t n, T* out, int sm_count, cudaStream_t s) {
   const std::uint64_t bits = rt_bench::identity_bits(dt, O);
   if constexpr (sizeof(T) == 4 || O == Op::sum) {
@@ -211,10 +218,12 @@ void ceiling_call(DType dt, const T* in, std::uint64_t n, T* out, int sm_count, 
     store_kernel<<<1, 1, 0, s>>>(reinterpret_cast<unsigned long long*>(out), bits);
     CK(cudaGetLastError());
   }
-  ceiling_kernel<O, T><<<ceiling_grid<O, T>(n, sm_count), kCeilBlock, 0, s>>>(in, n, out);
+  ceiling_kernel<O, T, EvictFirst>
+      <<<ceiling_grid<O, T, EvictFirst>(n, sm_count), kCeilBlock, 0, s>>>(in, n, out);
   CK(cudaGetLastError());
 }
 
+template <bool EvictFirst>
 void ceiling(DType dt, Op op, const void* in, std::uint64_t n, void* out, int sm_count,
              cudaStream_t s) {
   rt_bench::visit(dt, [&](auto t) {
@@ -222,9 +231,9 @@ void ceiling(DType dt, Op op, const void* in, std::uint64_t n, void* out, int sm
     const T* i = static_cast<const T*>(in);
     T* o = static_cast<T*>(out);
     switch (op) {
-    case Op::sum: return ceiling_call<Op::sum>(dt, i, n, o, sm_count, s);
-    case Op::min: return ceiling_call<Op::min>(dt, i, n, o, sm_count, s);
-    case Op::max: return ceiling_call<Op::max>(dt, i, n, o, sm_count, s);
+    case Op::sum: return ceiling_call<Op::sum, T, EvictFirst>(dt, i, n, o, sm_count, s);
+    case Op::min: return ceiling_call<Op::min, T, EvictFirst>(dt, i, n, o, sm_count, s);
+    case Op::max: return ceiling_call<Op::max, T, EvictFirst>(dt, i, n, o, sm_count, s);
     }
   });
 }
@@ -624,7 +633,7 @@ int run(const Options& o) {
               rt_bench::sum_tolerance(DType::f32), rt_bench::sum_tolerance(DType::f64));
   std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_async` (result on the device); "
               "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %d.%d.%d, temp storage allocated "
-              "beforehand); ceiling = a streaming-read kernel (16-byte evict-first loads, grid-stride, %d "
+              "beforehand); ceiling = a streaming-read kernel (16-byte loads, the faster of plain and evict-first, grid-stride, %d "
               "loads in flight per thread, one atomic per block, output set inside the timed "
               "region: a memset, for int64/float64 min/max a one-thread kernel). GB/s = n x "
               "element size (4 bytes for int32, uint32, float32; 8 for int64, float64) / time. "
@@ -723,22 +732,34 @@ int run(const Options& o) {
               Cell& c = row.cell[mode][w];
               c.ran = true;
               try {
-                if (w == RT)
-                  c.st = timer.time(mode == 0, es, [&] {
-                    reducer.reduce_async(dt, op, d_in, n, d_out, s);
-                  });
-                else if (w == CUB)
-                  c.st = timer.time(mode == 0, es, [&] {
+                // Times `call`, then checks the result it left.
+                auto measure = [&](auto&& call) {
+                  std::pair<Stats, rt_bench::Verdict> r;
+                  r.first = timer.time(mode == 0, es, call);
+                  std::uint64_t got = 0; // the es result bytes in its low bytes (bench/data.h)
+                  CK(cudaMemcpy(&got, d_out, es, cudaMemcpyDeviceToHost));
+                  r.second = rt_bench::check(ref, got);
+                  return r;
+                };
+                if (w == RT) {
+                  std::tie(c.st, c.v) =
+                      measure([&] { reducer.reduce_async(dt, op, d_in, n, d_out, s); });
+                } else if (w == CUB) {
+                  std::tie(c.st, c.v) = measure([&] {
                     std::size_t b = tmp_bytes;
                     CK(cub_dispatch(dt, op, tmp, b, d_in, d_out, n, s));
                   });
-                else
-                  c.st = timer.time(mode == 0, es, [&] {
-                    ceiling(dt, op, d_in, n, d_out, dev.sm_count, s);
-                  });
-                std::uint64_t got = 0; // the es result bytes in its low bytes (bench/data.h)
-                CK(cudaMemcpy(&got, d_out, es, cudaMemcpyDeviceToHost));
-                c.v = rt_bench::check(ref, got);
+                } else {
+                  // The ceiling is the faster of its two load kinds; both must be right.
+                  const auto plain =
+                      measure([&] { ceiling<false>(dt, op, d_in, n, d_out, dev.sm_count, s); });
+                  const auto ef =
+                      measure([&] { ceiling<true>(dt, op, d_in, n, d_out, dev.sm_count, s); });
+                  const bool take_plain = !plain.second.ok || !ef.second.ok ||
+                                          plain.first.median_us <= ef.first.median_us;
+                  std::tie(c.st, c.v) = take_plain ? plain : ef;
+                  if (!ef.second.ok) c.v = ef.second;
+                }
               } catch (const CudaRuntimeError&) {
                 throw; // CUDA errors end the run: a fault leaves the context unusable
               } catch (const reduce_tune::cuda::CudaError&) {

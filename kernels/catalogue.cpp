@@ -31,7 +31,7 @@ constexpr Finish kMaterialFinishes[] = {Finish::host, Finish::atomic};
 constexpr Finish kAtomicOnly[] = {Finish::atomic};
 constexpr Finish kModernFinishes[] = {Finish::lastblock, Finish::twopass, Finish::atomic,
                                       Finish::host};
-constexpr Finish kSweptModernFinishes[] = {Finish::lastblock, Finish::twopass, Finish::atomic};
+constexpr Finish kSweptModernFinishes[] = {Finish::lastblock, Finish::atomic};
 
 constexpr unsigned kTree = P_BLOCK | P_FINISH;
 constexpr unsigned kUnrolled = P_BLOCK | P_UNROLL | P_TAIL | P_FINISH;
@@ -66,6 +66,11 @@ constexpr Variant kVariants[] = {
      "two-level shuffle reduce",
      P_BLOCK | P_UNROLL | P_VEC | P_GRID | P_TAIL | P_FINISH, kU1248, kShuffleTails,
      kModernFinishes, true, false, 32},
+    {"streaming",
+     "vectorized with evict-first loads (ld.global.cs): the input leaves L2 first instead of "
+     "pushing out other lines, dirty ones above all",
+     P_BLOCK | P_UNROLL | P_VEC | P_GRID | P_TAIL | P_FINISH, kU1248, kShuffleTails,
+     kModernFinishes, true, false, 32, "vectorized.cu", "RT_EVICT_FIRST"},
 };
 
 // Deliberately broken kernels that prove the sweep survives faults and hangs; in the catalogue only
@@ -106,7 +111,7 @@ std::uint64_t block_span(const Config& c) {
 }
 
 bool grid_stride(const Config& c) {
-  return c.variant == "multi_seq" || (c.variant == "vectorized" && c.grid > 0);
+  return c.variant == "multi_seq" || (takes(*find_variant(c.variant), P_VEC) && c.grid > 0);
 }
 
 std::uint64_t grid_for(const Config& c, const Target& t, std::uint64_t n) {
@@ -187,13 +192,13 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
 
 std::vector<Config> space(const Variant& v) {
   const std::span<const int> blocks =
-      v.name == "vectorized"         ? std::span<const int>(kVectorBlocks)
+      takes(v, P_VEC)                ? std::span<const int>(kVectorBlocks)
       : v.name.starts_with("test_") ? std::span<const int>(kB32)
                                      : std::span<const int>(kBlocks);
   const std::span<const int> vecs =
       takes(v, P_VEC) ? std::span<const int>(kSweptVecs) : std::span<const int>(kU1);
   const std::span<const Finish> finishes =
-      v.name == "vectorized" ? std::span<const Finish>(kSweptModernFinishes) : v.finishes;
+      takes(v, P_VEC) ? std::span<const Finish>(kSweptModernFinishes) : v.finishes;
   const std::span<const int> grids =
       !takes(v, P_GRID) ? std::span<const int>(kU1)
       : v.name == "multi_seq" ? std::span<const int>(kMultiSeqGrids)
@@ -243,7 +248,7 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
   if (c.variant == "multi_seq") thread = ceil_div(n, grid * c.block);
   if (c.variant == "unrolling" || c.variant == "unroll_warps" || c.variant.starts_with("complete"))
     thread = c.unroll;
-  if (c.variant == "vectorized")
+  if (takes(*find_variant(c.variant), P_VEC))
     thread = ceil_div(n, grid * c.block * c.unroll * c.vec) * c.vec + c.unroll;
   switch (c.finish) {
   case Finish::host: finish = 1; break; // partials combined in double, then rounded once
@@ -287,8 +292,9 @@ std::string render(const Config& c, DType dtype, Op op) {
   s += "#define RT_UNROLL " + std::to_string(c.unroll) + "\n";
   s += "#define RT_VEC " + std::to_string(c.vec) + "\n";
   if (v.block_compile_time) s += "#define RT_BLOCK " + std::to_string(c.block) + "\n";
+  if (!v.define.empty()) s += "#define " + std::string(v.define) + " 1\n";
   s += template_source("common.cuh");
-  s += template_source(std::string(v.name) + ".cu");
+  s += template_source(v.source.empty() ? std::string(v.name) + ".cu" : std::string(v.source));
   return s;
 }
 

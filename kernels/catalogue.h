@@ -36,6 +36,8 @@ struct Variant {
   bool block_compile_time;                  ///< block size is baked into the source
   bool in_place;                            ///< works on a scratch copy of the input
   int min_block;                            ///< smallest block its tree handles
+  std::string_view source = {};             ///< template file when not <name>.cu
+  std::string_view define = {};             ///< macro the template is rendered with, if any
 };
 
 std::span<const Variant> variants();
@@ -45,8 +47,9 @@ const Variant* find_variant(std::string_view name);
 std::optional<std::string> invalid_reason(const Config& c, const Target& t);
 
 /// The configurations the sweep tries for a variant (valid or not, so that invalid points are
-/// reported with their reason). For `vectorized` it is a subset of what the validity rules admit
-/// (v1, b1024, u1 and the host finish are valid but never won on the GPUs measured).
+/// reported with their reason). For `vectorized` and `streaming` it is a subset of what the
+/// validity rules admit (v1, b1024 and the host and two-pass finishes are valid but never won on
+/// the GPUs measured).
 std::vector<Config> space(const Variant& v);
 
 /// Whether the same input always gives the same bits (no floating-point atomics).

@@ -47,12 +47,12 @@ else
   note "examples/sum (installed package, find_package) exit $?: $(tail -2 "$L/example.log" | tr '\n' ' ')"
   REDUCE_TUNE_DB="$L/tuning-inproc.db" $B/reduce-tune tune --device 0 --in-process > "$L/sweep-inproc.md" 2> "$L/sweep-inproc.err"
   note "default sweep, warm cache, in process (where the time goes), exit $?: $(grep -E 'wall time' "$L/sweep-inproc.err")"
-  # The bench's other problems: min/max of every dtype and the other dtypes' sums, vectorized only.
+  # The bench's other problems: min/max of every dtype and the other dtypes' sums, vectorized and streaming.
   sizes='2^10,2^14,2^16,2^18,2^20,2^22,2^24,2^26,2^28'
-  $B/reduce-tune --device 0 --variants vectorized --dtypes int32,uint32,int64,float32,float64 \
+  $B/reduce-tune --device 0 --variants vectorized,streaming --dtypes int32,uint32,int64,float32,float64 \
     --ops min,max --sizes "$sizes" > "$L/sweep-minmax.md" 2> "$L/sweep-minmax.err"
   note "min/max sweep exit $?: $(grep -E 'run [0-9]+|wall time' "$L/sweep-minmax.err" | tr '\n' ' ')"
-  $B/reduce-tune --device 0 --variants vectorized --dtypes uint32,int64,float64 --ops sum \
+  $B/reduce-tune --device 0 --variants vectorized,streaming --dtypes uint32,int64,float64 --ops sum \
     --sizes "$sizes" > "$L/sweep-dtypes.md" 2> "$L/sweep-dtypes.err"
   note "uint32/int64/float64 sum sweep exit $?: $(grep -E 'run [0-9]+|wall time' "$L/sweep-dtypes.err" | tr '\n' ' ')"
   if [ -x bench/run.sh ] && [ -x $B/bench/reduce_bench ]; then

@@ -1,16 +1,18 @@
-// Streams the input with RT_VEC-wide evict-first vector loads (16 bytes for float4 / int4 /
-// double2), RT_UNROLL independent loads in flight per thread, over a data-sized grid (one pass) or a
+// Streams the input with RT_VEC-wide vector loads (16 bytes for float4 / int4 / double2),
+// RT_UNROLL independent loads in flight per thread, over a data-sized grid (one pass) or a
 // grid-stride loop (grid from the SM count), then a two-level block reduction and the finish.
 // An unaligned head (input not 16-byte aligned) and a tail shorter than a vector are read as
 // scalars, so every n >= 1 and every element-aligned pointer works.
 static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4, "vector width 1, 2 or 4");
 struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
 
-// Streaming loads (ld.global.cs, evict-first): the input is read once, so its lines should leave
-// L2 first rather than push out others, dirty ones above all (whose write-back would share DRAM
-// with the reads). On an H100 with L2 full of dirty lines this cut 2^22..2^24-element sums by
-// 5-13 % and never cost anything (bench/probes/finishes.cu).
-__device__ __forceinline__ rt_vec rt_load_streaming(const rt_vec* p) {
+// The body's loads. With RT_EVICT_FIRST (the `streaming` variant) they are ld.global.cs: the
+// input is read once, so its lines leave L2 first rather than push out others, dirty ones above
+// all (whose write-back shares DRAM with the reads). On an H100 with L2 full of dirty lines that
+// cut 2^22..2^24-element sums by 5-13 % but cost ~3 % at 2^28 (bench/probes/finishes.cu), so
+// both are in the catalogue and the sweep picks.
+__device__ __forceinline__ rt_vec rt_load(const rt_vec* p) {
+#if defined(RT_EVICT_FIRST)
   rt_vec r;
   if constexpr (sizeof(rt_vec) == 16)
     *reinterpret_cast<int4*>(&r) = __ldcs(reinterpret_cast<const int4*>(p));
@@ -19,6 +21,9 @@ __device__ __forceinline__ rt_vec rt_load_streaming(const rt_vec* p) {
   else
     *reinterpret_cast<int*>(&r) = __ldcs(reinterpret_cast<const int*>(p));
   return r;
+#else
+  return *p;
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
@@ -42,7 +47,7 @@ rt_reduce(RT_REDUCE_PARAMS) {
   for (; i + rt_size(RT_UNROLL - 1) * RT_BLOCK < nvec; i += step) {
     rt_vec r[RT_UNROLL];
 #pragma unroll
-    for (int k = 0; k < RT_UNROLL; ++k) r[k] = rt_load_streaming(body + i + rt_size(k) * RT_BLOCK);
+    for (int k = 0; k < RT_UNROLL; ++k) r[k] = rt_load(body + i + rt_size(k) * RT_BLOCK);
 #pragma unroll
     for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
@@ -53,7 +58,7 @@ rt_reduce(RT_REDUCE_PARAMS) {
   for (int k = 0; k < RT_UNROLL; ++k) {
     const rt_size j = i + rt_size(k) * RT_BLOCK;
     if (j < nvec) {
-      const rt_vec r = rt_load_streaming(body + j);
+      const rt_vec r = rt_load(body + j);
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], r.x[e]);
     }

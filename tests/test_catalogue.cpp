@@ -25,7 +25,7 @@ Config cfg(const char* k) {
 TEST_CASE("the catalogue holds every kernel family of the material", "[catalogue]") {
   for (const char* v : {"neighbored_gmem", "neighbored", "neighbored_less", "interleaved", "unrolling",
                         "unroll_warps", "complete_unroll", "complete_unroll_template", "atomic_global",
-                        "atomic_shared", "multi_seq", "vectorized"})
+                        "atomic_shared", "multi_seq", "vectorized", "streaming"})
     CHECK(find_variant(v));
 }
 
@@ -88,7 +88,7 @@ TEST_CASE("launch plans cover every element with at least one block", "[catalogu
         REQUIRE(p.grid >= 1);
         CHECK(p.block == unsigned(c.block));
         const std::uint64_t per_block = std::uint64_t(c.block) * c.unroll * c.vec;
-        const bool stride = c.variant == "multi_seq" || (c.variant == "vectorized" && c.grid > 0);
+        const bool stride = c.variant == "multi_seq" || ((v.params & P_VEC) && c.grid > 0);
         if (!stride) CHECK(std::uint64_t(p.grid) * per_block >= n);
         CHECK(summation_depth(c, t, n) >= 1);
       }
@@ -110,6 +110,18 @@ TEST_CASE("rendering leaves out what the template does not use", "[catalogue]") 
   CHECK(deterministic(cfg("unrolling.b256.u4.atomic"), DType::i32));
   CHECK_FALSE(deterministic(cfg("unrolling.b256.u4.atomic"), DType::f32));
   CHECK(deterministic(cfg("vectorized.b256.u4.v4.g0.shfl.lastblock"), DType::f32));
+}
+
+TEST_CASE("streaming is the vectorized template with evict-first loads", "[catalogue]") {
+  const std::string vec = render(cfg("vectorized.b256.u4.v4.g0.shfl.atomic"), DType::f32, Op::sum);
+  const std::string str = render(cfg("streaming.b256.u4.v4.g0.shfl.atomic"), DType::f32, Op::sum);
+  CHECK_THAT(str, Catch::Contains("#define RT_EVICT_FIRST 1") && Catch::Contains("__ldcs"));
+  CHECK_THAT(vec, !Catch::Contains("#define RT_EVICT_FIRST"));
+  // Apart from the first line (the variant's name) and the macro, the sources are the same.
+  auto body = [](const std::string& s) { return s.substr(s.find('\n')); };
+  std::string without = body(str);
+  without.erase(without.find("#define RT_EVICT_FIRST 1\n"), std::string("#define RT_EVICT_FIRST 1\n").size());
+  CHECK(without == body(vec));
 }
 
 TEST_CASE("every valid configuration compiles with NVRTC for sm_75 and sm_90", "[catalogue][nvrtc]") {
