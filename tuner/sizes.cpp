@@ -14,13 +14,11 @@ public:
 
   std::optional<std::uint64_t> parse(std::string* why) {
     auto v = sum();
-    if (v && pos_ != s_.size()) error_ = "unexpected '" + std::string(1, s_[pos_]) + "'";
+    if (v && pos_ != s_.size()) error_ = std::string("unexpected '").append(1, s_[pos_]).append("'");
+    if (v && error_.empty() && *v == 0) error_ = "it must be at least 1";
     if (!v || !error_.empty()) {
-      if (why) *why = "'" + std::string(s_) + "' is not a size: " + error_;
-      return std::nullopt;
-    }
-    if (*v == 0) {
-      if (why) *why = "'" + std::string(s_) + "' is not a size: it must be at least 1";
+      // Appended, not concatenated: GCC 12 warns falsely (-Wrestrict) on "..." + std::string.
+      if (why) *why = std::string("'").append(s_).append("' is not a size: ").append(error_);
       return std::nullopt;
     }
     return v;
