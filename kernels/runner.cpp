@@ -97,10 +97,9 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 
 namespace {
 
-/// Sets `out` to the identity before an atomic finish. A memset, not a kernel: on the H100 a
-/// one-thread init kernel added ~1-2 us to a call, a memset next to nothing
-/// (bench/probes/finishes.cu, docs/PERFORMANCE.md). 8-byte identities are two 32-bit words; out
-/// is aligned to its element.
+/// Sets `out` to the identity before an atomic finish. A memset: on the H100 it adds ~0.7 us to a
+/// call, a one-thread init kernel ~1.7 us, cuStreamWriteValue32 ~1.8 us (bench/probes/finishes.cu,
+/// docs/PERFORMANCE.md). 8-byte identities are two 32-bit words; out is aligned to its element.
 void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s) {
   const std::uint64_t bits = identity(dtype, op).bits;
   const unsigned lo = unsigned(bits), hi = unsigned(bits >> 32);

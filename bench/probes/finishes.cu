@@ -1,19 +1,22 @@
-// Probe behind two design choices (docs/PERFORMANCE.md, "Finishes at mid sizes"): how the finish
-// of a single-pass reduction and the way L2 is flushed change the time of a float32 sum of
-// 2^10..2^24 elements on one GPU. Not part of the product or of CI; run it by hand on a GPU:
-//   nvcc -std=c++20 -O3 -arch=native -o finishes bench/probes/finishes.cu && ./finishes
+// Probe behind design choices of the finish and the load (docs/PERFORMANCE.md, "The probe"): how
+// the finish of a single-pass reduction, the load kind and the way L2 is flushed change the time
+// of a float32 sum of 2^10..2^24 elements on one GPU. Built with the bench, run by hand on a GPU:
+//   build/bench/probe_finishes
 // Contestants (one kernel body, float4 loads, warp-shuffle block reduce): the result set by
-// cudaMemsetAsync or by a one-thread kernel, then one atomicAdd per block ("atomic"); a ticket
+// cudaMemsetAsync, cuStreamWriteValue32 or a one-thread kernel, then one atomicAdd per block
+// ("atomic"; and, to price the initialisation, none at all: a wrong result, marked so); a ticket
 // counter whose last block reads a device accumulator ("ticket", no init); the last block
-// combining per-block partials ("last"); data-sized grids (u = loads per thread) or grids of
-// occupancy x SMs; CUB's DeviceReduce::Sum and an empty kernel (the launch floor) beside them.
-// Flushes: none (hot), a memset of 2 x L2 (nvbench's way; leaves L2 full of dirty lines), and
-// that memset followed by a read of another 2 x L2 buffer. Timing as in bench/bench.cu: a 40 us
-// spin kernel, events around the call, median of 50 after 3 warm-ups; each result is checked.
+// combining per-block partials ("last"); plain, L2::256B-prefetch and evict-first (ldcs) loads;
+// data-sized grids (u = loads per thread) or grids of occupancy x SMs; CUB's DeviceReduce::Sum
+// and an empty kernel (the launch floor) beside them. Flushes: none (hot), a memset of 2 x L2
+// (nvbench's way; leaves L2 full of dirty lines), and that memset followed by a read of another
+// 2 x L2 buffer. Timing as in bench/bench.cu: a 40 us spin kernel, events around the call, median
+// of 50 after 3 warm-ups; each result is checked (except the marked one).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cub/cub.cuh>
+#include <cuda.h>
 #include <functional>
 #include <random>
 #include <string>
@@ -212,6 +215,18 @@ int main() {
            red<256, 4, ATOMIC>
                <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
          }},
+        {"ceil writevalue+atomic occ u4",
+         [&] {
+           if (cuStreamWriteValue32(s, reinterpret_cast<CUdeviceptr>(out), 0, 0) != CUDA_SUCCESS)
+             std::abort();
+           red<256, 4, ATOMIC>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"no init atomic occ u4 (wrong result)",
+         [&] {
+           red<256, 4, ATOMIC>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
         {"ceil memset+atomic occ u4 L2::256B",
          [&] {
            CK(cudaMemsetAsync(out, 0, 4, s));
@@ -308,7 +323,9 @@ int main() {
         float got;
         CK(cudaMemcpy(&got, out, 4, cudaMemcpyDeviceToHost));
         std::sort(t.begin(), t.end());
-        bool ok = std::string(c.name) == "empty" || std::abs(got - ref) < 1e-4 * n;
+        bool ok = std::string(c.name) == "empty" ||
+                  std::string(c.name).find("wrong") != std::string::npos ||
+                  std::abs(got - ref) < 1e-4 * n;
         printf("  %-28s %8.2f us  min %8.2f  %s\n", c.name, (t[24] + t[25]) / 2, t[0],
                ok ? "ok" : "WRONG");
       }
