@@ -278,18 +278,29 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             // Poison what the kernels must write, so an unwritten result cannot pass.
             RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, s));
             if (p.partials) RT_CU(cuMemsetD8Async(ws.partials(), 0xA5, std::size_t(p.grid) * es, s));
+            // Repetition r, queued: the input prepared, L2 flushed, the launches between event
+            // pair r.
+            auto queue_timed = [&](int r) {
+              prepare(kernel, p, d_in.get(), n, ws, s);
+              if (!o.hot) RT_CU(cuMemsetD32Async(flush.get(), unsigned(r), flush_bytes / 4, s));
+              ev_start[r].record(s);
+              enqueue(kernel, p, d_in.get(), n, ws, s);
+              ev_stop[r].record(s);
+            };
+            // The result of repetition r; the host finish's own time (after the kernel) in host_us.
+            auto read_result = [&](int r, double& host_us) {
+              if (p.host_finish) RT_CU(cuEventSynchronize(ev_stop[r].get()));
+              const auto h = Clock::now();
+              const Scalar v = result(kernel, p, ws, s);
+              host_us = p.host_finish ? seconds_since(h) * 1e6 : 0;
+              return v;
+            };
             // The checked launch is timed like a repetition (flushed, between events): it is the
             // warm-up, and for a configuration hopelessly slower than the best, the one timing.
             const auto t_val = Clock::now();
-            prepare(kernel, p, d_in.get(), n, ws, s);
-            if (!o.hot) RT_CU(cuMemsetD32Async(flush.get(), 0, flush_bytes / 4, s));
-            ev_start[0].record(s);
-            enqueue(kernel, p, d_in.get(), n, ws, s);
-            ev_stop[0].record(s);
-            if (p.host_finish) RT_CU(cuEventSynchronize(ev_stop[0].get()));
-            const auto t_host = Clock::now();
-            const Scalar got = result(kernel, p, ws, s);
-            const double check_host_us = p.host_finish ? seconds_since(t_host) * 1e6 : 0;
+            queue_timed(0);
+            double check_host_us = 0;
+            const Scalar got = read_result(0, check_host_us);
             const Check chk = check(ref, got, op, summation_depth(j.config, t, n));
             res.times.validate_s += seconds_since(t_val);
             m.expected = chk.expected, m.observed = chk.observed;
@@ -308,17 +319,8 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             // Repetitions [from, to): queued back to back; the host finish needs the host each time.
             auto batch = [&](int from, int to) {
               for (int r = from; r < to; ++r) {
-                prepare(kernel, p, d_in.get(), n, ws, s);
-                if (!o.hot) RT_CU(cuMemsetD32Async(flush.get(), unsigned(r), flush_bytes / 4, s));
-                ev_start[r].record(s);
-                enqueue(kernel, p, d_in.get(), n, ws, s);
-                ev_stop[r].record(s);
-                if (p.host_finish) {
-                  RT_CU(cuEventSynchronize(ev_stop[r].get()));
-                  const auto h = Clock::now();
-                  result(kernel, p, ws, s);
-                  host_us.push_back(seconds_since(h) * 1e6);
-                }
+                queue_timed(r);
+                if (p.host_finish) read_result(r, host_us.emplace_back());
               }
               for (int r = from; r < to; ++r) kernel_ms.push_back(ev_stop[r].since(ev_start[r]));
             };
