@@ -12,6 +12,7 @@
 #include "bench/data.h"
 #include "bench/overhead.h"
 #include "kernels/driver.h"
+#include "kernels/reference.h"
 #include "reduce_tune/reducer.h"
 #include "tuner/sizes.h"
 
@@ -211,7 +212,7 @@ template <Op O, typename T, bool EvictFirst> unsigned ceiling_grid(std::uint64_t
 /// one-thread kernel or an 8-byte device-to-device copy 1.3 us, two memsets 1.4 us; H200).
 template <Op O, typename T, bool EvictFirst>
 void ceiling_call(DType dt, const T* in, std::uint64_t n, T* out, int sm_count, cudaStream_t s) {
-  const std::uint64_t bits = rt_bench::identity_bits(dt, O);
+  const std::uint64_t bits = reduce_tune::identity(dt, O).bits;
   if constexpr (sizeof(T) == 4 || O == Op::sum) {
     RT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(out), unsigned(bits), sizeof(T) / 4, s));
   } else {

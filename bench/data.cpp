@@ -6,6 +6,8 @@
 // its float sums are plain double sums, not accurate enough for a tight float64 bound.
 #include "bench/data.h"
 
+#include "kernels/reference.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -77,13 +79,6 @@ template <typename T> T element(std::uint64_t x) {
   }
 }
 
-template <typename T> T identity(Op op) {
-  using L = std::numeric_limits<T>;
-  if (op == Op::sum) return T(0);
-  if constexpr (L::has_infinity) return op == Op::min ? L::infinity() : -L::infinity();
-  else return op == Op::min ? L::max() : L::lowest();
-}
-
 /// min/max, and the wrapping sum of integers (in the unsigned type: signed overflow is undefined).
 template <typename T> T combine(T a, T b, Op op) {
   if (op == Op::min) return std::min(a, b);
@@ -116,7 +111,7 @@ template <typename T> std::string show(T v) {
 }
 
 std::string show(DType dtype, std::uint64_t bits) {
-  return visit(dtype, [&](auto t) { return show(from_bits<decltype(t)>(bits)); });
+  return rt_bench::visit(dtype, [&](auto t) { return show(from_bits<decltype(t)>(bits)); });
 }
 
 template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op op) {
@@ -129,7 +124,7 @@ template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op 
   std::vector<Part> parts((n + kChunk - 1) / kChunk);
   for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t c) {
     Part part;
-    part.acc = identity<T>(op);
+    part.acc = reduce_tune::identity<T>(op);
     if (float_sum && op == Op::sum) {
       for (std::uint64_t i = first; i < last; ++i) {
         part.sum.add(double(data[i]));
@@ -143,7 +138,7 @@ template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op 
 
   Reference r;
   r.op = op;
-  T acc = identity<T>(op);
+  T acc = reduce_tune::identity<T>(op);
   CompensatedSum sum;
   for (const Part& p : parts) {
     acc = combine(acc, p.acc, op);
@@ -173,7 +168,7 @@ double sum_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-13 : 1e-6; }
 
 std::unique_ptr<std::byte[]> make_data(DType dtype, std::uint64_t n, std::uint64_t seed) {
   std::unique_ptr<std::byte[]> a(new std::byte[n * reduce_tune::size_of(dtype)]);
-  visit(dtype, [&](auto t) {
+  rt_bench::visit(dtype, [&](auto t) {
     using T = decltype(t);
     T* p = reinterpret_cast<T*>(a.get()); // new[] of bytes is aligned for any scalar type
     for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t c) {
@@ -185,12 +180,8 @@ std::unique_ptr<std::byte[]> make_data(DType dtype, std::uint64_t n, std::uint64
   return a;
 }
 
-std::uint64_t identity_bits(DType dtype, Op op) {
-  return visit(dtype, [&](auto t) { return bits_of(identity<decltype(t)>(op)); });
-}
-
 Reference reference(const void* data, std::uint64_t n, DType dtype, Op op) {
-  Reference r = visit(dtype, [&](auto t) {
+  Reference r = rt_bench::visit(dtype, [&](auto t) {
     using T = decltype(t);
     return reference_of(static_cast<const T*>(data), n, op);
   });
@@ -204,7 +195,7 @@ Verdict check(const Reference& ref, std::uint64_t got_bits) {
   if (reduce_tune::is_float(ref.dtype) && ref.op == Op::sum) {
     v.want = show(ref.exact);
     const double got =
-        visit(ref.dtype, [&](auto t) { return double(from_bits<decltype(t)>(got_bits)); });
+        rt_bench::visit(ref.dtype, [&](auto t) { return double(from_bits<decltype(t)>(got_bits)); });
     const double err = std::fabs(got - ref.exact); // NaN compares false below: fails
     const double eps = sum_tolerance(ref.dtype);
     v.rel_err = ref.abs_sum > 0 ? err / ref.abs_sum : err;

@@ -61,8 +61,4 @@ Verdict check(const Reference& ref, std::uint64_t got_bits);
 /// eps of the float-sum check: 1e-6 for float32, 1e-13 for float64 (data.cpp says why).
 double sum_tolerance(reduce_tune::DType dtype);
 
-/// The identity of op on dtype as a bit pattern (sum 0; min +inf / the type's max; max -inf / the
-/// type's lowest).
-std::uint64_t identity_bits(reduce_tune::DType dtype, reduce_tune::Op op);
-
 } // namespace rt_bench

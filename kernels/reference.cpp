@@ -41,14 +41,6 @@ template <typename T> T combine(T a, T b, Op op) {
   }
 }
 
-template <typename T> T identity(Op op) {
-  if (op == Op::sum) return T(0);
-  if constexpr (std::is_floating_point_v<T>)
-    return op == Op::min ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
-  else
-    return op == Op::min ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
-}
-
 // Reduces [0, n) in parallel chunks; floats sum in double.
 template <typename T> Reference reduce_host(const T* x, std::uint64_t n, Op op) {
   const unsigned slots = std::max(1u, std::thread::hardware_concurrency());

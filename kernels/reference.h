@@ -4,6 +4,7 @@
 #include "reduce_tune/config.h"
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,15 @@ template <typename F> decltype(auto) visit(DType d, F&& f) {
   return f(float{});
 }
 
-/// The identity of `op` on `dtype`: 0 for sum; for min the type's max (+infinity for floats), for
-/// max its lowest (-infinity), as the kernels' rt_identity().
+/// The identity of `op` on T: 0 for sum; for min the type's max (+infinity for floats), for max
+/// its lowest (-infinity), as the kernels' rt_identity().
+template <typename T> T identity(Op op) {
+  using L = std::numeric_limits<T>;
+  if (op == Op::sum) return T(0);
+  if constexpr (L::has_infinity) return op == Op::min ? L::infinity() : -L::infinity();
+  else return op == Op::min ? L::max() : L::lowest();
+}
+/// The same for `dtype`, as a Scalar.
 Scalar identity(DType dtype, Op op);
 
 /// A host array of n elements of one dtype.
