@@ -232,7 +232,7 @@ LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {
   p.init_out = c.finish == Finish::atomic;
   p.partials = c.finish == Finish::host || c.finish == Finish::twopass ||
                c.finish == Finish::lastblock;
-  p.second_pass = c.finish == Finish::twopass;
+  p.second_pass = c.finish == Finish::twopass && p.grid > 1; // one block writes the result
   p.counter = c.finish == Finish::lastblock;
   p.host_finish = c.finish == Finish::host;
   p.scratch = v.in_place;

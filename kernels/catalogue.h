@@ -62,7 +62,7 @@ struct LaunchPlan {
   unsigned smem_bytes = 0;      ///< dynamic shared memory
   bool init_out = false;        ///< set the result to the identity first (atomic finish)
   bool partials = false;        ///< needs grid partials
-  bool second_pass = false;     ///< run rt_combine_partials after (twopass)
+  bool second_pass = false;     ///< run rt_combine_partials after (twopass over > 1 block)
   bool counter = false;         ///< needs a zeroed counter word (lastblock)
   bool host_finish = false;     ///< partials combined on the host
   bool scratch = false;         ///< in-place: runs on a copy of the input

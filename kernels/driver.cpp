@@ -32,6 +32,9 @@ const Loaded& loaded() {
     r.error = "the CUDA driver is too old: it lacks " RT_STR(f);
     RT_DRIVER_FUNCTIONS(RT_DRIVER_LOAD)
 #undef RT_DRIVER_LOAD
+#define RT_DRIVER_LOAD_OPTIONAL(f) r.d.f = reinterpret_cast<decltype(r.d.f)>(dlsym(h, RT_STR(f)));
+    RT_DRIVER_OPTIONAL_FUNCTIONS(RT_DRIVER_LOAD_OPTIONAL)
+#undef RT_DRIVER_LOAD_OPTIONAL
     if (!r.error.empty()) return r;
     if (CUresult c = r.d.cuInit(0); c != CUDA_SUCCESS) {
       const char* name = nullptr;
@@ -188,8 +191,28 @@ float Event::since(const Event& start) const {
   return ms;
 }
 
-void launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void** args) {
-  RT_CU(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, smem, s, args, nullptr));
+void launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void** args,
+            bool programmatic) {
+  if (!programmatic) {
+    RT_CU(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, smem, s, args, nullptr));
+    return;
+  }
+  if (!programmatic_launch())
+    throw CudaError("cuLaunchKernelEx: the driver lacks it (programmatic launch needs CUDA 12.0)",
+                    CUDA_ERROR_NOT_SUPPORTED);
+  CUlaunchAttribute attr = {};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg = {};
+  cfg.gridDimX = grid, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+  cfg.blockDimX = block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = smem;
+  cfg.hStream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  RT_CU(cuLaunchKernelEx(&cfg, f, args, nullptr));
 }
+
+bool programmatic_launch() { return driver().cuLaunchKernelEx != nullptr; }
 
 } // namespace reduce_tune::cuda

@@ -40,11 +40,15 @@ class NoDevice : public std::runtime_error {
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
   X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemFreeHost)  \
   X(cuStreamWaitEvent)
+// Entry points used where present (null on older drivers): cuLaunchKernelEx (CUDA 12.0) for
+// programmatic dependent launch.
+#define RT_DRIVER_OPTIONAL_FUNCTIONS(X) X(cuLaunchKernelEx)
 
 /// The driver's function table; loaded once.
 struct Driver {
 #define RT_DRIVER_MEMBER(f) decltype(&::f) f = nullptr;
   RT_DRIVER_FUNCTIONS(RT_DRIVER_MEMBER)
+  RT_DRIVER_OPTIONAL_FUNCTIONS(RT_DRIVER_MEMBER)
 #undef RT_DRIVER_MEMBER
 };
 
@@ -145,6 +149,13 @@ private:
   CUevent e_ = nullptr;
 };
 
-void launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void** args);
+/// Launches f. `programmatic`: with programmatic stream serialization (programmatic dependent
+/// launch, sm_90+), so f may start before the kernel ahead of it in `s` completes; f must then
+/// execute griddepcontrol.wait before it touches what that kernel writes. Needs
+/// programmatic_launch().
+void launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void** args,
+            bool programmatic = false);
+/// Whether the driver can launch with programmatic stream serialization (cuLaunchKernelEx).
+bool programmatic_launch();
 
 } // namespace reduce_tune::cuda

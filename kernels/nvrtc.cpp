@@ -116,6 +116,11 @@ Nvrtc::Nvrtc(const std::string& path) : api_(std::make_unique<Api>()) {
 
 Nvrtc::~Nvrtc() = default;
 
+int ArchTarget::number() const {
+  const auto digits = arch.find_first_of("0123456789");
+  return digits == std::string::npos ? 0 : std::atoi(arch.c_str() + digits);
+}
+
 ArchTarget Nvrtc::target_for(int cc) const {
   if (std::find(archs_.begin(), archs_.end(), cc) != archs_.end())
     return {"sm_" + std::to_string(cc), true};

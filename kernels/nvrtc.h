@@ -31,6 +31,8 @@ struct Resources {
 struct ArchTarget {
   std::string arch;
   bool cubin = true;
+  /// The architecture's number: 90 for "sm_90" and "compute_90".
+  int number() const;
 };
 
 /// A compiled module image and what the compiler said about it.

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 namespace reduce_tune {
@@ -35,6 +36,11 @@ Kernel KernelLoader::load(const Config& c, DType dtype, Op op) {
   k.reduce = module->function("rt_reduce");
   k.combine = module->function("rt_combine_partials");
   k.resources = res;
+  static const bool pdl_off = [] {
+    const char* e = std::getenv("REDUCE_TUNE_NO_PDL");
+    return e && *e && std::string(e) != "0";
+  }();
+  k.programmatic = !pdl_off && target_.number() >= 90 && cuda::programmatic_launch();
   return k;
 }
 
@@ -98,8 +104,11 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 namespace {
 
 /// Sets `out` to the identity before an atomic finish. A memset: on the H100 it adds ~0.7 us to a
-/// call, a one-thread init kernel ~1.7 us, cuStreamWriteValue32 ~1.8 us (bench/probes/finishes.cu,
-/// docs/PERFORMANCE.md). 8-byte identities are two 32-bit words; out is aligned to its element.
+/// call, a one-thread init kernel ~1.7 us, cuStreamWriteValue32 ~1.8 us. An init kernel that lets
+/// the reduction launch programmatically measured 0.1-0.2 us under the memset in the probe, but
+/// through this path it cost ~0.9 us more at every other size of a bench run (an effect not
+/// understood), so it is not used (bench/probes/finishes.cu, docs/PERFORMANCE.md). 8-byte
+/// identities are two 32-bit words; out is aligned to its element.
 void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s) {
   const std::uint64_t bits = identity(dtype, op).bits;
   const unsigned lo = unsigned(bits), hi = unsigned(bits >> 32);
@@ -126,7 +135,7 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
   if (p.second_pass) {
     unsigned long long parts = p.grid;
     void* args2[] = {&partials, &out, &parts};
-    cuda::launch(k.combine, 1, p.block, p.smem_bytes, s, args2);
+    cuda::launch(k.combine, 1, p.block, p.smem_bytes, s, args2, k.programmatic);
   }
 }
 

@@ -60,6 +60,10 @@ else
     bench/run.sh "$B" > "$L/bench.md" 2> "$L/bench.err"
     note "bench exit $? ($(since $t0) s): $(tail -4 "$L/bench.md" | tr '\n' ' ')"
   fi
+  if [ -x $B/bench/reduce_bench ]; then
+    bench/twopass-pdl.sh "$B" > "$L/twopass-pdl.md" 2> "$L/twopass-pdl.err"
+    note "two-pass finish, programmatic vs plain launch, exit $?: $(grep -c '^| [0-9]' "$L/twopass-pdl.md") sizes"
+  fi
   if [ -x $B/bench/probe_finishes ]; then
     $B/bench/probe_finishes > "$L/probe-finishes.txt" 2>&1
     note "probe_finishes exit $?"

@@ -80,6 +80,25 @@ __device__ __forceinline__ void rt_atomic_combine(T* addr, T v) {
 #endif
 }
 
+// ---- programmatic dependent launch (sm_90+) ------------------------------------------------
+
+// On sm_90 and later the host launches the two-pass finish's second kernel with programmatic
+// serialization: it may start as soon as every block of the reduction has issued rt_pdl_trigger,
+// and waits (rt_pdl_wait: until the reduction has completed and its stores are visible) before it
+// reads the partials. Both are no-ops for a kernel launched without that attribute, and compiled
+// out before sm_90, where the host launches plainly (kernels/runner.cpp keys both on the compile
+// target).
+__device__ __forceinline__ void rt_pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void rt_pdl_trigger() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // ---- warp level ---------------------------------------------------------------------------
 
 // Reduces v across the 32 lanes of a full warp; lane 0 gets the result.
@@ -195,8 +214,11 @@ __device__ __forceinline__ T rt_block_reduce(T v) {
 __device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsigned* counter) {
 #if defined(RT_FINISH_ATOMIC)
   if (threadIdx.x == 0) rt_atomic_combine(out, v);
-#elif defined(RT_FINISH_HOST) || defined(RT_FINISH_TWOPASS)
+#elif defined(RT_FINISH_HOST)
   if (threadIdx.x == 0) partials[blockIdx.x] = v;
+#elif defined(RT_FINISH_TWOPASS)
+  // One block: its value is the result and there is no second pass (LaunchPlan::second_pass).
+  if (threadIdx.x == 0) *(gridDim.x == 1 ? out : partials + blockIdx.x) = v;
 #elif defined(RT_FINISH_LASTBLOCK)
   // Publish the partial, then take a ticket; the block that takes the last ticket sees every
   // partial (the fence orders each block's store before its ticket) and combines them in a fixed
@@ -230,9 +252,9 @@ __device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsign
 // device-side combine). Deterministic: a fixed assignment of partials to threads.
 extern "C" __global__ void rt_combine_partials(const T* __restrict__ partials, T* __restrict__ out,
                                                rt_size count) {
+  rt_pdl_wait();
   T acc = rt_identity();
   for (rt_size i = threadIdx.x; i < count; i += blockDim.x) acc = rt_combine(acc, partials[i]);
   acc = rt_block_reduce(acc);
   if (threadIdx.x == 0) *out = acc;
 }
-

@@ -28,6 +28,7 @@ __device__ __forceinline__ rt_vec rt_load(const rt_vec* p) {
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
 rt_reduce(RT_REDUCE_PARAMS) {
+  rt_pdl_trigger(); // the two-pass finish's second kernel may launch now (it waits for this one)
   const unsigned tid = threadIdx.x;
   // Elements before the first vector-aligned address.
   const rt_size misalign = (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC;

@@ -148,6 +148,33 @@ TEST_CASE("every valid configuration compiles with NVRTC for sm_75 and sm_90", "
   }
 }
 
+TEST_CASE("a two-pass finish over one block has no second pass", "[catalogue]") {
+  // The one block writes the result itself (templates/common.cuh, rt_finish_block).
+  const Config two = cfg("vectorized.b256.u4.v4.g0.shfl.twopass");
+  CHECK_FALSE(plan(two, sm(90), 1000).second_pass);
+  CHECK(plan(two, sm(90), 1 << 20).second_pass);
+  CHECK(plan(two, sm(90), 1 << 20).partials);
+}
+
+TEST_CASE("the programmatic-launch wait is compiled in exactly for the targets whose second pass "
+          "the host launches programmatically (sm_90+)", "[catalogue][nvrtc]") {
+  // kernels/runner.cpp launches the two-pass finish's second kernel programmatically when the
+  // compile target is sm_90 or later; that kernel must then wait for the reduction.
+  Nvrtc nvrtc;
+  CHECK(nvrtc.parse_target("sm_90").number() == 90);
+  CHECK(nvrtc.parse_target("compute_80").number() == 80);
+  for (const char* arch : {"compute_80", "compute_90"}) {
+    const std::string ptx = nvrtc.compile(render(cfg("vectorized.b256.u4.v4.g0.shfl.twopass"),
+                                                 DType::f32, Op::sum),
+                                          "k.cu", nvrtc.parse_target(arch))
+                                .image;
+    INFO(arch);
+    const bool pdl = nvrtc.parse_target(arch).number() >= 90;
+    CHECK((ptx.find("griddepcontrol.wait") != std::string::npos) == pdl);
+    CHECK((ptx.find("griddepcontrol.launch_dependents") != std::string::npos) == pdl);
+  }
+}
+
 TEST_CASE("NVRTC target selection", "[catalogue][nvrtc]") {
   Nvrtc nvrtc;
   CHECK(nvrtc.target_for(90).arch == "sm_90");

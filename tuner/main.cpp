@@ -430,7 +430,7 @@ int cmd_compile(const std::vector<std::string>& args) {
   } catch (const std::invalid_argument& e) {
     throw Usage(e.what());
   }
-  const int cc = std::stoi(target.arch.substr(target.arch.find('_') + 1));
+  const int cc = target.number();
   std::vector<CompileJob> jobs;
   std::set<std::string> seen;
   for (DType d : ds)
