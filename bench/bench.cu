@@ -4,9 +4,10 @@
 //
 // Method, the same for every contestant: random data (integers uniform over all values, floats
 // uniform in [-1, 1); bench/data.h), allocated once per size; per contestant 3 warm-up calls then
-// R timed calls, each: [cold: memset of a 2 x L2 buffer] -> output poisoned -> a ~40 us spin
-// kernel (so the host enqueue of the call is hidden, as nvbench's blocking kernel does: the events
-// time the GPU) -> event -> the call -> event; median and min of the event times. Every result is
+// R timed calls in 4 chunks (see Timer::time), each: [cold: memset of a 2 x L2 buffer] -> output
+// poisoned -> a ~40 us spin kernel (so the host enqueue of the call is hidden, as nvbench's
+// blocking kernel does: the events time the GPU) -> event -> the call -> event; the lowest of the
+// chunks' medians, and the min of the event times. Every result is
 // checked against a CPU reference. Exit code: 0 all checks passed, 1 a check FAILED, 2 no CUDA
 // device, 3 error.
 #include "bench/data.h"
@@ -424,6 +425,14 @@ struct Device {
   double peak_gbps = 0;
 };
 
+/// The median of [first, last) (copied, not reordered in place).
+double median(std::vector<double>::const_iterator first, std::vector<double>::const_iterator last) {
+  std::vector<double> v(first, last);
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
 /// The timing loop every contestant goes through.
 class Timer {
 public:
@@ -445,11 +454,27 @@ public:
 
   cudaStream_t stream() const { return stream_; }
 
-  /// Warm-up, then reps timed calls; `call` enqueues one call on stream() and writes an
-  /// es-byte result.
+  /// Warm-up, then reps timed calls in kChunks chunks; `call` enqueues one call on stream() and
+  /// writes an es-byte result. The median is the lowest of the chunks' medians.
+  ///
+  /// Why chunks: on an H100 a call of two dependent kernels (CUB's two passes, a two-pass finish)
+  /// took ~0.9 us longer in some runs of consecutive calls than in others, the same all through a
+  /// run and changed by what was enqueued before it (an odd count of calls per contestant made it
+  /// alternate between sizes; one empty kernel between runs could switch it). A memset and one
+  /// kernel were not affected. Before chunk c the stream gets (c & 1) empty kernels and (c >> 1)
+  /// 4-byte memsets, so each contestant is timed in more than one such state, and each is
+  /// reported in its best (docs/PERFORMANCE.md, "Timing two-kernel calls").
+  static constexpr int kChunks = 4;
   template <typename F> Stats time(bool cold, std::size_t es, F&& call) {
     std::vector<double> us;
+    std::vector<double> chunk_medians;
+    const int per_chunk = std::max(1, o_.reps / kChunks);
+    int chunk = 0, in_chunk = 0;
     for (int r = 0; r < o_.warmup + o_.reps; ++r) {
+      if (r >= o_.warmup && in_chunk == 0) {
+        for (int k = 0; k < (chunk & 1); ++k) spin_kernel<<<1, 32, 0, stream_>>>(0);
+        for (int k = 0; k < (chunk >> 1); ++k) CK(cudaMemsetAsync(d_out_, 0, es, stream_));
+      }
       if (cold) CK(cudaMemsetAsync(flush_, r & 0xff, flush_bytes_, stream_));
       CK(cudaMemsetAsync(d_out_, 0xff, es, stream_)); // poison: each call must write its result
       spin_kernel<<<1, 32, 0, stream_>>>((unsigned long long)(o_.spin_us * 1e3));
@@ -460,13 +485,18 @@ public:
       CK(cudaEventSynchronize(stop_));
       float ms = 0;
       CK(cudaEventElapsedTime(&ms, start_, stop_));
-      if (r >= o_.warmup) us.push_back(ms * 1e3);
+      if (r < o_.warmup) continue;
+      us.push_back(ms * 1e3);
+      // A chunk ends after per_chunk calls; the last one takes the remainder.
+      if (++in_chunk == per_chunk && chunk + 1 < kChunks) {
+        chunk_medians.push_back(median(us.end() - in_chunk, us.end()));
+        ++chunk, in_chunk = 0;
+      }
     }
-    std::sort(us.begin(), us.end());
+    if (in_chunk > 0) chunk_medians.push_back(median(us.end() - in_chunk, us.end()));
     Stats s;
-    const std::size_t m = us.size() / 2;
-    s.median_us = us.size() % 2 ? us[m] : (us[m - 1] + us[m]) / 2;
-    s.min_us = us.front();
+    s.median_us = *std::min_element(chunk_medians.begin(), chunk_medians.end());
+    s.min_us = *std::min_element(us.begin(), us.end());
     return s;
   }
 
@@ -623,7 +653,9 @@ int run(const Options& o) {
   std::printf("- **Date**: %s\n- **Command**: `%s`\n- **Tuning store**: %s\n", today().c_str(),
               o.command.c_str(), store.c_str());
   std::printf("- **Method**: CUDA events around one call, %d warm-up + %d timed calls per "
-              "contestant, median shown (min in the CSV); cold = `cudaMemsetAsync` of a %.0f MiB "
+              "contestant in 4 chunks, each after a different filler (none, an empty kernel, a memset, both: a "
+              "hidden state of the launch sequence adds ~0.9 us to two-kernel calls in some chunks), "
+              "the lowest chunk median shown (min in the CSV); cold = `cudaMemsetAsync` of a %.0f MiB "
               "buffer (2 x L2) before each call, hot = no flush; a %.0f us spin kernel before the "
               "start event hides the host's enqueue (the events time the GPU; host cost is in the "
               "overhead table). Data: integers uniform over all values (sums wrap), floats "
