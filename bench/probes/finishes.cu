@@ -7,7 +7,10 @@
 // ("atomic"; and, to price the initialisation, none at all: a wrong result, marked so); a ticket
 // counter whose last block reads a device accumulator ("ticket", no init); the last block
 // combining per-block partials ("last"); plain, L2::256B-prefetch and evict-first (ldcs) loads;
-// data-sized grids (u = loads per thread) or grids of occupancy x SMs; CUB's DeviceReduce::Sum
+// data-sized grids (u = loads per thread) or grids of occupancy x SMs; programmatic dependent
+// launch (sm_90+): a one-thread init kernel the reduction may overlap ("pdl initk"), a copy of a
+// device accumulator ("acc+pdl copy") and the two-pass finish's second kernel ("twopass pdl",
+// beside it launched plainly); CUB's DeviceReduce::Sum
 // and an empty kernel (the launch floor) beside them. Flushes: none (hot), a memset of 2 x L2
 // (nvbench's way; leaves L2 full of dirty lines), and that memset followed by a read of another
 // 2 x L2 buffer. Timing as in bench/bench.cu: a 40 us spin kernel, events around the call, median
@@ -56,7 +59,34 @@ __global__ void empty_k(float *out) {
 }
 __global__ void init_k(float *out) { *out = 0.f; }
 
-enum Fin { ATOMIC = 0, TICKET = 1, LAST = 2 };
+// Programmatic dependent launch (sm_90+): a kernel launched with the programmatic-serialization
+// attribute may start once every block of the kernel before it has issued launch_dependents (or
+// exited); griddepcontrol.wait then blocks until that kernel has completed and its writes are
+// visible. Without the attribute both are no-ops.
+__device__ __forceinline__ void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// The init kernel lets the reduction start at once; the reduction waits only before its atomic.
+__global__ void init_pdl_k(float *out) {
+  pdl_trigger();
+  *out = 0.f;
+}
+// After an ACC reduction: the accumulator (kept at zero between calls) into out, and reset.
+__global__ void copy_pdl_k(float *out, float *acc) {
+  pdl_wait();
+  *out = __ldcg(acc);
+  *acc = 0.f;
+}
+template <int B> __global__ void combine_pdl_k(const float *partials, unsigned count, float *out);
+
+enum Fin { ATOMIC = 0, TICKET = 1, LAST = 2, ATOMIC_PDL = 3, ACC = 4, PARTIALS = 5 };
 template <int B> __device__ float block_sum(float v) {
   __shared__ float w[B / 32];
   for (int o = 16; o; o >>= 1)
@@ -88,6 +118,8 @@ template <int H> __device__ __forceinline__ float4 load(const float4 *p) {
 template <int B, int U, int F, int H = 0>
 __global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n, float *out,
                                          float *acc_ws, unsigned *counter, float *partials) {
+  if (F == ACC || F == PARTIALS)
+    pdl_trigger(); // the finishing kernel may be scheduled now; it waits for this one
   const float4 *vin = reinterpret_cast<const float4 *>(in);
   size_t nv = n / 4, stride = (size_t)gridDim.x * B, i = blockIdx.x * (size_t)B + threadIdx.x;
   float a = 0.f;
@@ -108,9 +140,18 @@ __global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n,
   if (tid < n - nv * 4)
     a += in[nv * 4 + tid];
   a = block_sum<B>(a);
-  if (F == ATOMIC) {
-    if (threadIdx.x == 0)
+  if (F == ATOMIC || F == ATOMIC_PDL) {
+    if (threadIdx.x == 0) {
+      if (F == ATOMIC_PDL)
+        pdl_wait(); // the init kernel's store is visible
       atomicAdd(out, a);
+    }
+  } else if (F == ACC) {
+    if (threadIdx.x == 0)
+      atomicAdd(acc_ws, a);
+  } else if (F == PARTIALS) {
+    if (threadIdx.x == 0)
+      partials[blockIdx.x] = a;
   } else if (F == TICKET) {
     if (threadIdx.x == 0) {
       atomicAdd(acc_ws, a);
@@ -143,7 +184,34 @@ __global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n,
   }
 }
 
-int main() {
+template <int B> __global__ void combine_pdl_k(const float *partials, unsigned count, float *out) {
+  pdl_wait();
+  float s = 0.f;
+  for (unsigned k = threadIdx.x; k < count; k += B)
+    s += partials[k];
+  s = block_sum<B>(s);
+  if (threadIdx.x == 0)
+    *out = s;
+}
+
+// Launches k with the programmatic-serialization attribute.
+template <typename... P, typename... A>
+void launch_pdl(void (*k)(P...), unsigned grid, unsigned block, cudaStream_t s, A... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(block);
+  cfg.stream = s;
+  cudaLaunchAttribute at[1] = {};
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  CK(cudaLaunchKernelEx(&cfg, k, args...));
+}
+
+int main(int argc, char **argv) {
+  // probe_finishes [pdl]: "pdl" runs only the memset baseline and the PDL contestants, memset flush.
+  const bool pdl_only = argc > 1 && std::string(argv[1]) == "pdl";
   int sms;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   int l2;
@@ -257,6 +325,42 @@ int main() {
            red<256, 4, ATOMIC>
                <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
          }},
+        {"pdl initk+atomic occ u4 ldcs",
+         [&] {
+           init_pdl_k<<<1, 1, 0, s>>>(out);
+           launch_pdl(red<256, 4, ATOMIC_PDL, 2>, grid_of(256, 4, occ256), 256, s, in, n, out,
+                      accws, counter, partials);
+         }},
+        {"pdl initk+atomic data u2 ldcs",
+         [&] {
+           init_pdl_k<<<1, 1, 0, s>>>(out);
+           launch_pdl(red<256, 2, ATOMIC_PDL, 2>, grid_of(256, 2, 1 << 30), 256, s, in, n, out,
+                      accws, counter, partials);
+         }},
+        {"acc+pdl copy occ u4 ldcs",
+         [&] {
+           red<256, 4, ACC, 2>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
+           launch_pdl(copy_pdl_k, 1, 32, s, out, accws);
+         }},
+        {"twopass occ u4 ldcs",
+         [&] {
+           const unsigned g = grid_of(256, 4, occ256);
+           red<256, 4, PARTIALS, 2><<<g, 256, 0, s>>>(in, n, out, accws, counter, partials);
+           combine_pdl_k<256><<<1, 256, 0, s>>>(partials, g, out);
+         }},
+        {"twopass pdl occ u4 ldcs",
+         [&] {
+           const unsigned g = grid_of(256, 4, occ256);
+           red<256, 4, PARTIALS, 2><<<g, 256, 0, s>>>(in, n, out, accws, counter, partials);
+           launch_pdl(combine_pdl_k<256>, 1, 256, s, (const float *)partials, g, out);
+         }},
+        {"twopass pdl data u2 ldcs",
+         [&] {
+           const unsigned g = grid_of(256, 2, 1 << 30);
+           red<256, 2, PARTIALS, 2><<<g, 256, 0, s>>>(in, n, out, accws, counter, partials);
+           launch_pdl(combine_pdl_k<256>, 1, 256, s, (const float *)partials, g, out);
+         }},
         {"ticket occ u4",
          [&] {
            red<256, 4, TICKET>
@@ -299,8 +403,16 @@ int main() {
          }},
     };
     for (int fl = 0; fl < 3; ++fl) {
+      if (pdl_only && fl != 1)
+        continue;
       printf("n=%zu flush=%s\n", n, flushes[fl]);
       for (auto &c : cs) {
+        const std::string name = c.name;
+        if (pdl_only && name.find("pdl") == std::string::npos && name != "empty" &&
+            name != "cub" && name.find("(wrong") == std::string::npos &&
+            name != "ceil memset+atomic occ u4 ldcs" && name != "twopass occ u4 ldcs" &&
+            name != "last occ u4")
+          continue;
         std::vector<float> t;
         for (int r = 0; r < 53; ++r) {
           if (fl == 1)
