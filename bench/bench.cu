@@ -425,14 +425,6 @@ struct Device {
   double peak_gbps = 0;
 };
 
-/// The median of [first, last) (copied, not reordered in place).
-double median(std::vector<double>::const_iterator first, std::vector<double>::const_iterator last) {
-  std::vector<double> v(first, last);
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
 /// The timing loop every contestant goes through.
 class Timer {
 public:
@@ -489,11 +481,11 @@ public:
       us.push_back(ms * 1e3);
       // A chunk ends after per_chunk calls; the last one takes the remainder.
       if (++in_chunk == per_chunk && chunk + 1 < kChunks) {
-        chunk_medians.push_back(median(us.end() - in_chunk, us.end()));
+        chunk_medians.push_back(rt_bench::median({us.end() - in_chunk, us.end()}));
         ++chunk, in_chunk = 0;
       }
     }
-    if (in_chunk > 0) chunk_medians.push_back(median(us.end() - in_chunk, us.end()));
+    if (in_chunk > 0) chunk_medians.push_back(rt_bench::median({us.end() - in_chunk, us.end()}));
     Stats s;
     s.median_us = *std::min_element(chunk_medians.begin(), chunk_medians.end());
     s.min_us = *std::min_element(us.begin(), us.end());

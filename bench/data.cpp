@@ -1,5 +1,5 @@
-// reduce-tune bench: input data and CPU reference, spread over the host's cores (2^30 elements
-// take a few seconds on one).
+// reduce-tune bench: input data, CPU reference and the timings' median; the first two spread over the
+// host's cores (2^30 elements take a few seconds on one).
 //
 // Not kernels/reference.h's make_input / reference: that data depends on n (spikes at the last
 // element and at power-of-two edges), so every size would need its own fill of up to 8 GiB, and
@@ -165,6 +165,12 @@ template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op 
 // Yet one dropped or doubled element (|x| ~ 0.5) moves the sum by about sum|x| / n, which is
 // above 1e-13 sum|x| for every n < 2^43: the float64 check still sees it.
 double sum_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-13 : 1e-6; }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
 
 std::unique_ptr<std::byte[]> make_data(DType dtype, std::uint64_t n, std::uint64_t seed) {
   std::unique_ptr<std::byte[]> a(new std::byte[n * reduce_tune::size_of(dtype)]);

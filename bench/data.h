@@ -1,4 +1,5 @@
-// reduce-tune bench: the input data and the CPU reference every contestant is checked against.
+// reduce-tune bench: the input data, the CPU reference every contestant is checked against, and
+// the median the timings are reduced to.
 #pragma once
 
 #include "reduce_tune/config.h"
@@ -7,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace rt_bench {
 
@@ -60,5 +62,8 @@ Verdict check(const Reference& ref, std::uint64_t got_bits);
 
 /// eps of the float-sum check: 1e-6 for float32, 1e-13 for float64 (data.cpp says why).
 double sum_tolerance(reduce_tune::DType dtype);
+
+/// The median of `v` (the mean of the middle two for an even count); v must not be empty.
+double median(std::vector<double> v);
 
 } // namespace rt_bench

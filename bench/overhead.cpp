@@ -4,6 +4,8 @@
 // cached lookup, the workspace lease, the result copy and the event that guards the workspace.
 #include "bench/overhead.h"
 
+#include "bench/data.h"
+
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
@@ -26,12 +28,6 @@ CompileCache open_cache() {
   } catch (const std::filesystem::filesystem_error&) {
     return CompileCache({}); // no cache: every load compiles
   }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 /// Wall-clock microseconds per call of `body`, `calls` calls then one synchronisation (or one
@@ -118,11 +114,11 @@ Overhead OverheadBench::measure(Reducer& reducer, DType dtype, Op op, const void
     ds.push_back(per_call_us(s, sync_calls, true, direct));
     ls.push_back(per_call_us(s, sync_calls, true, library));
   }
-  o.direct_us = median(d);
-  o.direct_copy_us = median(dc);
-  o.library_us = median(lib);
-  o.direct_sync_us = median(ds);
-  o.library_sync_us = median(ls);
+  o.direct_us = rt_bench::median(d);
+  o.direct_copy_us = rt_bench::median(dc);
+  o.library_us = rt_bench::median(lib);
+  o.direct_sync_us = rt_bench::median(ds);
+  o.library_sync_us = rt_bench::median(ls);
 
   // The results of both paths, for the caller's check: poison, run once more, read back.
   // One element of each output (ws.out() holds 8 bytes, d_out at least one element).
