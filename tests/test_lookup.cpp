@@ -4,10 +4,10 @@
 
 #include "kernels/catalogue.h"
 #include "runtime/lookup.h"
+#include "tests/fixtures.h"
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 using namespace reduce_tune;
 namespace fs = std::filesystem;
@@ -107,19 +107,7 @@ db::Store fixture() {
 std::string key_of(const Choice& c) { return key(c.config); }
 
 /// A unique path under the temp directory, removed (with any WAL side files) at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() /
-           ("reduce-tune-lookup-" + std::to_string(rd()) + "-" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using reduce_tune::testing::TempDir;
 
 } // namespace
 

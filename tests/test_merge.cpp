@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "db/store.h"
+#include "tests/fixtures.h"
 
 #include <sqlite3.h>
 
@@ -11,27 +12,13 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <random>
 
 using namespace reduce_tune::db;
 namespace fs = std::filesystem;
 
 namespace {
 
-/// A directory under the temp directory, removed when done.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("reduce-tune-merge-" + std::to_string(rd()) + "-" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using reduce_tune::testing::TempDir;
 
 std::string bytes_of(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -58,17 +45,8 @@ void raw_exec(const std::string& path, const std::string& sql) {
 }
 
 DeviceRecord gpu(const std::string& uuid, const std::string& name, const std::string& host) {
-  DeviceRecord d;
-  d.uuid = uuid;
+  DeviceRecord d = reduce_tune::testing::h100_record(uuid);
   d.name = name;
-  d.cc_major = 9;
-  d.sm_count = 132;
-  d.l2_bytes = 50 << 20;
-  d.total_mem_bytes = 80'000'000'000;
-  d.mem_clock_khz = 2'619'000;
-  d.bus_width_bits = 5120;
-  d.peak_gbps = 3352.3;
-  d.driver_version = 13000;
   d.host = host;
   return d;
 }

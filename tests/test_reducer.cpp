@@ -12,12 +12,12 @@
 #include "kernels/reference.h"
 #include "reduce_tune/reducer.h"
 #include "runtime/lookup.h"
+#include "tests/fixtures.h"
 
 #include <atomic>
 #include <filesystem>
 #include <limits>
 #include <mutex>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -41,19 +41,7 @@ struct Gpu {
 };
 
 /// A unique directory under the temp directory, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() /
-           ("reduce-tune-reducer-" + std::to_string(rd()) + "-" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using reduce_tune::testing::TempDir;
 
 /// Options whose store does not exist: every lookup gives the built-in default.
 Options without_store(const TempDir& dir) {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "db/store.h"
+#include "tests/fixtures.h"
 
 #include <sqlite3.h>
 
@@ -54,19 +55,9 @@ void raw_exec(const std::string& path, const std::string& sql) {
 }
 
 DeviceRecord gpu(const std::string& uuid, int cc_major = 9, int cc_minor = 0) {
-  DeviceRecord d;
-  d.uuid = uuid;
-  d.name = "NVIDIA H100 80GB HBM3";
+  DeviceRecord d = reduce_tune::testing::h100_record(uuid);
   d.cc_major = cc_major;
   d.cc_minor = cc_minor;
-  d.sm_count = 132;
-  d.l2_bytes = 50 << 20;
-  d.total_mem_bytes = 85'000'000'000;
-  d.mem_clock_khz = 2'619'000;
-  d.bus_width_bits = 5120;
-  d.peak_gbps = 3352.3;
-  d.driver_version = 13000;
-  d.host = "node7";
   return d;
 }
 
