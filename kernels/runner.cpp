@@ -105,10 +105,11 @@ namespace {
 
 /// Sets `out` to the identity before an atomic finish. A memset: on the H100 it adds ~0.7 us to a
 /// call, a one-thread init kernel ~1.7 us, cuStreamWriteValue32 ~1.8 us. An init kernel that lets
-/// the reduction launch programmatically measured 0.1-0.2 us under the memset in the probe, but
-/// through this path it cost ~0.9 us more at every other size of a bench run (an effect not
-/// understood), so it is not used (bench/probes/finishes.cu, docs/PERFORMANCE.md). 8-byte
-/// identities are two 32-bit words; out is aligned to its element.
+/// the reduction launch programmatically measured 0.1-0.2 us under the memset in the probe, but it
+/// makes the call two kernels, and two-kernel calls paid ~0.9 us more in some runs of calls, which
+/// a memset and one kernel never did, so it is not used (bench/probes/finishes.cu;
+/// docs/PERFORMANCE.md, "Two-kernel calls have two states"). 8-byte identities are two 32-bit
+/// words; out is aligned to its element.
 void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s) {
   const std::uint64_t bits = identity(dtype, op).bits;
   const unsigned lo = unsigned(bits), hi = unsigned(bits >> 32);
