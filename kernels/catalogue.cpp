@@ -30,8 +30,14 @@ constexpr Tail kShuffleTails[] = {Tail::shfl, Tail::redux};
 constexpr Finish kMaterialFinishes[] = {Finish::host, Finish::atomic};
 constexpr Finish kAtomicOnly[] = {Finish::atomic};
 constexpr Finish kModernFinishes[] = {Finish::lastblock, Finish::twopass, Finish::atomic,
-                                      Finish::host};
-constexpr Finish kSweptModernFinishes[] = {Finish::lastblock, Finish::atomic};
+                                      Finish::host, Finish::firstblock};
+// The sweep's finishes for the vector variants: the first-block finish saves the atomic finish's
+// memset, but its ticket is one more same-address atomic per block, which costs more than the
+// memset from a few thousand blocks (bench/probes/finishes.cu, "self"). Grid-stride grids stay
+// under 8 blocks per SM (and are data-sized below that), so they take it; data-sized grids, which
+// win only at large n with many blocks, keep the memset.
+constexpr Finish kSweptDataGridFinishes[] = {Finish::lastblock, Finish::atomic};
+constexpr Finish kSweptStrideGridFinishes[] = {Finish::lastblock, Finish::firstblock};
 
 constexpr unsigned kTree = P_BLOCK | P_FINISH;
 constexpr unsigned kUnrolled = P_BLOCK | P_UNROLL | P_TAIL | P_FINISH;
@@ -182,7 +188,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (!contains(v.finishes, c.finish))
     return "finish " + std::string(name(c.finish)) + " is not available for " +
            std::string(v.name);
-  const bool atomic = c.finish == Finish::atomic;
+  const bool atomic = c.finish == Finish::atomic || c.finish == Finish::firstblock;
   if (atomic && t.dtype == DType::f64 && t.op == Op::sum && t.cc < 60)
     return "double-precision atomicAdd needs sm_60";
   if (atomic && t.dtype == DType::i64 && t.op != Op::sum && t.cc < 35)
@@ -197,8 +203,6 @@ std::vector<Config> space(const Variant& v) {
                                      : std::span<const int>(kBlocks);
   const std::span<const int> vecs =
       takes(v, P_VEC) ? std::span<const int>(kSweptVecs) : std::span<const int>(kU1);
-  const std::span<const Finish> finishes =
-      takes(v, P_VEC) ? std::span<const Finish>(kSweptModernFinishes) : v.finishes;
   const std::span<const int> grids =
       !takes(v, P_GRID) ? std::span<const int>(kU1)
       : v.name == "multi_seq" ? std::span<const int>(kMultiSeqGrids)
@@ -209,14 +213,16 @@ std::vector<Config> space(const Variant& v) {
       for (int x : vecs)
         for (int g : grids)
           for (Tail tail : v.tails)
-            for (Finish f : finishes)
+            for (Finish f : !takes(v, P_VEC) ? v.finishes
+                            : g == 0         ? std::span<const Finish>(kSweptDataGridFinishes)
+                                             : std::span<const Finish>(kSweptStrideGridFinishes))
               out.push_back(Config{std::string(v.name), b, u, x, takes(v, P_GRID) ? g : 0, tail, f});
   return out;
 }
 
 bool deterministic(const Config& c, DType dtype) {
   // Integer arithmetic is associative; floating-point atomics combine in arrival order.
-  return !(is_float(dtype) && c.finish == Finish::atomic);
+  return !(is_float(dtype) && (c.finish == Finish::atomic || c.finish == Finish::firstblock));
 }
 
 LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {
@@ -233,7 +239,7 @@ LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {
   p.partials = c.finish == Finish::host || c.finish == Finish::twopass ||
                c.finish == Finish::lastblock;
   p.second_pass = c.finish == Finish::twopass && p.grid > 1; // one block writes the result
-  p.counter = c.finish == Finish::lastblock;
+  p.counter = c.finish == Finish::lastblock || c.finish == Finish::firstblock;
   p.host_finish = c.finish == Finish::host;
   p.scratch = v.in_place;
   return p;
@@ -252,7 +258,8 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
     thread = ceil_div(n, grid * c.block * c.unroll * c.vec) * c.vec + c.unroll;
   switch (c.finish) {
   case Finish::host: finish = 1; break; // partials combined in double, then rounded once
-  case Finish::atomic: finish = grid; break;
+  case Finish::atomic:
+  case Finish::firstblock: finish = grid; break;
   case Finish::twopass:
   case Finish::lastblock: finish = ceil_div(grid, c.block) + log_block; break;
   }

@@ -49,7 +49,8 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t);
 /// The configurations the sweep tries for a variant (valid or not, so that invalid points are
 /// reported with their reason). For `vectorized` and `streaming` it is a subset of what the
 /// validity rules admit (v1, b1024 and the host and two-pass finishes are valid but never won on
-/// the GPUs measured).
+/// the GPUs measured; the atomic finish is tried with data-sized grids, the first-block finish
+/// with grid-stride ones).
 std::vector<Config> space(const Variant& v);
 
 /// Whether the same input always gives the same bits (no floating-point atomics).
@@ -63,7 +64,7 @@ struct LaunchPlan {
   bool init_out = false;        ///< set the result to the identity first (atomic finish)
   bool partials = false;        ///< needs grid partials
   bool second_pass = false;     ///< run rt_combine_partials after (twopass over > 1 block)
-  bool counter = false;         ///< needs a zeroed counter word (lastblock)
+  bool counter = false;         ///< needs the zeroed finish state (lastblock, firstblock)
   bool host_finish = false;     ///< partials combined on the host
   bool scratch = false;         ///< in-place: runs on a copy of the input
 };

@@ -32,9 +32,9 @@ constexpr std::array<std::pair<Op, std::string_view>, 3> kOps{{
 constexpr std::array<std::pair<Tail, std::string_view>, 5> kTails{{
     {Tail::none, "none"}, {Tail::volatile_, "volatile"}, {Tail::syncwarp, "syncwarp"},
     {Tail::shfl, "shfl"}, {Tail::redux, "redux"}}};
-constexpr std::array<std::pair<Finish, std::string_view>, 4> kFinishes{{
+constexpr std::array<std::pair<Finish, std::string_view>, 5> kFinishes{{
     {Finish::host, "host"}, {Finish::atomic, "atomic"}, {Finish::twopass, "twopass"},
-    {Finish::lastblock, "lastblock"}}};
+    {Finish::lastblock, "lastblock"}, {Finish::firstblock, "firstblock"}}};
 
 // "b256" -> 256 when the prefix matches and the rest is a plain positive decimal.
 std::optional<int> number_after(std::string_view tok, char prefix) {

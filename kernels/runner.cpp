@@ -84,9 +84,9 @@ void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n) {
   const std::size_t es = size_of(dtype);
   if (out_.size() < 8) out_ = cuda::Buffer(8);
   if (p.partials && partials_.size() < p.grid * es) partials_ = cuda::Buffer(p.grid * es);
-  if (p.counter && counter_.size() < 4) {
-    counter_ = cuda::Buffer(4);
-    RT_CU(cuMemsetD32Async(counter_.get(), 0, 1, nullptr));
+  if (p.counter && counter_.size() < kFinishStateBytes) {
+    counter_ = cuda::Buffer(kFinishStateBytes);
+    RT_CU(cuMemsetD8Async(counter_.get(), 0, kFinishStateBytes, nullptr));
     RT_CU(cuCtxSynchronize());
   }
   if (p.scratch && scratch_.size() < n * es) scratch_ = cuda::Buffer(n * es);

@@ -73,11 +73,13 @@ public:
   void reserve(const LaunchPlan& p, DType dtype, std::uint64_t n);
   CUdeviceptr partials() const { return partials_.get(); }
   CUdeviceptr out() const { return out_.get(); }
+  /// The last-block and first-block finishes' state: zeroed once, then kept by the kernels.
   CUdeviceptr counter() const { return counter_.get(); }
   CUdeviceptr scratch() const { return scratch_.get(); }
   HostArray& host_partials() { return host_partials_; }
 
 private:
+  static constexpr std::size_t kFinishStateBytes = 16; // templates/common.cuh, rt_first_state
   cuda::Buffer partials_, out_, counter_, scratch_;
   HostArray host_partials_;
 };

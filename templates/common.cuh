@@ -3,7 +3,8 @@
 // then this file, then the variant's template. Every kernel has the same signature:
 //   rt_reduce(in, work, partials, out, n, counter)
 // `work` is a scratch copy of `in` for in-place variants; `partials` holds one value per block;
-// `out` is the final value; `counter` is a zeroed word for the last-block finish.
+// `out` is the final value; `counter` points at 16 zeroed bytes for the last-block and first-block
+// finishes, which leave them as they need them for the next launch.
 
 typedef unsigned long long rt_size;
 
@@ -210,10 +211,90 @@ __device__ __forceinline__ T rt_block_reduce(T v) {
 
 // ---- finishing: one value per block becomes the result ------------------------------------
 
+// The first-block finish: an atomic finish that sets the result itself, so nothing runs before the
+// launch (a memset of the result costs ~0.7 us of a ~7 us call on an H100). `counter` holds a ticket
+// word (generation << 32 | blocks arrived) and a ready word. Thread 0 of each block takes a ticket
+// as the block starts; the first to arrive sets the result to the identity and publishes
+// ready = generation + 1; the last to arrive moves the word on to the next generation with none
+// arrived, so the state is ready for the next launch whatever its grid, with no host step. Before
+// its atomic each block waits until ready holds its generation's value: it only waits on the first
+// block, which is running (it took a ticket), so any grid size is safe. Other finishes compile the
+// ticket away.
+struct rt_ticket {
+  unsigned long long word; // the ticket word as this block found it
+  unsigned ready;          // ready as last read
+};
+#if defined(RT_FINISH_FIRSTBLOCK)
+struct rt_first_state {
+  unsigned long long ticket;
+  unsigned ready;
+};
+__device__ __forceinline__ unsigned rt_load_acquire(const unsigned* p) {
+#if __CUDA_ARCH__ >= 700
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  const unsigned v = *reinterpret_cast<const volatile unsigned*>(p);
+  __threadfence();
+  return v;
+#endif
+}
+__device__ __forceinline__ void rt_store_release(unsigned* p, unsigned v) {
+#if __CUDA_ARCH__ >= 700
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  __threadfence();
+  *reinterpret_cast<volatile unsigned*>(p) = v;
+#endif
+}
+#endif
+
+// Called by every thread as the block starts.
+__device__ __forceinline__ rt_ticket rt_finish_start(T* out, unsigned* counter) {
+  rt_ticket t = {0, 0};
+#if defined(RT_FINISH_FIRSTBLOCK)
+  if (threadIdx.x == 0 && gridDim.x > 1) {
+    rt_first_state* st = reinterpret_cast<rt_first_state*>(counter);
+    t.word = atomicAdd(&st->ticket, 1ull);
+    if (unsigned(t.word) == gridDim.x - 1) atomicAdd(&st->ticket, (1ull << 32) - gridDim.x);
+    if (unsigned(t.word) == 0) {
+      *out = rt_identity();
+      rt_store_release(&st->ready, unsigned(t.word >> 32) + 1);
+    }
+  }
+#endif
+  return t;
+}
+
+// Called by every thread before the block reduction, whose time hides the read of ready (the first
+// block has long published it by then, except in the smallest grids).
+__device__ __forceinline__ rt_ticket rt_finish_peek(rt_ticket t, unsigned* counter) {
+#if defined(RT_FINISH_FIRSTBLOCK)
+  if (threadIdx.x == 0 && gridDim.x > 1)
+    t.ready = rt_load_acquire(&reinterpret_cast<rt_first_state*>(counter)->ready);
+#endif
+  return t;
+}
+
 // Called by every thread of every block with the block's value in thread 0.
-__device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsigned* counter) {
+// `ticket` is the first-block finish's (rt_finish_start, rt_finish_peek); other finishes ignore it.
+__device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsigned* counter,
+                                                rt_ticket ticket = rt_ticket{0, 0}) {
 #if defined(RT_FINISH_ATOMIC)
   if (threadIdx.x == 0) rt_atomic_combine(out, v);
+#elif defined(RT_FINISH_FIRSTBLOCK)
+  if (threadIdx.x != 0) return;
+  if (gridDim.x == 1) { // one block: its value is the result, the state is left untouched
+    *out = v;
+    return;
+  }
+  const unsigned want = unsigned(ticket.word >> 32) + 1;
+  rt_first_state* st = reinterpret_cast<rt_first_state*>(counter);
+  if (ticket.ready != want)
+    while (rt_load_acquire(&st->ready) != want) {
+    }
+  rt_atomic_combine(out, v);
 #elif defined(RT_FINISH_HOST)
   if (threadIdx.x == 0) partials[blockIdx.x] = v;
 #elif defined(RT_FINISH_TWOPASS)

@@ -29,6 +29,7 @@ __device__ __forceinline__ rt_vec rt_load(const rt_vec* p) {
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
 rt_reduce(RT_REDUCE_PARAMS) {
   rt_pdl_trigger(); // the two-pass finish's second kernel may launch now (it waits for this one)
+  rt_ticket ticket = rt_finish_start(out, counter);
   const unsigned tid = threadIdx.x;
   // Elements before the first vector-aligned address.
   const rt_size misalign = (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC;
@@ -72,5 +73,6 @@ rt_reduce(RT_REDUCE_PARAMS) {
   T v = acc[0];
 #pragma unroll
   for (int k = 1; k < RT_UNROLL; ++k) v = rt_combine(v, acc[k]);
-  rt_finish_block(rt_block_reduce(v), partials, out, counter);
+  ticket = rt_finish_peek(ticket, counter);
+  rt_finish_block(rt_block_reduce(v), partials, out, counter, ticket);
 }

@@ -148,6 +148,43 @@ TEST_CASE("every valid configuration compiles with NVRTC for sm_75 and sm_90", "
   }
 }
 
+TEST_CASE("the first-block finish: an atomic finish with no init, for the vector variants",
+          "[catalogue]") {
+  auto reason = [](const char* k, Target t) { return invalid_reason(cfg(k), t).value_or(""); };
+  const Target t = sm(90);
+  const LaunchPlan p = plan(cfg("vectorized.b256.u4.v4.g8.shfl.firstblock"), t, 1 << 20);
+  CHECK_FALSE(p.init_out); // the kernel sets the result itself
+  CHECK(p.counter);        // from its state in the workspace
+  CHECK_FALSE(p.partials);
+  CHECK(plan(cfg("vectorized.b256.u4.v4.g8.shfl.atomic"), t, 1 << 20).init_out);
+  CHECK(deterministic(cfg("streaming.b256.u4.v4.g8.redux.firstblock"), DType::i32));
+  CHECK_FALSE(deterministic(cfg("streaming.b256.u4.v4.g8.shfl.firstblock"), DType::f32));
+  CHECK(reason("streaming.b256.u4.v2.g4.shfl.firstblock", sm(90, DType::f64)).empty());
+  CHECK_THAT(reason("unroll_warps.b256.u8.shfl.firstblock", t), Catch::Contains("not available"));
+  CHECK_THAT(reason("vectorized.b256.u4.v2.g4.shfl.firstblock", sm(50, DType::f64)),
+             Catch::Contains("sm_60"));
+  CHECK_THAT(render(cfg("vectorized.b256.u4.v4.g8.shfl.firstblock"), DType::f32, Op::sum),
+             Catch::Contains("#define RT_FINISH_FIRSTBLOCK 1"));
+  // The sweep: the memset's atomic finish with data-sized grids (many blocks at large n), the
+  // first-block finish with grid-stride ones (at most 8 blocks per SM).
+  for (const char* name : {"vectorized", "streaming"}) {
+    int first = 0, atomic = 0;
+    for (const Config& c : space(*find_variant(name))) {
+      INFO(key(c));
+      if (c.finish == Finish::firstblock) {
+        CHECK(c.grid > 0);
+        ++first;
+      }
+      if (c.finish == Finish::atomic) {
+        CHECK(c.grid == 0);
+        ++atomic;
+      }
+    }
+    CHECK(first > 0);
+    CHECK(first == 2 * atomic); // two grid-stride sizes for one data-sized
+  }
+}
+
 TEST_CASE("a two-pass finish over one block has no second pass", "[catalogue]") {
   // The one block writes the result itself (templates/common.cuh, rt_finish_block).
   const Config two = cfg("vectorized.b256.u4.v4.g0.shfl.twopass");

@@ -4,6 +4,8 @@
 
 #include "tests/gpu_fixture.h"
 
+#include <cstring>
+
 using namespace reduce_tune;
 using testing::Gpu;
 using testing::gpu;
@@ -98,6 +100,65 @@ TEST_CASE("the two-pass finish, one block or many, its second kernel launched pr
       INFO(name(d) << " " << name(op));
       CHECK(check_configs(d, op, sizes, configs) == configs.size() * sizes.size());
     }
+}
+
+TEST_CASE("the first-block finish keeps its state right over back-to-back launches of any grid",
+          "[gpu]") {
+  // Its ticket and ready words live in the workspace and are left ready by each launch, whatever
+  // its grid; the last-block finish shares the same bytes. Launches of every shape are queued back
+  // to back on one stream with no host step between them, each into its own result slot, then all
+  // results are checked.
+  Gpu& g = gpu();
+  std::vector<Config> configs;
+  for (const char* k : {"vectorized.b128.u1.v2.g0.shfl.firstblock", // many blocks at large n
+                        "streaming.b256.u4.v2.g8.shfl.firstblock", "vectorized.b512.u2.v2.g4.shfl.firstblock",
+                        "vectorized.b256.u4.v2.g0.shfl.lastblock"})
+    configs.push_back(*parse_key(k));
+  const std::vector<std::uint64_t> sizes = {1, 1000, 4097, (1u << 20) + 1, (1u << 22) + 3};
+  for (auto [d, op] : {std::pair{DType::i32, Op::sum}, std::pair{DType::f32, Op::sum},
+                       std::pair{DType::u32, Op::max}, std::pair{DType::f64, Op::min}}) {
+    INFO(name(d) << " " << name(op));
+    const Target t = g.target(d, op);
+    const std::size_t es = size_of(d);
+    std::vector<Kernel> kernels;
+    for (const Config& c : configs) kernels.push_back(g.loader.load(c, d, op));
+    std::vector<HostArray> data;
+    std::vector<cuda::Buffer> inputs;
+    Workspace ws;
+    for (std::uint64_t n : sizes) {
+      data.push_back(make_input(d, n, 77 + n));
+      inputs.emplace_back(n * es);
+      RT_CU(cuMemcpyHtoD(inputs.back().get(), data.back().bytes.data(), n * es));
+      for (const Config& c : configs) ws.reserve(plan(c, t, n), d, n); // no reallocation below
+    }
+    const int rounds = 3;
+    const std::size_t slots = rounds * sizes.size() * configs.size();
+    cuda::Buffer results(slots * es);
+    RT_CU(cuMemsetD8Async(results.get(), 0xA5, slots * es, g.stream.get()));
+    std::size_t slot = 0;
+    for (int r = 0; r < rounds; ++r)
+      for (std::size_t i = 0; i < sizes.size(); ++i)
+        for (std::size_t k = 0; k < configs.size(); ++k)
+          enqueue(kernels[k], plan(configs[k], t, sizes[i]), inputs[i].get(), sizes[i], ws,
+                  g.stream.get(), results.get() + es * slot++);
+    std::vector<unsigned char> got(slots * es);
+    RT_CU(cuMemcpyDtoHAsync(got.data(), results.get(), got.size(), g.stream.get()));
+    RT_CU(cuStreamSynchronize(g.stream.get()));
+    slot = 0;
+    for (int r = 0; r < rounds; ++r)
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const Reference ref = reference(data[i], op);
+        for (std::size_t k = 0; k < configs.size(); ++k) {
+          Scalar v;
+          v.dtype = d;
+          std::memcpy(&v.bits, got.data() + es * slot++, es);
+          const Check c = check(ref, v, op, summation_depth(configs[k], t, sizes[i]));
+          INFO(key(configs[k]) << " n=" << sizes[i] << " round " << r << ": got " << c.observed
+                               << ", expected " << c.expected);
+          CHECK(c.ok);
+        }
+      }
+  }
 }
 
 TEST_CASE("vectorized loads handle an unaligned start", "[gpu]") {

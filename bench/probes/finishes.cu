@@ -86,7 +86,46 @@ __global__ void copy_pdl_k(float *out, float *acc) {
 }
 template <int B> __global__ void combine_pdl_k(const float *partials, unsigned count, float *out);
 
-enum Fin { ATOMIC = 0, TICKET = 1, LAST = 2, ATOMIC_PDL = 3, ACC = 4, PARTIALS = 5 };
+enum Fin { ATOMIC = 0, TICKET = 1, LAST = 2, ATOMIC_PDL = 3, ACC = 4, PARTIALS = 5, SELF = 6 };
+
+// The self-initialising atomic finish: no init before the launch. `st` (zeroed once) holds a ticket
+// word (generation << 32 | arrivals) and a ready word. Each block takes a ticket when it starts;
+// the block that arrives first sets the result to the identity and publishes ready = generation + 1
+// (release); the block that arrives last moves the word to the next generation with 0 arrivals.
+// Every block waits for its generation's ready (acquire) before its atomic. The first block is
+// running by definition, so no block waits on one that is not scheduled. Mode (M): 0 the first
+// block initialises at once (thread 0 waits for its ticket before its loads); 1 after its loads;
+// 2 as 0, with a relaxed read of ready issued before the block reduction (acquire re-read only if
+// it was not yet set); 3 that early read an acquire; 4 relaxed, then a fence when it matched (an
+// acquire pattern).
+struct SelfState {
+  unsigned long long ticket;
+  unsigned ready;
+};
+__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned ld_relaxed(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(unsigned *p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// After thread 0 took its ticket: the last to arrive moves the word to the next generation with no
+// arrivals; the first sets the result and publishes ready.
+__device__ __forceinline__ void self_settle(SelfState *st, unsigned long long old, float *out) {
+  if (unsigned(old) == gridDim.x - 1)
+    atomicAdd(&st->ticket, (1ull << 32) - gridDim.x);
+  if (unsigned(old) == 0) {
+    *out = 0.f;
+    st_release(&st->ready, unsigned(old >> 32) + 1);
+  }
+}
+
 template <int B> __device__ float block_sum(float v) {
   __shared__ float w[B / 32];
   for (int o = 16; o; o >>= 1)
@@ -115,11 +154,18 @@ template <int H> __device__ __forceinline__ float4 load(const float4 *p) {
   }
 }
 
-template <int B, int U, int F, int H = 0>
+template <int B, int U, int F, int H = 0, int M = 0>
 __global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n, float *out,
                                          float *acc_ws, unsigned *counter, float *partials) {
   if (F == ACC || F == PARTIALS)
     pdl_trigger(); // the finishing kernel may be scheduled now; it waits for this one
+  SelfState *st = reinterpret_cast<SelfState *>(counter);
+  unsigned long long ticket = 0;
+  if (F == SELF && threadIdx.x == 0 && gridDim.x > 1) {
+    ticket = atomicAdd(&st->ticket, 1ull);
+    if (M != 1)
+      self_settle(st, ticket, out);
+  }
   const float4 *vin = reinterpret_cast<const float4 *>(in);
   size_t nv = n / 4, stride = (size_t)gridDim.x * B, i = blockIdx.x * (size_t)B + threadIdx.x;
   float a = 0.f;
@@ -139,7 +185,32 @@ __global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n,
   size_t tid = blockIdx.x * (size_t)B + threadIdx.x;
   if (tid < n - nv * 4)
     a += in[nv * 4 + tid];
+  unsigned ready_seen = 0;
+  if (F == SELF && threadIdx.x == 0 && gridDim.x > 1) {
+    if (M == 1)
+      self_settle(st, ticket, out);
+    if (M == 2 || M == 4)
+      ready_seen = ld_relaxed(&st->ready);
+    if (M == 3)
+      ready_seen = ld_acquire(&st->ready);
+  }
   a = block_sum<B>(a);
+  if (F == SELF) {
+    if (threadIdx.x == 0) {
+      if (gridDim.x == 1) {
+        *out = a;
+      } else {
+        const unsigned ready_want = unsigned(ticket >> 32) + 1;
+        if (M < 2 || ready_seen != ready_want)
+          while (ld_acquire(&st->ready) != ready_want) {
+          }
+        else if (M == 4)
+          asm volatile("fence.acq_rel.gpu;" ::: "memory"); // relaxed read + fence: acquire
+        atomicAdd(out, a);
+      }
+    }
+    return;
+  }
   if (F == ATOMIC || F == ATOMIC_PDL) {
     if (threadIdx.x == 0) {
       if (F == ATOMIC_PDL)
@@ -210,8 +281,10 @@ void launch_pdl(void (*k)(P...), unsigned grid, unsigned block, cudaStream_t s, 
 }
 
 int main(int argc, char **argv) {
-  // probe_finishes [pdl]: "pdl" runs only the memset baseline and the PDL contestants, memset flush.
-  const bool pdl_only = argc > 1 && std::string(argv[1]) == "pdl";
+  // probe_finishes [pdl|self]: "pdl" runs only the memset baseline and the PDL contestants, memset
+  // flush; "self" the memset baselines and the self-initialising finish, memset flush, twice.
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const bool pdl_only = mode == "pdl", self_only = mode == "self";
   int sms;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   int l2;
@@ -229,6 +302,9 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&accws, 8));
   CK(cudaMalloc(&partials, 1 << 20));
   CK(cudaMalloc(&counter, 8));
+  unsigned *selfst; // SelfState, zeroed once
+  CK(cudaMalloc(&selfst, sizeof(SelfState)));
+  CK(cudaMemset(selfst, 0, sizeof(SelfState)));
   CK(cudaMemset(accws, 0, 8));
   CK(cudaMemset(counter, 0, 8));
   size_t maxn = 1ull << 24;
@@ -361,6 +437,53 @@ int main(int argc, char **argv) {
            red<256, 2, PARTIALS, 2><<<g, 256, 0, s>>>(in, n, out, accws, counter, partials);
            launch_pdl(combine_pdl_k<256>, 1, 256, s, (const float *)partials, g, out);
          }},
+        {"self occ u4 ldcs",
+         [&] {
+           red<256, 4, SELF, 2, 0>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
+         }},
+        {"self late occ u4 ldcs",
+         [&] {
+           red<256, 4, SELF, 2, 1>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
+         }},
+        {"self early-poll occ u4 ldcs",
+         [&] {
+           red<256, 4, SELF, 2, 2>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
+         }},
+        {"self early-acquire occ u4 ldcs",
+         [&] {
+           red<256, 4, SELF, 2, 3>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
+         }},
+        {"self early-fence occ u4 ldcs",
+         [&] {
+           red<256, 4, SELF, 2, 4>
+               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
+         }},
+        {"self data u2 ldcs",
+         [&] {
+           red<256, 2, SELF, 2, 0>
+               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, selfst, partials);
+         }},
+        {"self early-poll data u2 ldcs",
+         [&] {
+           red<256, 2, SELF, 2, 2>
+               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, selfst, partials);
+         }},
+        {"ceil memset+atomic data u2 ldcs",
+         [&] {
+           CK(cudaMemsetAsync(out, 0, 4, s));
+           red<256, 2, ATOMIC, 2>
+               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
+         }},
+        {"memset+pdl atomic occ u4 ldcs",
+         [&] {
+           CK(cudaMemsetAsync(out, 0, 4, s));
+           launch_pdl(red<256, 4, ATOMIC_PDL, 2>, grid_of(256, 4, occ256), 256, s, in, n, out,
+                      accws, counter, partials);
+         }},
         {"ticket occ u4",
          [&] {
            red<256, 4, TICKET>
@@ -402,10 +525,10 @@ int main(int argc, char **argv) {
                <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
          }},
     };
-    for (int fl = 0; fl < 3; ++fl) {
-      if (pdl_only && fl != 1)
+    for (int fl = 0; fl < (self_only ? 3 : 2) + 1; ++fl) {
+      if ((pdl_only || self_only) && fl != 1 && !(self_only && fl == 3))
         continue;
-      printf("n=%zu flush=%s\n", n, flushes[fl]);
+      printf("n=%zu flush=%s\n", n, flushes[fl == 3 ? 1 : fl]);
       for (auto &c : cs) {
         const std::string name = c.name;
         if (pdl_only && name.find("pdl") == std::string::npos && name != "empty" &&
@@ -413,9 +536,15 @@ int main(int argc, char **argv) {
             name != "ceil memset+atomic occ u4 ldcs" && name != "twopass occ u4 ldcs" &&
             name != "last occ u4")
           continue;
+        if (self_only && name.find("self") == std::string::npos && name != "empty" &&
+            name != "cub" && name.find("(wrong") == std::string::npos &&
+            name.find("memset+") == std::string::npos)
+          continue;
+        if (self_only && name.find("L2::256B") != std::string::npos)
+          continue;
         std::vector<float> t;
         for (int r = 0; r < 53; ++r) {
-          if (fl == 1)
+          if (fl == 1 || fl == 3)
             CK(cudaMemsetAsync(flushA, r & 0xff, fb, s));
           if (fl == 2) {
             CK(cudaMemsetAsync(flushA, r & 0xff, fb, s));

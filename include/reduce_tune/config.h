@@ -27,6 +27,7 @@ enum class Finish {
   atomic,    ///< one atomic per block into the result (004)
   twopass,   ///< a second one-block kernel combines the partials (deterministic)
   lastblock, ///< the last block to finish combines the partials (deterministic, one launch)
+  firstblock, ///< atomic, with the result set by the first block to start (no init before)
 };
 
 std::string_view name(DType);
