@@ -65,8 +65,9 @@ else
     note "two-pass finish, programmatic vs plain launch, exit $?: $(grep -c '^| [0-9]' "$L/twopass-pdl.md") sizes"
   fi
   if [ -x $B/bench/probe_finishes ]; then
-    $B/bench/probe_finishes > "$L/probe-finishes.txt" 2>&1
-    note "probe_finishes exit $?"
+    # The finishes' init costs: the memset, none, the first-block finish (bench/probes/finishes.cu).
+    $B/bench/probe_finishes self > "$L/probe-finishes-self.txt" 2>&1
+    note "probe_finishes self exit $?"
   fi
   if command -v ncu > /dev/null && [ -x $B/bench/reduce_bench ]; then
     # Kernel-level profile of the three contestants (caches flushed and invalidated by ncu).
