@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -32,7 +31,6 @@ struct Row {
 struct Pick {
   Row row;
   Config config;
-  std::string how; ///< how it was chosen, when not simply the fastest at its size
 };
 
 /// Why a stored row cannot be used for `t` under `req`, or nullopt (and its configuration in *out).
@@ -83,64 +81,8 @@ private:
   std::vector<std::string> items_;
 };
 
-/// Between the tuned sizes lo < n < hi next to n: of the configurations usable at both, the one
-/// whose time relative to the fastest usable one at each size, interpolated in log n, is lowest at
-/// n. Configurations within a per cent of each other at one size can differ by several between
-/// sizes, so the fastest at the nearer size is not always a good pick in between; one good at both
-/// ends is. Ties go to the faster at the nearer size. None when n is tuned or outside the tuned
-/// range, or no configuration is usable at both sizes (then the nearest size decides).
-std::optional<Pick> pick_between(const std::map<std::uint64_t, std::vector<Row>>& by_size,
-                                 std::uint64_t n, const Target& t, const Requirements& req) {
-  const auto hi = by_size.lower_bound(n);
-  if (hi == by_size.end() || hi->first == n || hi == by_size.begin()) return std::nullopt;
-  const auto lo = std::prev(hi);
-  // The fastest usable row of each configuration at a size (rows are fastest first).
-  auto usable_rows = [&](const std::vector<Row>& rows) {
-    std::map<std::string, Pick> by_key;
-    for (const Row& r : rows) {
-      Config c;
-      if (!unusable(*r.m, t, req, &c)) by_key.emplace(r.m->key, Pick{r, c, {}});
-    }
-    return by_key;
-  };
-  const auto at_lo = usable_rows(lo->second), at_hi = usable_rows(hi->second);
-  if (at_lo.empty() || at_hi.empty()) return std::nullopt;
-  auto fastest = [](const std::map<std::string, Pick>& m) {
-    double best = INFINITY;
-    for (const auto& [key, p] : m) best = std::min(best, p.row.m->median_us);
-    return best;
-  };
-  const double best_lo = fastest(at_lo), best_hi = fastest(at_hi);
-  const double w_hi = std::log2(double(n) / double(lo->first)) /
-                      std::log2(double(hi->first) / double(lo->first));
-  const bool hi_nearer = nearer(hi->first, lo->first, n);
-  std::optional<Pick> choice;
-  double best_score = INFINITY, slow_lo = 0, slow_hi = 0;
-  for (const Row& r : (hi_nearer ? hi : lo)->second) {
-    const auto a = at_lo.find(r.m->key), b = at_hi.find(r.m->key);
-    if (a == at_lo.end() || b == at_hi.end()) continue;
-    const double rel_lo = a->second.row.m->median_us / best_lo;
-    const double rel_hi = b->second.row.m->median_us / best_hi;
-    const double score = (1 - w_hi) * rel_lo + w_hi * rel_hi;
-    if (score < best_score) {
-      best_score = score, slow_lo = rel_lo, slow_hi = rel_hi;
-      choice = hi_nearer ? b->second : a->second;
-    }
-  }
-  if (!choice) return std::nullopt;
-  char how[160];
-  std::snprintf(how, sizeof how,
-                "chosen between the tuned sizes %llu and %llu: %.1f %% and %.1f %% over the "
-                "fastest there",
-                static_cast<unsigned long long>(lo->first),
-                static_cast<unsigned long long>(hi->first), (slow_lo - 1) * 100, (slow_hi - 1) * 100);
-  choice->how = how;
-  return choice;
-}
-
-/// The configuration for n: between two tuned sizes, pick_between's; otherwise the fastest usable
-/// row at the size nearest to n that has one. Rows met before it (at nearer sizes, or faster at its
-/// size) are recorded in `passed`. `valid_rows` counts the candidates.
+/// The fastest usable row at the size nearest to n that has one. Rows met before it (at nearer
+/// sizes, or faster at its size) are recorded in `passed`. `valid_rows` counts the candidates.
 std::optional<Pick> pick(const std::vector<Source>& sources, std::uint64_t n, const Target& t,
                          const Requirements& req, PassedOver& passed, std::size_t& valid_rows) {
   std::map<std::uint64_t, std::vector<Row>> by_size;
@@ -157,14 +99,6 @@ std::optional<Pick> pick(const std::vector<Source>& sources, std::uint64_t n, co
   }
   std::sort(sizes.begin(), sizes.end(),
             [n](std::uint64_t a, std::uint64_t b) { return nearer(a, b, n); });
-  if (auto p = pick_between(by_size, n, t, req)) {
-    for (const Row& r : by_size[p->row.m->n]) { // unusable rows faster than it at its size
-      if (r.m == p->row.m) break;
-      Config c;
-      if (auto why = unusable(*r.m, t, req, &c)) passed.add(r.m->key, *why);
-    }
-    return p;
-  }
   for (const std::uint64_t size : sizes)
     for (const Row& r : by_size[size]) {
       Config c;
@@ -172,7 +106,7 @@ std::optional<Pick> pick(const std::vector<Source>& sources, std::uint64_t n, co
         passed.add(r.m->key, *why);
         continue;
       }
-      return Pick{r, c, {}};
+      return Pick{r, c};
     }
   return std::nullopt;
 }
@@ -186,7 +120,6 @@ Choice choice_of(const Pick& p, Match match, const PassedOver& passed) {
   c.gbps = p.row.m->gbps;
   c.device_name = p.row.source->name;
   if (!passed.empty()) c.note = "stored configurations passed over: " + passed.text();
-  if (!p.how.empty()) c.note = p.how + (c.note.empty() ? "" : "; " + c.note);
   return c;
 }
 

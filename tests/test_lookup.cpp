@@ -149,31 +149,6 @@ TEST_CASE("lookup: nearest tuned size on this GPU", "[lookup]") {
   CHECK(lookup(s, A, DType::f32, Op::sum, 0, {}).tuned_n == k20);
 }
 
-TEST_CASE("lookup: between two tuned sizes, a configuration good at both", "[lookup]") {
-  // X is the fastest at 2^22 by 1 % but 30 % slower than Y at 2^20; Y is best at 2^20.
-  db::Store s(":memory:");
-  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
-  const std::string x = "streaming.b512.u4.v4.g8.shfl.firstblock";
-  const std::string y = "vectorized.b256.u4.v4.g4.shfl.firstblock";
-  const std::uint64_t k22 = 1ull << 22;
-  add(s, A.uuid, {row(x, k20, 13.0), row(y, k20, 10.0), row(x, k22, 20.0), row(y, k22, 20.2),
-                  row(kInPlace, k22, 5.0)}); // the fastest at 2^22, unusable by default
-  Choice c = lookup(s, A, DType::f32, Op::sum, 1ull << 21, {});
-  CHECK(key_of(c) == y);
-  CHECK(c.match == Match::nearest_size);
-  CHECK(c.tuned_n == k22); // 2^21 is one octave from each: the larger size, as before
-  CHECK(c.median_us == 20.2);
-  CHECK_THAT(c.note, Catch::Contains("between the tuned sizes 1048576 and 4194304") &&
-                         Catch::Contains("0.0 % and 1.0 %") && Catch::Contains(kInPlace));
-  // Close to 2^22 its times weigh almost alone: X (1 % faster there) wins.
-  CHECK(key_of(lookup(s, A, DType::f32, Op::sum, k22 - 1000, {})) == x);
-  // Tuned sizes and sizes outside the tuned range keep the fastest at the nearest size.
-  CHECK(key_of(lookup(s, A, DType::f32, Op::sum, k22, {})) == x);
-  CHECK(lookup(s, A, DType::f32, Op::sum, k22, {}).note.find("between") == std::string::npos);
-  CHECK(key_of(lookup(s, A, DType::f32, Op::sum, 1ull << 24, {})) == x);
-  CHECK(key_of(lookup(s, A, DType::f32, Op::sum, 1ull << 18, {})) == y);
-}
-
 TEST_CASE("lookup: another GPU of the same compute capability", "[lookup]") {
   const db::Store s = fixture();
   const Choice c = lookup(s, B, DType::f32, Op::sum, k24, {});
