@@ -10,11 +10,14 @@
 // data-sized grids (u = loads per thread) or grids of occupancy x SMs; programmatic dependent
 // launch (sm_90+): a one-thread init kernel the reduction may overlap ("pdl initk"), a copy of a
 // device accumulator ("acc+pdl copy") and the two-pass finish's second kernel ("twopass pdl",
-// beside it launched plainly); CUB's DeviceReduce::Sum
+// beside it launched plainly); the self-initialising ("first-block") atomic finish in five forms
+// (see SelfState) and, for the preferred shared-memory carveout, empty kernels with shared memory
+// and one first-block form with the carveout at 0 and 100 %; CUB's DeviceReduce::Sum
 // and an empty kernel (the launch floor) beside them. Flushes: none (hot), a memset of 2 x L2
 // (nvbench's way; leaves L2 full of dirty lines), and that memset followed by a read of another
 // 2 x L2 buffer. Timing as in bench/bench.cu: a 40 us spin kernel, events around the call, median
-// of 50 after 3 warm-ups; each result is checked (except the marked one).
+// of 50 after 3 warm-ups; each result is checked (except the marked one). Modes: none (all), "pdl",
+// "self" (the memset baselines, the first-block finish and the carveout, memset flush, twice).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
