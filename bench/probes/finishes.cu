@@ -362,6 +362,19 @@ int main(int argc, char **argv) {
       return (unsigned)std::max<size_t>(1, std::min<size_t>(data, cap));
     };
     int occ256 = occ(red<256, 4, ATOMIC>, 256);
+    // Most contestants differ only in the kernel and its grid (u loads per thread, capped blocks):
+    // the memset's atomic finish, and the first-block finish on its own state.
+    auto memset_atomic = [&](auto kern, int u, int cap) {
+      return [&, kern, u, cap] {
+        CK(cudaMemsetAsync(out, 0, 4, s));
+        kern<<<grid_of(256, u, cap), 256, 0, s>>>(in, n, out, accws, counter, partials);
+      };
+    };
+    auto first_block = [&](auto kern, int u, int cap) {
+      return [&, kern, u, cap] {
+        kern<<<grid_of(256, u, cap), 256, 0, s>>>(in, n, out, accws, selfst, partials);
+      };
+    };
     std::vector<C> cs = {
         {"empty", [&] { empty_k<<<1, 32, 0, s>>>(out); }},
         {"cub",
@@ -369,12 +382,7 @@ int main(int argc, char **argv) {
            size_t b = tb;
            CK(cub::DeviceReduce::Sum(tmp, b, in, out, (int)n, s));
          }},
-        {"ceil memset+atomic occ u4",
-         [&] {
-           CK(cudaMemsetAsync(out, 0, 4, s));
-           red<256, 4, ATOMIC>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
+        {"ceil memset+atomic occ u4", memset_atomic(red<256, 4, ATOMIC>, 4, occ256)},
         {"ceil writevalue+atomic occ u4",
          [&] {
            if (cuStreamWriteValue32(s, reinterpret_cast<CUdeviceptr>(out), 0, 0) != CUDA_SUCCESS)
@@ -387,30 +395,10 @@ int main(int argc, char **argv) {
            red<256, 4, ATOMIC>
                <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
          }},
-        {"ceil memset+atomic occ u4 L2::256B",
-         [&] {
-           CK(cudaMemsetAsync(out, 0, 4, s));
-           red<256, 4, ATOMIC, 1>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
-        {"ceil memset+atomic occ u4 ldcs",
-         [&] {
-           CK(cudaMemsetAsync(out, 0, 4, s));
-           red<256, 4, ATOMIC, 2>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
-        {"ceil memset+atomic data u1 L2::256B",
-         [&] {
-           CK(cudaMemsetAsync(out, 0, 4, s));
-           red<256, 1, ATOMIC, 1>
-               <<<grid_of(256, 1, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
-        {"ceil memset+atomic data u2",
-         [&] {
-           CK(cudaMemsetAsync(out, 0, 4, s));
-           red<256, 2, ATOMIC>
-               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
+        {"ceil memset+atomic occ u4 L2::256B", memset_atomic(red<256, 4, ATOMIC, 1>, 4, occ256)},
+        {"ceil memset+atomic occ u4 ldcs", memset_atomic(red<256, 4, ATOMIC, 2>, 4, occ256)},
+        {"ceil memset+atomic data u1 L2::256B", memset_atomic(red<256, 1, ATOMIC, 1>, 1, 1 << 30)},
+        {"ceil memset+atomic data u2", memset_atomic(red<256, 2, ATOMIC>, 2, 1 << 30)},
         {"ceil initk+atomic occ u4",
          [&] {
            init_k<<<1, 1, 0, s>>>(out);
@@ -453,60 +441,19 @@ int main(int argc, char **argv) {
            red<256, 2, PARTIALS, 2><<<g, 256, 0, s>>>(in, n, out, accws, counter, partials);
            launch_pdl(combine_pdl_k<256>, 1, 256, s, (const float *)partials, g, out);
          }},
-        {"self occ u4 ldcs",
-         [&] {
-           red<256, 4, SELF, 2, 0>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
-         }},
-        {"self late occ u4 ldcs",
-         [&] {
-           red<256, 4, SELF, 2, 1>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
-         }},
-        {"self early-poll occ u4 ldcs",
-         [&] {
-           red<256, 4, SELF, 2, 2>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
-         }},
-        {"self early-acquire occ u4 ldcs",
-         [&] {
-           red<256, 4, SELF, 2, 3>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
-         }},
-        {"self early-fence occ u4 ldcs",
-         [&] {
-           red<256, 4, SELF, 2, 4>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
-         }},
+        {"self occ u4 ldcs", first_block(red<256, 4, SELF, 2, 0>, 4, occ256)},
+        {"self late occ u4 ldcs", first_block(red<256, 4, SELF, 2, 1>, 4, occ256)},
+        {"self early-poll occ u4 ldcs", first_block(red<256, 4, SELF, 2, 2>, 4, occ256)},
+        {"self early-acquire occ u4 ldcs", first_block(red<256, 4, SELF, 2, 3>, 4, occ256)},
+        {"self early-fence occ u4 ldcs", first_block(red<256, 4, SELF, 2, 4>, 4, occ256)},
         {"empty smem2k", [&] { empty_smem_k<0><<<1, 32, 2048, s>>>(out); }},
         {"empty smem2k carveout0", [&] { empty_smem_k<1><<<1, 32, 2048, s>>>(out); }},
         {"empty smem2k carveout100", [&] { empty_smem_k<2><<<1, 32, 2048, s>>>(out); }},
-        {"self early-acquire occ u4 ldcs carveout0",
-         [&] {
-           red<256, 4, SELF, 2, 3, 1>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
-         }},
-        {"self early-acquire occ u4 ldcs carveout100",
-         [&] {
-           red<256, 4, SELF, 2, 3, 2>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, selfst, partials);
-         }},
-        {"self data u2 ldcs",
-         [&] {
-           red<256, 2, SELF, 2, 0>
-               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, selfst, partials);
-         }},
-        {"self early-poll data u2 ldcs",
-         [&] {
-           red<256, 2, SELF, 2, 2>
-               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, selfst, partials);
-         }},
-        {"ceil memset+atomic data u2 ldcs",
-         [&] {
-           CK(cudaMemsetAsync(out, 0, 4, s));
-           red<256, 2, ATOMIC, 2>
-               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
+        {"self early-acquire occ u4 ldcs carveout0", first_block(red<256, 4, SELF, 2, 3, 1>, 4, occ256)},
+        {"self early-acquire occ u4 ldcs carveout100", first_block(red<256, 4, SELF, 2, 3, 2>, 4, occ256)},
+        {"self data u2 ldcs", first_block(red<256, 2, SELF, 2, 0>, 2, 1 << 30)},
+        {"self early-poll data u2 ldcs", first_block(red<256, 2, SELF, 2, 2>, 2, 1 << 30)},
+        {"ceil memset+atomic data u2 ldcs", memset_atomic(red<256, 2, ATOMIC, 2>, 2, 1 << 30)},
         {"memset+pdl atomic occ u4 ldcs",
          [&] {
            CK(cudaMemsetAsync(out, 0, 4, s));
