@@ -109,7 +109,8 @@ enum Fin { ATOMIC = 0, TICKET = 1, LAST = 2, ATOMIC_PDL = 3, ACC = 4, PARTIALS =
 // block initialises at once (thread 0 waits for its ticket before its loads); 1 after its loads;
 // 2 as 0, with a relaxed read of ready issued before the block reduction (acquire re-read only if
 // it was not yet set); 3 that early read an acquire; 4 relaxed, then a fence when it matched (an
-// acquire pattern).
+// acquire pattern); 5 as 3, but thread 0 settles its ticket (init or generation bump) only once its
+// first loads are issued, so they are not held up behind the contended ticket.
 struct SelfState {
   unsigned long long ticket;
   unsigned ready;
@@ -175,21 +176,29 @@ __global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n,
   unsigned long long ticket = 0;
   if (F == SELF && threadIdx.x == 0 && gridDim.x > 1) {
     ticket = atomicAdd(&st->ticket, 1ull);
-    if (M != 1)
+    if (M != 1 && M != 5)
       self_settle(st, ticket, out);
   }
   const float4 *vin = reinterpret_cast<const float4 *>(in);
   size_t nv = n / 4, stride = (size_t)gridDim.x * B, i = blockIdx.x * (size_t)B + threadIdx.x;
   float a = 0.f;
+  bool settled = false; // M 5: thread 0 settles its ticket once its first loads are in flight
   for (; i + (U - 1) * stride < nv; i += U * stride) {
     float4 v[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
       v[u] = load<H>(vin + i + u * stride);
+    if (F == SELF && M == 5 && !settled) {
+      settled = true;
+      if (threadIdx.x == 0 && gridDim.x > 1)
+        self_settle(st, ticket, out);
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u)
       a += (v[u].x + v[u].y) + (v[u].z + v[u].w);
   }
+  if (F == SELF && M == 5 && !settled && threadIdx.x == 0 && gridDim.x > 1)
+    self_settle(st, ticket, out);
   for (; i < nv; i += stride) {
     float4 v = load<H>(vin + i);
     a += (v.x + v.y) + (v.z + v.w);
@@ -203,7 +212,7 @@ __global__ void __launch_bounds__(B) red(const float *__restrict__ in, size_t n,
       self_settle(st, ticket, out);
     if (M == 2 || M == 4)
       ready_seen = ld_relaxed(&st->ready);
-    if (M == 3)
+    if (M == 3 || M == 5)
       ready_seen = ld_acquire(&st->ready);
   }
   a = block_sum<B>(a);
@@ -446,6 +455,11 @@ int main(int argc, char **argv) {
         {"self early-poll occ u4 ldcs", first_block(red<256, 4, SELF, 2, 2>, 4, occ256)},
         {"self early-acquire occ u4 ldcs", first_block(red<256, 4, SELF, 2, 3>, 4, occ256)},
         {"self early-fence occ u4 ldcs", first_block(red<256, 4, SELF, 2, 4>, 4, occ256)},
+        {"self settle-after-loads occ u4 ldcs", first_block(red<256, 4, SELF, 2, 5>, 4, occ256)},
+        {"self settle-after-loads occ u2 ldcs",
+         first_block(red<256, 2, SELF, 2, 5>, 2, occ(red<256, 2, SELF, 2, 5>, 256))},
+        {"self early-acquire occ u2 ldcs",
+         first_block(red<256, 2, SELF, 2, 3>, 2, occ(red<256, 2, SELF, 2, 3>, 256))},
         {"empty smem2k", [&] { empty_smem_k<0><<<1, 32, 2048, s>>>(out); }},
         {"empty smem2k carveout0", [&] { empty_smem_k<1><<<1, 32, 2048, s>>>(out); }},
         {"empty smem2k carveout100", [&] { empty_smem_k<2><<<1, 32, 2048, s>>>(out); }},
