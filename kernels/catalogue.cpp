@@ -110,6 +110,10 @@ std::string list(std::span<const int> s) {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
+// Whether the finish combines each block's value into the result with an atomic (so it needs the
+// hardware's atomics, and floating-point sums depend on the arrival order).
+bool atomic_finish(Finish f) { return f == Finish::atomic || f == Finish::firstblock; }
+
 // Elements one block covers in one pass of a data-sized grid.
 std::uint64_t block_span(const Config& c) {
   const Variant& v = *find_variant(c.variant);
@@ -188,7 +192,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (!contains(v.finishes, c.finish))
     return "finish " + std::string(name(c.finish)) + " is not available for " +
            std::string(v.name);
-  const bool atomic = c.finish == Finish::atomic || c.finish == Finish::firstblock;
+  const bool atomic = atomic_finish(c.finish);
   if (atomic && t.dtype == DType::f64 && t.op == Op::sum && t.cc < 60)
     return "double-precision atomicAdd needs sm_60";
   if (atomic && t.dtype == DType::i64 && t.op != Op::sum && t.cc < 35)
@@ -222,7 +226,7 @@ std::vector<Config> space(const Variant& v) {
 
 bool deterministic(const Config& c, DType dtype) {
   // Integer arithmetic is associative; floating-point atomics combine in arrival order.
-  return !(is_float(dtype) && (c.finish == Finish::atomic || c.finish == Finish::firstblock));
+  return !(is_float(dtype) && atomic_finish(c.finish));
 }
 
 LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {

@@ -229,6 +229,9 @@ struct rt_first_state {
   unsigned long long ticket;
   unsigned ready;
 };
+__device__ __forceinline__ rt_first_state* rt_first(unsigned* counter) {
+  return reinterpret_cast<rt_first_state*>(counter);
+}
 __device__ __forceinline__ unsigned rt_load_acquire(const unsigned* p) {
 #if __CUDA_ARCH__ >= 700
   unsigned v;
@@ -255,7 +258,7 @@ __device__ __forceinline__ rt_ticket rt_finish_start(T* out, unsigned* counter) 
   rt_ticket t = {0, 0};
 #if defined(RT_FINISH_FIRSTBLOCK)
   if (threadIdx.x == 0 && gridDim.x > 1) {
-    rt_first_state* st = reinterpret_cast<rt_first_state*>(counter);
+    rt_first_state* st = rt_first(counter);
     t.word = atomicAdd(&st->ticket, 1ull);
     if (unsigned(t.word) == gridDim.x - 1) atomicAdd(&st->ticket, (1ull << 32) - gridDim.x);
     if (unsigned(t.word) == 0) {
@@ -272,7 +275,7 @@ __device__ __forceinline__ rt_ticket rt_finish_start(T* out, unsigned* counter) 
 __device__ __forceinline__ rt_ticket rt_finish_peek(rt_ticket t, unsigned* counter) {
 #if defined(RT_FINISH_FIRSTBLOCK)
   if (threadIdx.x == 0 && gridDim.x > 1)
-    t.ready = rt_load_acquire(&reinterpret_cast<rt_first_state*>(counter)->ready);
+    t.ready = rt_load_acquire(&rt_first(counter)->ready);
 #endif
   return t;
 }
@@ -290,9 +293,8 @@ __device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsign
     return;
   }
   const unsigned want = unsigned(ticket.word >> 32) + 1;
-  rt_first_state* st = reinterpret_cast<rt_first_state*>(counter);
   if (ticket.ready != want)
-    while (rt_load_acquire(&st->ready) != want) {
+    while (rt_load_acquire(&rt_first(counter)->ready) != want) {
     }
   rt_atomic_combine(out, v);
 #elif defined(RT_FINISH_HOST)

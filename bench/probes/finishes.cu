@@ -371,17 +371,17 @@ int main(int argc, char **argv) {
       return (unsigned)std::max<size_t>(1, std::min<size_t>(data, cap));
     };
     int occ256 = occ(red<256, 4, ATOMIC>, 256);
-    // Most contestants differ only in the kernel and its grid (u loads per thread, capped blocks):
-    // the memset's atomic finish, and the first-block finish on its own state.
-    auto memset_atomic = [&](auto kern, int u, int cap) {
-      return [&, kern, u, cap] {
-        CK(cudaMemsetAsync(out, 0, 4, s));
-        kern<<<grid_of(256, u, cap), 256, 0, s>>>(in, n, out, accws, counter, partials);
+    // Most contestants differ only in the kernel, its grid (u loads per thread, capped blocks) and
+    // the finish state it is given; the memset's atomic finish sets the result first.
+    auto plain = [&](auto kern, int u, int cap, unsigned *state) {
+      return [&, kern, u, cap, state] {
+        kern<<<grid_of(256, u, cap), 256, 0, s>>>(in, n, out, accws, state, partials);
       };
     };
-    auto first_block = [&](auto kern, int u, int cap) {
-      return [&, kern, u, cap] {
-        kern<<<grid_of(256, u, cap), 256, 0, s>>>(in, n, out, accws, selfst, partials);
+    auto memset_atomic = [&](auto kern, int u, int cap) {
+      return [&, launch = plain(kern, u, cap, counter)] {
+        CK(cudaMemsetAsync(out, 0, 4, s));
+        launch();
       };
     };
     std::vector<C> cs = {
@@ -399,11 +399,7 @@ int main(int argc, char **argv) {
            red<256, 4, ATOMIC>
                <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
          }},
-        {"no init atomic occ u4 (wrong result)",
-         [&] {
-           red<256, 4, ATOMIC>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
+        {"no init atomic occ u4 (wrong result)", plain(red<256, 4, ATOMIC>, 4, occ256, counter)},
         {"ceil memset+atomic occ u4 L2::256B", memset_atomic(red<256, 4, ATOMIC, 1>, 4, occ256)},
         {"ceil memset+atomic occ u4 ldcs", memset_atomic(red<256, 4, ATOMIC, 2>, 4, occ256)},
         {"ceil memset+atomic data u1 L2::256B", memset_atomic(red<256, 1, ATOMIC, 1>, 1, 1 << 30)},
@@ -450,23 +446,23 @@ int main(int argc, char **argv) {
            red<256, 2, PARTIALS, 2><<<g, 256, 0, s>>>(in, n, out, accws, counter, partials);
            launch_pdl(combine_pdl_k<256>, 1, 256, s, (const float *)partials, g, out);
          }},
-        {"self occ u4 ldcs", first_block(red<256, 4, SELF, 2, 0>, 4, occ256)},
-        {"self late occ u4 ldcs", first_block(red<256, 4, SELF, 2, 1>, 4, occ256)},
-        {"self early-poll occ u4 ldcs", first_block(red<256, 4, SELF, 2, 2>, 4, occ256)},
-        {"self early-acquire occ u4 ldcs", first_block(red<256, 4, SELF, 2, 3>, 4, occ256)},
-        {"self early-fence occ u4 ldcs", first_block(red<256, 4, SELF, 2, 4>, 4, occ256)},
-        {"self settle-after-loads occ u4 ldcs", first_block(red<256, 4, SELF, 2, 5>, 4, occ256)},
+        {"self occ u4 ldcs", plain(red<256, 4, SELF, 2, 0>, 4, occ256, selfst)},
+        {"self late occ u4 ldcs", plain(red<256, 4, SELF, 2, 1>, 4, occ256, selfst)},
+        {"self early-poll occ u4 ldcs", plain(red<256, 4, SELF, 2, 2>, 4, occ256, selfst)},
+        {"self early-acquire occ u4 ldcs", plain(red<256, 4, SELF, 2, 3>, 4, occ256, selfst)},
+        {"self early-fence occ u4 ldcs", plain(red<256, 4, SELF, 2, 4>, 4, occ256, selfst)},
+        {"self settle-after-loads occ u4 ldcs", plain(red<256, 4, SELF, 2, 5>, 4, occ256, selfst)},
         {"self settle-after-loads occ u2 ldcs",
-         first_block(red<256, 2, SELF, 2, 5>, 2, occ(red<256, 2, SELF, 2, 5>, 256))},
+         plain(red<256, 2, SELF, 2, 5>, 2, occ(red<256, 2, SELF, 2, 5>, 256), selfst)},
         {"self early-acquire occ u2 ldcs",
-         first_block(red<256, 2, SELF, 2, 3>, 2, occ(red<256, 2, SELF, 2, 3>, 256))},
+         plain(red<256, 2, SELF, 2, 3>, 2, occ(red<256, 2, SELF, 2, 3>, 256), selfst)},
         {"empty smem2k", [&] { empty_smem_k<0><<<1, 32, 2048, s>>>(out); }},
         {"empty smem2k carveout0", [&] { empty_smem_k<1><<<1, 32, 2048, s>>>(out); }},
         {"empty smem2k carveout100", [&] { empty_smem_k<2><<<1, 32, 2048, s>>>(out); }},
-        {"self early-acquire occ u4 ldcs carveout0", first_block(red<256, 4, SELF, 2, 3, 1>, 4, occ256)},
-        {"self early-acquire occ u4 ldcs carveout100", first_block(red<256, 4, SELF, 2, 3, 2>, 4, occ256)},
-        {"self data u2 ldcs", first_block(red<256, 2, SELF, 2, 0>, 2, 1 << 30)},
-        {"self early-poll data u2 ldcs", first_block(red<256, 2, SELF, 2, 2>, 2, 1 << 30)},
+        {"self early-acquire occ u4 ldcs carveout0", plain(red<256, 4, SELF, 2, 3, 1>, 4, occ256, selfst)},
+        {"self early-acquire occ u4 ldcs carveout100", plain(red<256, 4, SELF, 2, 3, 2>, 4, occ256, selfst)},
+        {"self data u2 ldcs", plain(red<256, 2, SELF, 2, 0>, 2, 1 << 30, selfst)},
+        {"self early-poll data u2 ldcs", plain(red<256, 2, SELF, 2, 2>, 2, 1 << 30, selfst)},
         {"ceil memset+atomic data u2 ldcs", memset_atomic(red<256, 2, ATOMIC, 2>, 2, 1 << 30)},
         {"memset+pdl atomic occ u4 ldcs",
          [&] {
@@ -474,46 +470,18 @@ int main(int argc, char **argv) {
            launch_pdl(red<256, 4, ATOMIC_PDL, 2>, grid_of(256, 4, occ256), 256, s, in, n, out,
                       accws, counter, partials);
          }},
-        {"ticket occ u4",
-         [&] {
-           red<256, 4, TICKET>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
-        {"last occ u4",
-         [&] {
-           red<256, 4, LAST>
-               <<<grid_of(256, 4, occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
-        {"ticket data u1",
-         [&] {
-           red<256, 1, TICKET>
-               <<<grid_of(256, 1, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
-        {"ticket data u2",
-         [&] {
-           red<256, 2, TICKET>
-               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
+        {"ticket occ u4", plain(red<256, 4, TICKET>, 4, occ256, counter)},
+        {"last occ u4", plain(red<256, 4, LAST>, 4, occ256, counter)},
+        {"ticket data u1", plain(red<256, 1, TICKET>, 1, 1 << 30, counter)},
+        {"ticket data u2", plain(red<256, 2, TICKET>, 2, 1 << 30, counter)},
         {"ticket occ u2 b512",
          [&] {
            red<512, 2, TICKET><<<grid_of(512, 2, occ(red<512, 2, TICKET>, 512)), 512, 0, s>>>(
                in, n, out, accws, counter, partials);
          }},
-        {"ticket 2xocc u4",
-         [&] {
-           red<256, 4, TICKET>
-               <<<grid_of(256, 4, 2 * occ256), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
-        {"ticket occ/2 u4",
-         [&] {
-           red<256, 4, TICKET>
-               <<<grid_of(256, 4, occ256 / 2), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
-        {"last data u2",
-         [&] {
-           red<256, 2, LAST>
-               <<<grid_of(256, 2, 1 << 30), 256, 0, s>>>(in, n, out, accws, counter, partials);
-         }},
+        {"ticket 2xocc u4", plain(red<256, 4, TICKET>, 4, 2 * occ256, counter)},
+        {"ticket occ/2 u4", plain(red<256, 4, TICKET>, 4, occ256 / 2, counter)},
+        {"last data u2", plain(red<256, 2, LAST>, 2, 1 << 30, counter)},
     };
     for (int fl = 0; fl < (self_only ? 3 : 2) + 1; ++fl) {
       if ((pdl_only || self_only) && fl != 1 && !(self_only && fl == 3))
