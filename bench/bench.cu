@@ -287,6 +287,7 @@ struct Options {
   int overhead_calls = 1000;
   int overhead_trials = 7;
   double spin_us = 40;
+  bool idle = false; ///< GPU idle at the start event: the call's host side is inside the events
   std::uint64_t seed = 20240601;
   std::string csv;
   std::string command;
@@ -309,6 +310,8 @@ const char* kUsage =
     "  --no-overhead         skip the per-call overhead table\n"
     "  --overhead-calls K    back-to-back calls per overhead trial (default 1000)\n"
     "  --spin-us US          spin kernel before each timed call (default 40)\n"
+    "  --idle                no spin kernel: wait for the stream before the start event, so the\n"
+    "                        GPU idles and each call's host side (dispatch, launches) is timed too\n"
     "  --seed N              data seed\n"
     "  --csv PATH            also write every measurement as CSV\n"
     "exit code: 0 all results correct, 1 a result FAILED its check, 2 no CUDA device, 3 error\n";
@@ -399,6 +402,8 @@ Options parse(int argc, char** argv) {
       o.overhead_calls = int_arg(flag, next(), 5);
     } else if (flag == "--spin-us") {
       o.spin_us = int_arg(flag, next(), 0);
+    } else if (flag == "--idle") {
+      o.idle = true;
     } else if (flag == "--seed") {
       o.seed = std::strtoull(next().c_str(), nullptr, 10);
     } else if (flag == "--csv") {
@@ -469,8 +474,12 @@ public:
       }
       if (cold) CK(cudaMemsetAsync(flush_, r & 0xff, flush_bytes_, stream_));
       CK(cudaMemsetAsync(d_out_, 0xff, es, stream_)); // poison: each call must write its result
-      spin_kernel<<<1, 32, 0, stream_>>>((unsigned long long)(o_.spin_us * 1e3));
-      CK(cudaGetLastError());
+      if (o_.idle) {
+        CK(cudaStreamSynchronize(stream_));
+      } else {
+        spin_kernel<<<1, 32, 0, stream_>>>((unsigned long long)(o_.spin_us * 1e3));
+        CK(cudaGetLastError());
+      }
       CK(cudaEventRecord(start_, stream_));
       call();
       CK(cudaEventRecord(stop_, stream_));
@@ -648,13 +657,17 @@ int run(const Options& o) {
               "contestant in 4 chunks, each after a different filler (none, an empty kernel, a memset, both: a "
               "hidden state of the launch sequence adds ~0.9 us to two-kernel calls in some chunks), "
               "the lowest chunk median shown (min in the CSV); cold = `cudaMemsetAsync` of a %.0f MiB "
-              "buffer (2 x L2) before each call, hot = no flush; a %.0f us spin kernel before the "
-              "start event hides the host's enqueue (the events time the GPU; host cost is in the "
-              "overhead table). Data: integers uniform over all values (sums wrap), floats "
+              "buffer (2 x L2) before each call, hot = no flush; %s. Data: integers uniform over all values (sums wrap), floats "
               "uniform in [-1,1); results checked against a CPU reference, exact for integers and "
               "min/max (float sums: |got-ref| <= eps sum|x| + eps |ref|, ref the compensated "
               "double sum, eps = %g for float32, %g for float64).\n",
-              o.warmup, o.reps, 2.0 * dev.l2_bytes / 1048576.0, o.spin_us,
+              o.warmup, o.reps, 2.0 * dev.l2_bytes / 1048576.0,
+              o.idle ? "**idle GPU**: the stream is synchronized before the start event, so each "
+                       "call's host side (the library's lookup and launch, CUB's dispatch and two "
+                       "launches) is inside the events, as in a call on an idle GPU"
+                     : ("a " + std::to_string(int(o.spin_us)) + " us spin kernel before the start event "
+                        "hides the host's enqueue (the events time the GPU; host cost is in the "
+                        "overhead table)").c_str(),
               rt_bench::sum_tolerance(DType::f32), rt_bench::sum_tolerance(DType::f64));
   std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_async` (result on the device); "
               "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %d.%d.%d, temp storage allocated "
