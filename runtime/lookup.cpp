@@ -1,12 +1,9 @@
 // reduce-tune: configuration lookup from the store, graded, with the built-in default.
 #include "runtime/lookup.h"
 
-#include <bit>
-
 #include "kernels/catalogue.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -136,11 +133,6 @@ std::string_view name(Match m) {
   case Match::builtin: return "builtin";
   }
   return "?";
-}
-
-std::uint64_t bucket_start(std::uint64_t n) {
-  const std::uint64_t f = std::bit_floor(std::max<std::uint64_t>(n, 1));
-  return f >= 2 && n >= f + f / 2 ? f + f / 2 : f;
 }
 
 Config builtin_config(DType dtype, std::uint64_t n) {

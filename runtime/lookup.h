@@ -27,11 +27,6 @@ struct DeviceKey {
   int sm_count = 0;
 };
 
-/// The lower end of n's size bucket: buckets are half octaves, [2^k, 3*2^(k-1)) and
-/// [3*2^(k-1), 2^(k+1)), starting where the default sweep tunes (2^k, and 3*2^(k-1) among its
-/// refine points). The Reducer looks a configuration up once per bucket, at this size.
-std::uint64_t bucket_start(std::uint64_t n);
-
 /// The built-in default for (dtype, n): the vectorized streaming kernel (16-byte loads), 256
 /// threads, 4 loads in flight, shuffle tail, last-block finish (deterministic, one launch, result
 /// on the device), so it meets every Requirements; a data-sized grid up to 2^20 elements, a

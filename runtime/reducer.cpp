@@ -34,7 +34,7 @@ namespace {
 using cuda::driver;
 
 constexpr int kDTypes = 5, kOps = 3;
-constexpr int kBuckets = 2 * 65; ///< two per bit_width(n), n in 1..2^64-1 (bucket_start, lookup.h)
+constexpr int kBuckets = 65; ///< bit_width(n) for n in 1..2^64-1 (0 unused)
 
 std::string hex(std::uint64_t v) {
   char buf[24];
@@ -184,7 +184,7 @@ struct Reducer::Impl {
     return t;
   }
 
-  /// The lookup for a bucket, at its lower end (where sweeps measure). A store that cannot be
+  /// The lookup for a bucket, at its lower end 2^k (where sweeps measure). A store that cannot be
   /// read gives the built-in default, as no store does.
   Choice choose(DType dtype, Op op, std::uint64_t at, bool device_result) {
     if (!store) return builtin_choice(dtype, at, no_store);
@@ -206,9 +206,12 @@ struct Reducer::Impl {
     }
   }
 
+  static std::uint64_t bucket_start(std::uint64_t n) {
+    return std::bit_floor(std::max<std::uint64_t>(n, 1));
+  }
+
   Entry& entry(DType dtype, Op op, std::uint64_t n, bool device_result) {
-    const std::uint64_t start = bucket_start(n);
-    const int bucket = 2 * std::bit_width(start) + (std::has_single_bit(start) ? 0 : 1);
+    const int bucket = std::bit_width(std::max<std::uint64_t>(n, 1));
     const std::size_t index =
         ((std::size_t(dtype) * kOps + std::size_t(op)) * kBuckets + std::size_t(bucket)) * 2 +
         (device_result ? 1 : 0);

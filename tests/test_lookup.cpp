@@ -6,7 +6,6 @@
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"
 
-#include <bit>
 #include <filesystem>
 #include <fstream>
 
@@ -381,25 +380,4 @@ TEST_CASE("lookup: an existing store opens, an unusable file gives the reason", 
                          "which wants at least a hundred bytes before it judges the file format";
   CHECK_FALSE(open_existing_store(junk.string(), &why));
   CHECK_THAT(why, Catch::StartsWith("the tuning store " + junk.string() + " cannot be used: "));
-}
-
-TEST_CASE("size buckets are half octaves starting at the sweep's sizes", "[lookup]") {
-  CHECK(bucket_start(0) == 1);
-  CHECK(bucket_start(1) == 1);
-  CHECK(bucket_start(2) == 2);
-  CHECK(bucket_start(3) == 3);
-  CHECK(bucket_start(1000) == 768);
-  CHECK(bucket_start(1024) == 1024);
-  CHECK(bucket_start(1535) == 1024);
-  CHECK(bucket_start(1536) == 1536);
-  CHECK(bucket_start(2047) == 1536);
-  CHECK(bucket_start((3ull << 20) + 17) == 3ull << 20);
-  CHECK(bucket_start(~0ull) == 3ull << 62);
-  // Every start is a point the default sweep tunes (2^k) or refines (3*2^(k-1)) within its range.
-  for (std::uint64_t n = 1024; n <= (1u << 23); n = n * 9 / 8 + 1) {
-    const std::uint64_t b = bucket_start(n);
-    CHECK(b <= n);
-    CHECK(n < 2 * b);
-    CHECK((std::has_single_bit(b) || std::has_single_bit(b / 3)));
-  }
 }

@@ -85,8 +85,9 @@ std::string mismatch(const Gpu& g, const Choice& c, const HostArray& a, Op op, S
          " (error " + std::to_string(k.error) + ", bound " + std::to_string(k.bound) + ")";
 }
 
-/// Rows for this GPU into a store at `path`, as one finished run.
-void write_rows(const fs::path& path, const cuda::DeviceInfo& info, std::vector<db::Measurement> rows) {
+/// A store at `path` with rows for this GPU at 2^20, for every dtype and op: an in-place host
+/// finish (fastest), an atomic finish, a host finish and a two-pass finish.
+void write_store(const fs::path& path, const cuda::DeviceInfo& info) {
   db::Store s(path.string());
   db::DeviceRecord d;
   d.uuid = info.uuid;
@@ -101,27 +102,6 @@ void write_rows(const fs::path& path, const cuda::DeviceInfo& info, std::vector<
   run.nvrtc_version = "13.0";
   run.timing_method = "fixture";
   const auto id = s.begin_run(run);
-  s.add_measurements(id, rows);
-  s.end_run(id, "done");
-}
-
-/// A valid measurement row of `key` for (dtype, op, n).
-db::Measurement row(std::string key, DType dt, Op op, std::uint64_t n, double us) {
-  db::Measurement m;
-  m.key = std::move(key);
-  m.variant = m.key.substr(0, m.key.find('.'));
-  m.dtype = std::string(name(dt));
-  m.op = std::string(name(op));
-  m.n = n;
-  m.median_us = m.min_us = m.max_us = us;
-  m.reps = 1;
-  m.valid = true;
-  return m;
-}
-
-/// A store at `path` with rows for this GPU at 2^20, for every dtype and op: an in-place host
-/// finish (fastest), an atomic finish, a host finish and a two-pass finish.
-void write_store(const fs::path& path, const cuda::DeviceInfo& info) {
   std::vector<db::Measurement> rows;
   for (DType dt : kDTypes)
     for (Op op : kOps)
@@ -131,9 +111,19 @@ void write_store(const fs::path& path, const cuda::DeviceInfo& info) {
                                   std::pair{"unroll_warps.b256.u4.shfl.host", 5.0},
                                   std::pair{"vectorized.b512.u2.v2.g4.shfl.twopass", 6.0}}) {
         if (std::string_view(k).ends_with("firstblock") && op != Op::min) continue; // min only
-        rows.push_back(row(k, dt, op, 1ull << 20, us));
+        db::Measurement m;
+        m.key = k;
+        m.variant = m.key.substr(0, m.key.find('.'));
+        m.dtype = std::string(name(dt));
+        m.op = std::string(name(op));
+        m.n = 1ull << 20;
+        m.median_us = m.min_us = m.max_us = us;
+        m.reps = 1;
+        m.valid = true;
+        rows.push_back(m);
       }
-  write_rows(path, info, rows);
+  s.add_measurements(id, rows);
+  s.end_run(id, "done");
 }
 
 } // namespace
@@ -150,7 +140,7 @@ TEST_CASE("reducer: every dtype and op matches the CPU with the built-in default
       for (Op op : kOps) {
         const Choice c = r.config_for(d, op, n);
         CHECK(c.match == Match::builtin);
-        CHECK(c.config == builtin_config(d, bucket_start(n))); // the reducer looks a bucket up at its start
+        CHECK(c.config == builtin_config(d, std::bit_floor(n))); // the reducer looks a bucket up at its start
         CHECK_THAT(c.note, Catch::StartsWith("no tuning store at "));
         const std::string bad = mismatch(g, c, a, op, reduce_sync(r, d, op, in.get(), n));
         INFO(bad);
@@ -230,36 +220,6 @@ TEST_CASE("reducer: config_for grades the size asked about", "[gpu]") {
   CHECK(near.tuned_n == k20);
   CHECK(r.config_for(DType::f32, Op::sum, 2 * k20).match == Match::nearest_size);
   CHECK(r.config_for(DType::f32, Op::sum, 0).config == r.config_for(DType::f32, Op::sum, 1).config);
-}
-
-TEST_CASE("reducer: half-octave buckets use the size tuned at their start", "[gpu]") {
-  const Gpu g;
-  const TempDir dir;
-  // As after a default sweep: 2^21 tuned, and 3*2^20 a refine point with another winner.
-  const std::string at_2p21 = "streaming.b128.u8.v4.g4.shfl.firstblock";
-  const std::string at_3p20 = "vectorized.b256.u4.v4.g8.shfl.lastblock";
-  write_rows(dir.path / "tuning.db", g.info,
-             {row(at_2p21, DType::f32, Op::sum, 1ull << 21, 8.0),
-              row(at_3p20, DType::f32, Op::sum, 3ull << 20, 10.0)});
-  Options o;
-  o.store_path = (dir.path / "tuning.db").string();
-  Reducer r(0, o);
-  struct Want { std::uint64_t n; const std::string& key; std::uint64_t tuned; };
-  for (const Want& w : {Want{(1ull << 21) + 5, at_2p21, 1ull << 21}, Want{(3ull << 20) - 1, at_2p21, 1ull << 21},
-                        Want{(3ull << 20) + 17, at_3p20, 3ull << 20}, Want{(1ull << 22) - 1, at_3p20, 3ull << 20}}) {
-    INFO("n = " << w.n);
-    const Choice c = r.config_for(DType::f32, Op::sum, w.n);
-    CHECK(key(c.config) == w.key);
-    CHECK(c.tuned_n == w.tuned);
-    CHECK(c.match == Match::nearest_size);
-    // And it runs, checked against the CPU.
-    const HostArray a = make_input(DType::f32, w.n, w.n);
-    const cuda::Buffer in = upload(a);
-    const std::string bad = mismatch(g, c, a, Op::sum, reduce_sync(r, DType::f32, Op::sum, in.get(), w.n));
-    INFO(bad);
-    CHECK(bad.empty());
-  }
-  CHECK(r.config_for(DType::f32, Op::sum, 3ull << 20).match == Match::exact);
 }
 
 TEST_CASE("reducer: n = 0 gives the identity without launching", "[gpu]") {

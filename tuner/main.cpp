@@ -112,9 +112,6 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("material", po::value(&t.material), "measure the kernels of one document of the material (e.g. 000, 004) "
                                          "at their own configurations and print its table in its order")
     ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions (median)")
-    ("refine", po::value(&o.refine), "then measure the K fastest of each neighbouring size at the sizes "
-                                     "2^j and 3*2^j between swept sizes (up to 2^23; default 8 with the "
-                                     "default sizes, 0 with --sizes)")
     ("hot", po::bool_switch(&o.hot), "do not flush L2 before each repetition")
     ("unsafe-tails", po::bool_switch(&o.allow_unsafe), "admit the volatile tail on sm_70+ (study)")
     ("resume", po::bool_switch(&o.resume), "skip points already stored for this GPU (any earlier run)")
@@ -195,10 +192,8 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
         o.keys.emplace_back(k.key);
     if (o.keys.empty()) throw Usage("no document of the material starts with '" + t.material + "'");
     o.allow_unsafe = true; // the material's own volatile tails: measured, checked and reported
-    o.refine = 0;          // its tables are of the sizes asked for
   }
   if (o.reps < 1) throw Usage("--reps must be at least 1");
-  if (vm.count("refine") && o.refine < 0) throw Usage("--refine must be 0 or more");
   if (t.timeout_s <= 0) throw Usage("--timeout must be positive");
   if (t.in_process && t.devices.size() > 1) throw Usage("--in-process measures one GPU");
   return t;
@@ -235,7 +230,7 @@ std::vector<db::Measurement> run_measurements(const SweepOptions& o, const std::
   db::Store store(o.db_path.empty() ? db::default_store_path() : o.db_path);
   std::vector<db::Measurement> all = store.measurements(uuid), out;
   std::map<std::tuple<std::string, std::string, std::string, std::uint64_t>, std::size_t> latest;
-  const auto sizes = measured_sizes(o);
+  const auto sizes = o.sizes.empty() ? default_sizes() : o.sizes;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto& m = all[i];
     if (m.run_id != run_id && !o.resume) continue;
@@ -309,16 +304,9 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
   bool any_invalid = false, interrupted = false, failed = false;
   for (const Shown& s : shown) {
     const auto ms = run_measurements(t.sweep, s.device.uuid, s.run_id);
-    std::size_t refined = 0;
     std::vector<Table> tables;
     if (t.material.empty()) {
-      // A table per swept size; the refine points (a few finalists each) are in the store.
-      const auto swept = swept_sizes(t.sweep);
-      std::vector<db::Measurement> at_swept;
-      for (const auto& m : ms)
-        if (std::find(swept.begin(), swept.end(), m.n) != swept.end()) at_swept.push_back(m);
-      refined = ms.size() - at_swept.size();
-      tables = material_tables(at_swept, s.device.name);
+      tables = material_tables(ms, s.device.name);
     } else {
       std::set<std::tuple<std::string, std::string, std::uint64_t>> problems;
       for (const auto& m : ms) problems.insert({m.dtype, m.op, m.n});
@@ -331,11 +319,11 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     any_invalid |= invalid > 0;
     interrupted |= s.status == "interrupted";
     failed |= s.status == "failed";
-    std::fprintf(stderr, "\nGPU %s (%s, sm_%d%d, peak %.0f GB/s): run %lld %s in %.1f s, %zu measurements "
-                 "(%zu of them at refine points), %zu failed the check, %d worker restarts\n",
+    std::fprintf(stderr, "\nGPU %s (%s, sm_%d%d, peak %.0f GB/s): run %lld %s in %.1f s, %zu measurements, "
+                 "%zu failed the check, %d worker restarts\n",
                  s.device.name.c_str(), s.device.uuid.c_str(), s.device.cc_major, s.device.cc_minor,
                  s.device.peak_gbps, static_cast<long long>(s.run_id), s.status.c_str(), s.wall_s, ms.size(),
-                 refined, invalid, s.restarts);
+                 invalid, s.restarts);
     for (const auto& i : s.incidents) std::fprintf(stderr, "  incident: %s\n", i.c_str());
     for (const auto& m : ms)
       if (!m.valid)

@@ -116,7 +116,6 @@ std::optional<std::vector<std::uint64_t>> parse_sizes(std::string_view text, std
 
 std::string format_size(std::uint64_t n) {
   if (std::has_single_bit(n)) return "2^" + std::to_string(std::bit_width(n) - 1);
-  if (n % 3 == 0 && n > 3 && std::has_single_bit(n / 3)) return "3*2^" + std::to_string(std::bit_width(n / 3) - 1);
   return std::to_string(n);
 }
 

@@ -18,7 +18,7 @@ inline constexpr std::uint64_t kMaxSize = std::uint64_t(1) << 40;
 std::optional<std::uint64_t> parse_size(std::string_view text, std::string* why = nullptr);
 /// Parses a comma-separated list of sizes.
 std::optional<std::vector<std::uint64_t>> parse_sizes(std::string_view text, std::string* why = nullptr);
-/// "2^24" for powers of two, "3*2^22" for three times one, else the decimal.
+/// "2^24" for powers of two, else the decimal.
 std::string format_size(std::uint64_t n);
 
 } // namespace reduce_tune

@@ -8,9 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace reduce_tune {
@@ -27,9 +25,6 @@ struct SweepOptions {
   std::vector<Finish> finishes;
   std::vector<std::string> keys;  ///< exact configurations (overrides the lists above)
   int reps = 20;                  ///< timed repetitions (median); at least 3
-  int refine = -1;                ///< finalists per neighbouring size measured at the sizes between
-                                  ///< (refine_points); -1: kDefaultRefine with the default sizes,
-                                  ///< 0 (exactly the sizes asked for) with explicit ones
   bool hot = false;               ///< skip the L2 flush before each repetition
   bool allow_unsafe = false;      ///< admit the volatile tail on sm_70+ (for study)
   bool resume = false;            ///< skip points already stored for this device (any run)
@@ -80,31 +75,6 @@ SweepResult sweep(const SweepOptions& options, const std::function<void(const Pr
 
 /// The default sizes: 2^10, 2^12, ..., 2^28.
 std::vector<std::uint64_t> default_sizes();
-
-/// The sizes `o` sweeps with every configuration: its own, or the defaults.
-std::vector<std::uint64_t> swept_sizes(const SweepOptions& o);
-
-/// Finalists per neighbouring size that the default sweep measures between its sizes.
-inline constexpr int kDefaultRefine = 8;
-/// Refinement stops at this size: above it the input outgrows L2 and streams from DRAM, where the
-/// best configuration no longer changes with n (the tuned sizes 4x apart suffice).
-inline constexpr std::uint64_t kRefineMax = std::uint64_t(1) << 23;
-
-/// A size between two swept sizes, measured with the finalists of both.
-struct RefinePoint {
-  std::uint64_t n = 0, below = 0, above = 0;
-  bool operator==(const RefinePoint&) const = default;
-};
-/// The sizes 2^j and 3*2^j strictly between consecutive swept sizes at most 4x apart, up to
-/// kRefineMax, so that every size in the range has a tuned size within a factor of 1.5 or less.
-std::vector<RefinePoint> refine_points(std::vector<std::uint64_t> swept);
-/// The finalists of a sweep of `o` per neighbouring size (0: no refinement).
-int refine_finalists(const SweepOptions& o);
-/// Every size a sweep of `o` measures: the swept ones, then the refine points.
-std::vector<std::uint64_t> measured_sizes(const SweepOptions& o);
-/// The keys of the k fastest valid measurements of (dtype, op) at each of `sizes`, together.
-std::set<std::string> finalists(const std::vector<db::Measurement>& ms, std::string_view dtype,
-                                std::string_view op, const std::vector<std::uint64_t>& sizes, int k);
 
 /// Why the sweep of `o` cannot fit in `total_mem` bytes of GPU memory (its largest size, with a
 /// scratch copy where an in-place variant is selected), or nullopt when it can.

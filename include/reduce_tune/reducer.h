@@ -74,8 +74,7 @@ template <typename T> constexpr DType dtype_of() {
 /// current only for the duration of each call: the caller's current context is left as it was.
 /// Input pointers must be device (or managed) memory of that device.
 ///
-/// The configuration for n is looked up once per size bucket, half an octave wide ([2^k, 3*2^(k-1))
-/// and [3*2^(k-1), 2^(k+1))), at the bucket's lower end, and kept.
+/// The configuration for n is looked up once per size bucket [2^k, 2^(k+1)), at 2^k, and kept.
 /// A store that does not exist is not created: every lookup then gives the built-in default.
 class Reducer {
 public:
