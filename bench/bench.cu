@@ -420,7 +420,9 @@ Options parse(int argc, char** argv) {
 // ---- timing -------------------------------------------------------------------------------
 
 struct Stats {
-  double median_us = 0, min_us = 0;
+  double median_us = 0;     ///< the lowest chunk median (each contestant in its best launch state)
+  double all_median_us = 0; ///< the median of every timed call
+  double min_us = 0;
 };
 
 struct Device {
@@ -497,6 +499,7 @@ public:
     if (in_chunk > 0) chunk_medians.push_back(rt_bench::median({us.end() - in_chunk, us.end()}));
     Stats s;
     s.median_us = *std::min_element(chunk_medians.begin(), chunk_medians.end());
+    s.all_median_us = rt_bench::median(us);
     s.min_us = *std::min_element(us.begin(), us.end());
     return s;
   }
@@ -558,13 +561,13 @@ void print_table(const Device& dev, DType dt, Op op, int mode, const std::vector
   std::printf("\n### %s %s, %s L2\n\n", dtype_name(dt).c_str(), op_name(op).c_str(),
               mode == 0 ? "cold" : "hot");
   std::printf("| n | reduce-tune us | GB/s | %% peak | CUB us | GB/s | %% peak | ceiling us | GB/s "
-              "| %% peak | rt/CUB | rt/ceiling | check (max rel. err) | reduce-tune config |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+              "| %% peak | rt/CUB | rt/ceiling | rt/CUB, all calls | check (max rel. err) | reduce-tune config |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
   const double es = double(reduce_tune::size_of(dt));
   for (const Row& r : rows) {
     std::string line = "| " + reduce_tune::format_size(r.n) + " |";
     if (!r.skip.empty()) {
-      std::printf("%s skipped: %s | | | | | | | | | | | | |\n", line.c_str(), r.skip.c_str());
+      std::printf("%s skipped: %s | | | | | | | | | | | | | |\n", line.c_str(), r.skip.c_str());
       continue;
     }
     const Cell* c = r.cell[mode];
@@ -584,6 +587,8 @@ void print_table(const Device& dev, DType dt, Op op, int mode, const std::vector
     }
     line += t[RT] > 0 && t[CUB] > 0 ? " " + fmt("%.2f", t[CUB] / t[RT]) + " |" : " - |";
     line += t[RT] > 0 && t[CEIL] > 0 ? " " + fmt("%.2f", t[CEIL] / t[RT]) + " |" : " - |";
+    line += t[RT] > 0 && t[CUB] > 0 ? " " + fmt("%.2f", c[CUB].st.all_median_us / c[RT].st.all_median_us) + " |"
+                                    : " - |";
     std::string check;
     double err = 0;
     for (int w = 0; w < kWho; ++w) {
@@ -656,7 +661,7 @@ int run(const Options& o) {
   std::printf("- **Method**: CUDA events around one call, %d warm-up + %d timed calls per "
               "contestant in 4 chunks, each after a different filler (none, an empty kernel, a memset, both: a "
               "hidden state of the launch sequence adds ~0.9 us to two-kernel calls in some chunks), "
-              "the lowest chunk median shown (min in the CSV); cold = `cudaMemsetAsync` of a %.0f MiB "
+              "the lowest chunk median shown (min and the median of all calls in the CSV; the latter also in the last ratio column); cold = `cudaMemsetAsync` of a %.0f MiB "
               "buffer (2 x L2) before each call, hot = no flush; %s. Data: integers uniform over all values (sums wrap), floats "
               "uniform in [-1,1); results checked against a CPU reference, exact for integers and "
               "min/max (float sums: |got-ref| <= eps sum|x| + eps |ref|, ref the compensated "
@@ -675,7 +680,8 @@ int run(const Options& o) {
               "loads in flight per thread, one atomic per block, output set inside the timed "
               "region: a memset, for int64/float64 min/max a one-thread kernel). GB/s = n x "
               "element size (4 bytes for int32, uint32, float32; 8 for int64, float64) / time. "
-              "rt/CUB = CUB time / reduce-tune time, rt/ceiling = ceiling time / reduce-tune time "
+              "rt/CUB = CUB time / reduce-tune time, rt/ceiling = ceiling time / reduce-tune time, "
+              "rt/CUB, all calls = the same from the medians of every timed call (all chunks) "
               "(above 1: reduce-tune faster).\n",
               CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION, kCeilUnroll);
   std::fflush(stdout);
@@ -700,7 +706,7 @@ int run(const Options& o) {
     if (!csv) throw std::runtime_error("cannot write " + o.csv);
     csv << "# device=" << dev.prop.name << ";peak_gbps=" << dev.peak_gbps
         << ";l2_bytes=" << dev.l2_bytes << "\n"
-        << "dtype,op,n,mode,contestant,median_us,min_us,gbps,pct_peak,ok,rel_err,config\n";
+        << "dtype,op,n,mode,contestant,median_us,min_us,gbps,pct_peak,ok,rel_err,config,all_median_us\n";
   }
   int n_checks = 0, n_failed = 0;
 
@@ -820,7 +826,7 @@ int run(const Options& o) {
                     << (mode == 0 ? "cold" : "hot") << ',' << kWhoName[w] << ','
                     << c.st.median_us << ',' << c.st.min_us << ',' << gbps << ','
                     << 100 * gbps / dev.peak_gbps << ',' << (failed(c) ? 0 : 1) << ','
-                    << c.v.rel_err << ',' << (w == RT ? row.key : "") << '\n';
+                    << c.v.rel_err << ',' << (w == RT ? row.key : "") << ',' << c.st.all_median_us << '\n';
               }
             }
           }
