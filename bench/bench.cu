@@ -295,8 +295,8 @@ struct Options {
 
 const char* kUsage =
     "usage: reduce_bench [options]\n"
-    "  --sizes LIST          sizes, e.g. 2^10,3*2^20+17,16M (default 2^10,2^12,...,2^30 and\n"
-    "                        3*2^20+17; sizes that do not fit in device memory are skipped)\n"
+    "  --sizes LIST          sizes, e.g. 2^10,3*2^20+17,16M (default 2^10,2^12,...,2^30,\n"
+    "                        2^21 and 3*2^20+17; sizes that do not fit in device memory are skipped)\n"
     "  --dtypes LIST         int32,uint32,int64,float32,float64 (default int32,float32)\n"
     "  --ops LIST            sum,min,max (default sum)\n"
     "  --reps N              timed calls per contestant and mode (default 50, at least 1)\n"
@@ -344,7 +344,10 @@ Options parse(int argc, char** argv) {
   Options o;
   for (std::uint64_t k = 10; k <= 30; k += 2) {
     o.sizes.push_back(std::uint64_t(1) << k);
-    if (k == 20) o.sizes.push_back(3 * (std::uint64_t(1) << 20) + 17);
+    if (k == 20) { // sizes the default sweep does not tune: an odd power and a non-power of two
+      o.sizes.push_back(std::uint64_t(1) << 21);
+      o.sizes.push_back(3 * (std::uint64_t(1) << 20) + 17);
+    }
   }
   o.overhead_sizes = {std::uint64_t(1) << 10, std::uint64_t(1) << 16};
   for (int i = 0; i < argc; ++i) o.command.append(i ? " " : "").append(argv[i]);
