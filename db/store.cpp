@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -538,7 +539,8 @@ void Store::add_measurements(std::int64_t run_id, const std::vector<Measurement>
       if (!q->step()) throw StoreError("reduce-tune store: add_measurements: no run " + std::to_string(run_id));
       uuid = q->text(0);
     }
-    std::set<std::tuple<std::string, std::string, std::int64_t>> touched;
+    // The fastest valid new row per (dtype, op, n): (median, id); the earliest of equal ones.
+    std::map<std::tuple<std::string, std::string, std::int64_t>, std::pair<double, std::int64_t>> fastest;
     for (const Measurement& m : ms) {
       const std::int64_t n = sql_size(m.n);
       impl_->query("INSERT INTO measurements (run_id, device_uuid, key, variant, block, unroll, vec, grid, "
@@ -550,11 +552,23 @@ void Store::add_measurements(std::int64_t run_id, const std::vector<Measurement>
                    m.op, n, m.median_us, m.min_us, m.max_us, m.host_us, m.reps, m.gbps, m.pct_peak, m.valid,
                    m.error, m.expected, m.observed, static_cast<std::int64_t>(m.seed), m.cold)
           ->step();
-      touched.emplace(m.dtype, m.op, n);
+      if (!m.valid || std::isnan(m.median_us)) continue; // NaN is stored as NULL: never the best
+      const auto [it, first] = fastest.try_emplace({m.dtype, m.op, n}, m.median_us, 0);
+      if (first || m.median_us < it->second.first)
+        it->second = {m.median_us, sqlite3_last_insert_rowid(impl_->db.get())};
     }
-    // Recomputed per touched key from its measurements: ties go to the earliest row.
-    for (const auto& [dtype, op, n] : touched)
-      impl_->refresh_best(uuid, dtype, op, n);
+    // Older rows are unchanged, so the best is the stored best or the fastest new row, whichever
+    // is faster (ties to the stored one, the earlier row): the rule of refresh_best without
+    // reading every row of the size again (which made a sweep's one-row commits quadratic).
+    for (const auto& [k, v] : fastest) {
+      const auto& [dtype, op, n] = k;
+      impl_->query("INSERT INTO best (device_uuid, dtype, op, n, measurement_id) VALUES (?1, ?2, ?3, ?4, ?5) "
+                   "ON CONFLICT (device_uuid, dtype, op, n) DO UPDATE SET measurement_id = "
+                   "excluded.measurement_id WHERE ?6 < (SELECT median_us FROM measurements WHERE id = "
+                   "best.measurement_id)",
+                   uuid, dtype, op, n, v.second, v.first)
+          ->step();
+    }
   });
 }
 

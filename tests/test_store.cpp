@@ -1,5 +1,6 @@
 // Tests of the SQLite store (db/store.cpp).
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "db/store.h"
 #include "tests/fixtures.h"
@@ -255,6 +256,45 @@ TEST_CASE("best is the valid measurement with the lowest median", "[store]") {
   CHECK(b->m.key == "faster");
   CHECK(b->run_id == run2);
   CHECK(f.store.bests("GPU-a").size() == 1);
+}
+
+TEST_CASE("best kept row by row is the best of all rows", "[store]") {
+  // The store keeps best as rows arrive (one-row commits, as a sweep makes them, and batches);
+  // it must equal the brute-force answer: the valid row with the lowest median, earliest of ties.
+  Fixture f;
+  std::mt19937 rng(7);
+  std::vector<Measurement> all;
+  const std::uint64_t sizes[] = {1024, 4096, 1 << 20};
+  for (int step = 0; step < 400; ++step) {
+    std::vector<Measurement> batch;
+    const int rows = step % 3 == 0 ? int(rng() % 5) + 1 : 1;
+    for (int r = 0; r < rows; ++r) {
+      Measurement m = meas("k" + std::to_string(rng() % 50), sizes[rng() % 3],
+                           double(rng() % 20) / 4, rng() % 5 != 0);
+      if (rng() % 17 == 0) m.median_us = std::numeric_limits<double>::quiet_NaN();
+      batch.push_back(m);
+    }
+    f.store.add_measurements(f.run, batch);
+    all.insert(all.end(), batch.begin(), batch.end());
+  }
+  for (std::uint64_t n : sizes) {
+    const Measurement* want = nullptr;
+    for (const auto& m : all) // in insertion (id) order: a later tie never replaces
+      if (m.n == n && m.valid && !std::isnan(m.median_us) && (!want || m.median_us < want->median_us))
+        want = &m;
+    const auto got = f.store.best("GPU-a", "float32", "sum", n);
+    REQUIRE(want);
+    REQUIRE(got);
+    INFO("n = " << n);
+    CHECK(got->m.key == want->key);
+    CHECK(got->m.median_us == want->median_us);
+    // The earliest of the ties: no stored row of that median comes before it.
+    for (const auto& m : f.store.measurements("GPU-a", "float32", "sum", n))
+      if (m.valid && m.median_us == want->median_us) {
+        CHECK(m.key == got->m.key);
+        break;
+      }
+  }
 }
 
 TEST_CASE("nearest picks the tuned size nearest in log2, ties to the larger", "[store]") {
