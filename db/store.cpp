@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -553,9 +553,9 @@ void Store::add_measurements(std::int64_t run_id, const std::vector<Measurement>
                    m.error, m.expected, m.observed, static_cast<std::int64_t>(m.seed), m.cold)
           ->step();
       if (!m.valid || std::isnan(m.median_us)) continue; // NaN is stored as NULL: never the best
-      const auto [it, first] = fastest.try_emplace({m.dtype, m.op, n}, m.median_us, 0);
-      if (first || m.median_us < it->second.first)
-        it->second = {m.median_us, sqlite3_last_insert_rowid(impl_->db.get())};
+      const std::int64_t id = sqlite3_last_insert_rowid(impl_->db.get());
+      const auto [it, first] = fastest.try_emplace({m.dtype, m.op, n}, m.median_us, id);
+      if (!first && m.median_us < it->second.first) it->second = {m.median_us, id};
     }
     // Older rows are unchanged, so the best is the stored best or the fastest new row, whichever
     // is faster (ties to the stored one, the earlier row): the rule of refresh_best without
