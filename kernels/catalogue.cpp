@@ -76,7 +76,7 @@ constexpr Variant kVariants[] = {
      "vectorized with evict-first loads (ld.global.cs): the input leaves L2 first instead of "
      "pushing out other lines, dirty ones above all",
      P_BLOCK | P_UNROLL | P_VEC | P_GRID | P_TAIL | P_FINISH, kU1248, kShuffleTails,
-     kModernFinishes, true, false, 32, "vectorized.cu", "RT_EVICT_FIRST"},
+     kModernFinishes, true, false, 32, "array/vectorized.cu", "RT_EVICT_FIRST"},
 };
 
 // Deliberately broken kernels that prove the sweep survives faults and hangs; in the catalogue only
@@ -305,7 +305,7 @@ std::string render(const Config& c, DType dtype, Op op) {
   if (v.block_compile_time) s += "#define RT_BLOCK " + std::to_string(c.block) + "\n";
   if (!v.define.empty()) s += "#define " + std::string(v.define) + " 1\n";
   s += template_source("common.cuh");
-  s += template_source(v.source.empty() ? std::string(v.name) + ".cu" : std::string(v.source));
+  s += template_source(v.source.empty() ? "array/" + std::string(v.name) + ".cu" : std::string(v.source));
   return s;
 }
 

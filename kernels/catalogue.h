@@ -23,7 +23,9 @@ struct Target {
 };
 
 /// The parameters a variant takes (bit set).
-enum Param : unsigned { P_BLOCK = 1, P_UNROLL = 2, P_VEC = 4, P_GRID = 8, P_TAIL = 16, P_FINISH = 32 };
+enum Param : unsigned {
+  P_BLOCK = 1, P_UNROLL = 2, P_VEC = 4, P_GRID = 8, P_TAIL = 16, P_FINISH = 32, P_WIDTH = 64
+};
 
 /// One catalogue entry.
 struct Variant {

@@ -32,9 +32,13 @@ constexpr std::array<std::pair<Op, std::string_view>, 3> kOps{{
 constexpr std::array<std::pair<Tail, std::string_view>, 5> kTails{{
     {Tail::none, "none"}, {Tail::volatile_, "volatile"}, {Tail::syncwarp, "syncwarp"},
     {Tail::shfl, "shfl"}, {Tail::redux, "redux"}}};
-constexpr std::array<std::pair<Finish, std::string_view>, 5> kFinishes{{
+constexpr std::array<std::pair<Finish, std::string_view>, 6> kFinishes{{
     {Finish::host, "host"}, {Finish::atomic, "atomic"}, {Finish::twopass, "twopass"},
-    {Finish::lastblock, "lastblock"}, {Finish::firstblock, "firstblock"}}};
+    {Finish::lastblock, "lastblock"}, {Finish::firstblock, "firstblock"},
+    {Finish::direct, "direct"}}};
+constexpr std::array<std::pair<Problem, std::string_view>, 4> kProblems{{
+    {Problem::array, "array"}, {Problem::rows, "rows"}, {Problem::columns, "columns"},
+    {Problem::segments, "segments"}}};
 
 // "b256" -> 256 when the prefix matches and the rest is a plain positive decimal.
 std::optional<int> number_after(std::string_view tok, char prefix) {
@@ -51,10 +55,12 @@ std::string_view name(DType d) { return lookup(kDTypes, d); }
 std::string_view name(Op o) { return lookup(kOps, o); }
 std::string_view name(Tail t) { return lookup(kTails, t); }
 std::string_view name(Finish f) { return lookup(kFinishes, f); }
+std::string_view name(Problem p) { return lookup(kProblems, p); }
 std::optional<DType> parse_dtype(std::string_view s) { return lookup(kDTypes, s); }
 std::optional<Op> parse_op(std::string_view s) { return lookup(kOps, s); }
 std::optional<Tail> parse_tail(std::string_view s) { return lookup(kTails, s); }
 std::optional<Finish> parse_finish(std::string_view s) { return lookup(kFinishes, s); }
+std::optional<Problem> parse_problem(std::string_view s) { return lookup(kProblems, s); }
 
 std::size_t size_of(DType d) {
   return d == DType::i64 || d == DType::f64 ? 8 : 4;
@@ -66,6 +72,7 @@ std::string key(const Config& c) {
   const unsigned p = v ? v->params : P_BLOCK | P_UNROLL | P_VEC | P_GRID | P_TAIL | P_FINISH;
   std::string k = c.variant;
   if (p & P_BLOCK) k += ".b" + std::to_string(c.block);
+  if (p & P_WIDTH) k += ".w" + std::to_string(c.width);
   if (p & P_UNROLL) k += ".u" + std::to_string(c.unroll);
   if (p & P_VEC) k += ".v" + std::to_string(c.vec);
   if (p & P_GRID) k += ".g" + std::to_string(c.grid);
@@ -94,6 +101,7 @@ std::optional<Config> parse_key(std::string_view text, std::string* why) {
     rest = next == std::string_view::npos ? "" : rest.substr(next + 1);
     unsigned param = 0;
     if (auto b = number_after(tok, 'b')) c.block = *b, param = P_BLOCK;
+    else if (auto w = number_after(tok, 'w')) c.width = *w, param = P_WIDTH;
     else if (auto u = number_after(tok, 'u')) c.unroll = *u, param = P_UNROLL;
     else if (auto x = number_after(tok, 'v')) c.vec = *x, param = P_VEC;
     else if (auto g = number_after(tok, 'g')) c.grid = *g, param = P_GRID;

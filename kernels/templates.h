@@ -5,7 +5,7 @@
 
 namespace reduce_tune {
 
-/// The text of templates/<name> (e.g. "common.cuh", "unrolling.cu"); throws if unknown.
+/// The text of templates/<name> (e.g. "common.cuh", "array/unrolling.cu"); throws if unknown.
 std::string_view template_source(std::string_view name);
 
 } // namespace reduce_tune

@@ -28,22 +28,46 @@ enum class Finish {
   twopass,   ///< a second one-block kernel combines the partials (deterministic)
   lastblock, ///< the last block to finish combines the partials (deterministic, one launch)
   firstblock, ///< atomic, with the result set by the first block to start (no init before)
+  direct,    ///< segmented: each result is written once by the lanes that reduced it
 };
+
+/// What is reduced. The whole-array problem gives one value; the others one value per segment.
+enum class Problem {
+  array,    ///< n elements -> one value
+  rows,     ///< a row-major rows x cols matrix (row stride >= cols) -> one value per row
+  columns,  ///< the same matrix -> one value per column (strided reads)
+  segments, ///< segments + 1 int64 offsets into an array -> one value per segment
+};
+
+/// A problem's size: `count` results, each reducing `length` elements. array: {1, n}; rows:
+/// {rows, cols}; columns: {cols, rows}; segments: {segments, mean segment length}.
+struct Shape {
+  std::uint64_t count = 1;
+  std::uint64_t length = 0;
+  std::uint64_t elements() const { return count * length; }
+};
+inline bool operator==(const Shape& a, const Shape& b) {
+  return a.count == b.count && a.length == b.length;
+}
+inline bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
 
 std::string_view name(DType);
 std::string_view name(Op);
 std::string_view name(Tail);
 std::string_view name(Finish);
+std::string_view name(Problem);
 std::optional<DType> parse_dtype(std::string_view);
 std::optional<Op> parse_op(std::string_view);
 std::optional<Tail> parse_tail(std::string_view);
 std::optional<Finish> parse_finish(std::string_view);
+std::optional<Problem> parse_problem(std::string_view);
 /// Bytes per element.
 std::size_t size_of(DType);
 bool is_float(DType);
 
-/// One point of the tuning space: which kernel and how it is shaped. The problem
-/// (dtype, op, n) is not part of it: the same configuration runs for any problem.
+/// One point of the tuning space: which kernel and how it is shaped. The variant belongs to one
+/// problem kind (kernels/catalogue.h); the problem's dtype, op and size are not part of it: the
+/// same configuration runs for any of them.
 struct Config {
   std::string variant;          ///< catalogue name, e.g. "unrolling"
   int block = 256;              ///< threads per block (power of two, 32..1024)
@@ -52,12 +76,17 @@ struct Config {
   int grid = 0;                 ///< blocks per SM for grid-stride kernels; 0 = data-sized grid
   Tail tail = Tail::none;
   Finish finish = Finish::host;
-
-  bool operator==(const Config&) const = default;
+  int width = 0;                ///< lanes per segment for the group mappings (1..32); 0 = n/a
 };
+// Spelled out rather than defaulted: the public headers are C++17.
+inline bool operator==(const Config& a, const Config& b) {
+  return a.variant == b.variant && a.block == b.block && a.unroll == b.unroll && a.vec == b.vec &&
+         a.grid == b.grid && a.width == b.width && a.tail == b.tail && a.finish == b.finish;
+}
+inline bool operator!=(const Config& a, const Config& b) { return !(a == b); }
 
 /// The stable text key, e.g. "unroll_warps.b512.u8.shfl.host": the variant, then the parameters
-/// it takes in a fixed order (b<block> u<unroll> v<vec> g<grid> <tail>), then the finish.
+/// it takes in a fixed order (b<block> w<width> u<unroll> v<vec> g<grid> <tail>), then the finish.
 std::string key(const Config&);
 /// Parses a key (parameter tokens in any order). Returns nullopt, with the reason in *why,
 /// when the text is not a key of a known variant.

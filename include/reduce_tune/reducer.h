@@ -36,7 +36,10 @@ std::string_view name(Match);
 struct Choice {
   Config config;
   Match match = Match::builtin;
-  std::uint64_t tuned_n = 0;   ///< the size it was tuned at (0 for builtin)
+  Problem problem = Problem::array;
+  Shape tuned_shape{0, 0};     ///< the shape it was tuned at ({0, 0} for builtin)
+  std::uint64_t tuned_n = 0;   ///< the size it was tuned at: tuned_shape.length for the array
+                               ///< problem, tuned_shape.elements() otherwise (0 for builtin)
   double median_us = 0;        ///< measured time at tuned_n (0 for builtin)
   double gbps = 0;
   std::string device_name;     ///< the GPU the measurement came from (empty for builtin)
@@ -90,7 +93,10 @@ public:
   Choice config_for(DType dtype, Op op, std::uint64_t n) const;
   /// The same for reduce_async, which needs the result on the device: no host finish.
   Choice async_config_for(DType dtype, Op op, std::uint64_t n) const;
-
+  /// The configuration a segmented call uses for `shape` (Shape's comment says what count and
+  /// length mean for each problem; for Problem::segments the length is not known on the host, and
+  /// the lookup grades by the segment count alone). Problem::array is async_config_for.
+  Choice config_for(DType dtype, Op op, Problem problem, Shape shape) const;
   /// Synchronous: reduces n elements at device pointer `d_in` on `stream` (after its earlier
   /// work), waits for the stream and returns the result. n = 0 gives the identity without launching: 0 for sum; for min the type's max (+infinity
   /// for floats), for max its lowest (-infinity for floats).
@@ -117,6 +123,73 @@ public:
   /// workspace is in flight.
   void reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
                     CUstream stream = nullptr);
+
+  // ---- segmented reductions: one result per row, column or segment --------------------------
+  // All asynchronous on `stream` like reduce_async (results in device memory, ordered after the
+  // stream's earlier work, returning once enqueued) and thread-safe. Results are of the input's
+  // dtype; sums of integers wrap, min/max are exact. An empty row, column or segment gives the
+  // identity (see sum()). Zero rows, columns or segments enqueue nothing. Throws InvalidArgument
+  // for a host or null pointer with a non-zero count, a row stride below cols, or a shape whose
+  // element count overflows 64 bits.
+
+  /// Reduces each row of the row-major `rows` x `cols` matrix at `d_in`, whose rows start
+  /// `row_stride` elements apart (0: cols, a dense matrix; larger for a sub-matrix), into
+  /// `d_out[row]`.
+  void reduce_rows(DType dtype, Op op, const void* d_in, std::uint64_t rows, std::uint64_t cols,
+                   void* d_out, CUstream stream = nullptr, std::uint64_t row_stride = 0);
+  /// Reduces each column of the same matrix into `d_out[col]` (`cols` results).
+  void reduce_columns(DType dtype, Op op, const void* d_in, std::uint64_t rows, std::uint64_t cols,
+                      void* d_out, CUstream stream = nullptr, std::uint64_t row_stride = 0);
+  /// Reduces segment s = [d_offsets[s], d_offsets[s+1]) of `d_in` into `d_out[s]`, for s <
+  /// `segments`. `d_offsets` holds segments + 1 non-decreasing int64 offsets in device memory.
+  void reduce_segments(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
+                       std::uint64_t segments, void* d_out, CUstream stream = nullptr);
+
+  template <typename T>
+  void sum_rows(const T* d_in, std::uint64_t rows, std::uint64_t cols, T* d_out,
+                CUstream stream = nullptr, std::uint64_t row_stride = 0) {
+    reduce_rows(dtype_of<T>(), Op::sum, d_in, rows, cols, d_out, stream, row_stride);
+  }
+  template <typename T>
+  void min_rows(const T* d_in, std::uint64_t rows, std::uint64_t cols, T* d_out,
+                CUstream stream = nullptr, std::uint64_t row_stride = 0) {
+    reduce_rows(dtype_of<T>(), Op::min, d_in, rows, cols, d_out, stream, row_stride);
+  }
+  template <typename T>
+  void max_rows(const T* d_in, std::uint64_t rows, std::uint64_t cols, T* d_out,
+                CUstream stream = nullptr, std::uint64_t row_stride = 0) {
+    reduce_rows(dtype_of<T>(), Op::max, d_in, rows, cols, d_out, stream, row_stride);
+  }
+  template <typename T>
+  void sum_columns(const T* d_in, std::uint64_t rows, std::uint64_t cols, T* d_out,
+                   CUstream stream = nullptr, std::uint64_t row_stride = 0) {
+    reduce_columns(dtype_of<T>(), Op::sum, d_in, rows, cols, d_out, stream, row_stride);
+  }
+  template <typename T>
+  void min_columns(const T* d_in, std::uint64_t rows, std::uint64_t cols, T* d_out,
+                   CUstream stream = nullptr, std::uint64_t row_stride = 0) {
+    reduce_columns(dtype_of<T>(), Op::min, d_in, rows, cols, d_out, stream, row_stride);
+  }
+  template <typename T>
+  void max_columns(const T* d_in, std::uint64_t rows, std::uint64_t cols, T* d_out,
+                   CUstream stream = nullptr, std::uint64_t row_stride = 0) {
+    reduce_columns(dtype_of<T>(), Op::max, d_in, rows, cols, d_out, stream, row_stride);
+  }
+  template <typename T>
+  void sum_segments(const T* d_in, const std::int64_t* d_offsets, std::uint64_t segments, T* d_out,
+                    CUstream stream = nullptr) {
+    reduce_segments(dtype_of<T>(), Op::sum, d_in, d_offsets, segments, d_out, stream);
+  }
+  template <typename T>
+  void min_segments(const T* d_in, const std::int64_t* d_offsets, std::uint64_t segments, T* d_out,
+                    CUstream stream = nullptr) {
+    reduce_segments(dtype_of<T>(), Op::min, d_in, d_offsets, segments, d_out, stream);
+  }
+  template <typename T>
+  void max_segments(const T* d_in, const std::int64_t* d_offsets, std::uint64_t segments, T* d_out,
+                    CUstream stream = nullptr) {
+    reduce_segments(dtype_of<T>(), Op::max, d_in, d_offsets, segments, d_out, stream);
+  }
 
   /// The GPU this reducer runs on.
   std::string device_name() const;

@@ -31,8 +31,9 @@ fi
 
 mkdir -p "$B/generated" "$B/obj"
 # The embedded templates and published figures, as cmake/embed_*.cmake write them for the library.
-templates=$(ls templates/*.cuh templates/*.cu | sed "s|^|$PWD/|" | paste -sd ';')
-cmake -DOUT="$PWD/$B/generated/templates_embedded.cpp" "-DFILES=$templates" -P cmake/embed_templates.cmake
+templates=$(find templates -name '*.cu' -o -name '*.cuh' | sort | sed "s|^|$PWD/|" | paste -sd ';')
+cmake -DOUT="$PWD/$B/generated/templates_embedded.cpp" "-DFILES=$templates" -DROOT="$PWD/templates" \
+  -P cmake/embed_templates.cmake
 if [ -f cmake/embed_data.cmake ] && [ -f data/published.csv ]; then
   cmake -DOUT="$PWD/$B/generated/published_embedded.cpp" -DFILE="$PWD/data/published.csv" -P cmake/embed_data.cmake
 fi
