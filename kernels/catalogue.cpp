@@ -1,6 +1,7 @@
 // reduce-tune: the variant catalogue, its validity rules, launch geometry and rendering.
 #include "kernels/catalogue.h"
 
+#include "kernels/segmented.h"
 #include "kernels/templates.h"
 
 #include <algorithm>
@@ -136,11 +137,14 @@ bool uses_smem_warp_tail(const Config& c) {
 
 } // namespace
 
-std::span<const Variant> variants() { return kVariants; }
+std::span<const Variant> variants(Problem problem) {
+  return problem == Problem::array ? std::span<const Variant>(kVariants) : segmented_variants(problem);
+}
 
 const Variant* find_variant(std::string_view name) {
-  for (const Variant& v : kVariants)
-    if (v.name == name) return &v;
+  for (Problem p : {Problem::array, Problem::rows, Problem::columns, Problem::segments})
+    for (const Variant& v : variants(p))
+      if (v.name == name) return &v;
   if (test_variants_enabled())
     for (const Variant& v : kTestVariants)
       if (v.name == name) return &v;
@@ -151,6 +155,9 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   const Variant* vp = find_variant(c.variant);
   if (!vp) return "unknown variant '" + c.variant + "'";
   const Variant& v = *vp;
+  if (v.problem != t.problem)
+    return std::string(v.name) + " reduces " + std::string(name(v.problem)) + ", not " +
+           std::string(name(t.problem));
   if (c.block < 32 || c.block > 1024 || !std::has_single_bit(unsigned(c.block)))
     return "block size " + std::to_string(c.block) + " is not a power of two in 32..1024";
   if (c.block > t.max_block)
@@ -171,8 +178,14 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   } else if (c.vec != 1) {
     return std::string(v.name) + " takes no vector width";
   }
+  if (takes(v, P_WIDTH)) {
+    if (c.width < 1 || c.width > 32 || !std::has_single_bit(unsigned(c.width)))
+      return "group width " + std::to_string(c.width) + " is not a power of two in 1..32";
+  } else if (c.width != 0) {
+    return std::string(v.name) + " takes no group width";
+  }
   if (takes(v, P_GRID)) {
-    const int lo = c.variant == "multi_seq" ? 1 : 0;
+    const int lo = c.variant == "multi_seq" || v.problem != Problem::array ? 1 : 0;
     if (c.grid < lo || c.grid > 64)
       return "grid " + std::to_string(c.grid) + " blocks per SM is outside " +
              std::to_string(lo) + "..64";
@@ -201,6 +214,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
 }
 
 std::vector<Config> space(const Variant& v) {
+  if (v.problem != Problem::array) return segmented_space(v);
   const std::span<const int> blocks =
       takes(v, P_VEC)                ? std::span<const int>(kVectorBlocks)
       : v.name.starts_with("test_") ? std::span<const int>(kB32)
@@ -266,6 +280,7 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
   case Finish::firstblock: finish = grid; break;
   case Finish::twopass:
   case Finish::lastblock: finish = ceil_div(grid, c.block) + log_block; break;
+  case Finish::direct: break; // segmented only (segment_depth)
   }
   return thread + block + finish + 1;
 }
@@ -303,8 +318,11 @@ std::string render(const Config& c, DType dtype, Op op) {
   s += "#define RT_UNROLL " + std::to_string(c.unroll) + "\n";
   s += "#define RT_VEC " + std::to_string(c.vec) + "\n";
   if (v.block_compile_time) s += "#define RT_BLOCK " + std::to_string(c.block) + "\n";
+  if (takes(v, P_WIDTH)) s += "#define RT_WIDTH " + std::to_string(c.width) + "\n";
+  if (v.problem != Problem::array) s += "#define RT_PROBLEM_" + upper(name(v.problem)) + " 1\n";
   if (!v.define.empty()) s += "#define " + std::string(v.define) + " 1\n";
   s += template_source("common.cuh");
+  if (v.problem != Problem::array) s += template_source("segmented/segmented.cuh");
   s += template_source(v.source.empty() ? "array/" + std::string(v.name) + ".cu" : std::string(v.source));
   return s;
 }

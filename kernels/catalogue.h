@@ -20,6 +20,7 @@ struct Target {
   int max_block = 1024;         ///< threads per block
   int sm_count = 132;
   bool allow_unsafe = false;    ///< admit the volatile tail where it is unsafe (for study)
+  Problem problem = Problem::array;
 };
 
 /// The parameters a variant takes (bit set).
@@ -40,12 +41,15 @@ struct Variant {
   int min_block;                            ///< smallest block its tree handles
   std::string_view source = {};             ///< template file when not <name>.cu
   std::string_view define = {};             ///< macro the template is rendered with, if any
+  Problem problem = Problem::array;         ///< the problem kind it solves
 };
 
-std::span<const Variant> variants();
+/// The catalogue of one problem kind, in its listing order.
+std::span<const Variant> variants(Problem problem = Problem::array);
+/// Any problem's variant by name.
 const Variant* find_variant(std::string_view name);
 
-/// Why `c` is not a valid point for `t`, or nullopt when it is.
+/// Why `c` is not a valid point for `t` (its problem included), or nullopt when it is.
 std::optional<std::string> invalid_reason(const Config& c, const Target& t);
 
 /// The configurations the sweep tries for a variant (valid or not, so that invalid points are
@@ -58,7 +62,7 @@ std::vector<Config> space(const Variant& v);
 /// Whether the same input always gives the same bits (no floating-point atomics).
 bool deterministic(const Config& c, DType dtype);
 
-/// How a configuration is launched for n elements.
+/// How a configuration of the array problem is launched for n elements.
 struct LaunchPlan {
   unsigned grid = 0;            ///< blocks (>= 1 for every n >= 1)
   unsigned block = 0;
@@ -71,6 +75,25 @@ struct LaunchPlan {
   bool scratch = false;         ///< in-place: runs on a copy of the input
 };
 LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n);
+
+/// How a configuration of a segmented problem (rows, columns, segments) is launched for a shape:
+/// an optional fill of the results with the identity, rt_segmented, and for the binned variant
+/// rt_segmented_chunks (templates/segmented/). For Problem::segments only shape.count is used (the
+/// lengths are in device memory).
+struct SegmentedPlan {
+  unsigned grid = 0;            ///< blocks of rt_segmented (>= 1 for every count >= 1)
+  unsigned block = 0;
+  unsigned smem_bytes = 0;
+  std::uint64_t aux = 0;        ///< the template's launch parameter (templates/segmented/*.cu)
+  bool fill = false;            ///< results set to the identity first (atomic finishes)
+  unsigned chunk_grid = 0;      ///< blocks of rt_segmented_chunks; 0: not launched
+  std::size_t work_bytes = 0;   ///< the variant's self-resetting state, zeroed once
+};
+SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape);
+
+/// The longest chain of dependent roundings an element of one segment of `len` elements goes
+/// through under a segmented configuration (see summation_depth).
+std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::uint64_t len);
 
 /// The longest chain of dependent roundings an element goes through (thread, block and finish
 /// stages), which bounds the floating-point error: |got - exact| <= gamma(depth) * sum|x|.

@@ -189,8 +189,13 @@ Compiled Nvrtc::compile(const std::string& source, const std::string& name,
     c.image.resize(n);
     prog.check(api_->nvrtcGetPTX(prog.get(), c.image.data()), "nvrtcGetPTX");
   }
-  c.resources = parse_resources(c.log, "rt_reduce");
+  c.resources = parse_resources(c.log, entry_kernel(source));
   return c;
+}
+
+const char* entry_kernel(const std::string& source) {
+  return source.find(" rt_segmented(RT_SEGMENTED_PARAMS)") != std::string::npos ? "rt_segmented"
+                                                                                 : "rt_reduce";
 }
 
 Resources parse_resources(const std::string& log, const std::string& kernel) {
@@ -250,7 +255,7 @@ Compiled CompileCache::get(const Nvrtc& nvrtc, const std::string& source, const 
       c.image = std::move(image);
       c.log = std::move(log);
       c.target = target;
-      c.resources = parse_resources(c.log, "rt_reduce");
+      c.resources = parse_resources(c.log, entry_kernel(source));
       c.from_cache = true;
       ++hits_;
       return c;

@@ -107,5 +107,8 @@ private:
 
 /// Parses the ptxas -v report of NVRTC's log for `kernel`.
 Resources parse_resources(const std::string& log, const std::string& kernel);
+/// The reduction kernel a rendered source defines: "rt_segmented" for the segmented problems,
+/// else "rt_reduce" (the one whose resources a compile reports).
+const char* entry_kernel(const std::string& source);
 
 } // namespace reduce_tune

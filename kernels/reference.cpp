@@ -159,6 +159,118 @@ Reference reference(const HostArray& a, Op op) {
   return visit(a.dtype, [&](auto t) { return reduce_host(a.data<decltype(t)>(), a.n, op); });
 }
 
+namespace {
+
+// Reduces x[0], x[step], ... (len elements) as reduce_host does, on the calling thread.
+template <typename T> Reference reduce_strided(const T* x, std::uint64_t len, std::uint64_t step, Op op) {
+  T acc = identity<T>(op);
+  Reference r;
+  for (std::uint64_t i = 0; i < len; ++i) {
+    const T v = x[i * step];
+    if constexpr (std::is_floating_point_v<T>) {
+      r.exact += double(v);
+      r.abs_sum += std::fabs(double(v));
+    }
+    acc = combine(acc, v, op);
+  }
+  if constexpr (std::is_floating_point_v<T>)
+    if (op == Op::sum) acc = T(r.exact);
+  r.value = Scalar::of(acc);
+  return r;
+}
+
+// Columns: each thread takes a range of columns and walks the rows, so reads stay row-major.
+template <typename T>
+void reduce_columns_host(const T* x, const Segmentation& s, Op op, std::vector<Reference>& out) {
+  const std::uint64_t cols = s.shape.count, rows = s.shape.length;
+  parallel_chunks(cols, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+    std::vector<T> acc(hi - lo, identity<T>(op));
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      const T* row = x + r * s.stride;
+      for (std::uint64_t c = lo; c < hi; ++c) {
+        const T v = row[c];
+        if constexpr (std::is_floating_point_v<T>) {
+          out[c].exact += double(v);
+          out[c].abs_sum += std::fabs(double(v));
+        }
+        acc[c - lo] = combine(acc[c - lo], v, op);
+      }
+    }
+    for (std::uint64_t c = lo; c < hi; ++c) {
+      T v = acc[c - lo];
+      if constexpr (std::is_floating_point_v<T>)
+        if (op == Op::sum) v = T(out[c].exact);
+      out[c].value = Scalar::of(v);
+    }
+  });
+}
+
+} // namespace
+
+std::uint64_t Segmentation::input_elements() const {
+  switch (problem) {
+  case Problem::array: return shape.length;
+  case Problem::rows:
+  case Problem::columns: {
+    const std::uint64_t rows = problem == Problem::rows ? shape.count : shape.length;
+    const std::uint64_t cols = problem == Problem::rows ? shape.length : shape.count;
+    return rows == 0 ? 0 : (rows - 1) * stride + cols;
+  }
+  case Problem::segments: return offsets.empty() ? 0 : std::uint64_t(offsets.back());
+  }
+  return 0;
+}
+
+std::uint64_t Segmentation::length(std::uint64_t i) const {
+  if (problem != Problem::segments) return shape.length;
+  const std::int64_t b = offsets[i], e = offsets[i + 1];
+  return e > b ? std::uint64_t(e - b) : 0;
+}
+
+std::vector<Reference> segmented_reference(const HostArray& a, const Segmentation& s, Op op) {
+  std::vector<Reference> out(s.shape.count);
+  visit(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T* x = a.data<T>();
+    if (s.problem == Problem::columns) return reduce_columns_host(x, s, op, out);
+    parallel_chunks(s.shape.count, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+      for (std::uint64_t i = lo; i < hi; ++i) {
+        if (s.problem == Problem::segments) {
+          const std::int64_t b = s.offsets[i], e = s.offsets[i + 1];
+          out[i] = reduce_strided(x + b, e > b ? std::uint64_t(e - b) : 0, 1, op);
+        } else {
+          out[i] = reduce_strided(x + i * s.stride, s.shape.length, 1, op);
+        }
+      }
+    });
+  });
+  return out;
+}
+
+std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t total,
+                                         std::uint64_t seed) {
+  std::vector<std::int64_t> off(segments + 1, 0);
+  if (segments == 0) return off;
+  // Pareto lengths (shape 1.2: the mean is 6x the scale, 88 % of the segments are shorter than
+  // the mean, and the longest of N is about N^(1/1.2) times the scale), scaled to the total and
+  // rounded down, so short segments come out empty.
+  std::vector<double> len(segments);
+  double sum = 0;
+  for (std::uint64_t i = 0; i < segments; ++i) {
+    const double u = double((mix(seed * 0x2545f4914f6cdd1dull + i) >> 11) + 1) / double(1ull << 53);
+    len[i] = std::pow(u, -1 / 1.2) - 1;
+    sum += len[i];
+  }
+  const double scale = sum > 0 ? double(total) / sum : 0;
+  std::uint64_t at = 0;
+  for (std::uint64_t i = 0; i < segments; ++i) {
+    at = std::min<std::uint64_t>(total, at + std::uint64_t(len[i] * scale));
+    off[i + 1] = std::int64_t(at);
+  }
+  off[segments] = std::int64_t(total); // rounding leftovers go to the last segment
+  return off;
+}
+
 Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op) {
   return visit(partials.dtype, [&](auto t) {
     using T = decltype(t);
@@ -205,6 +317,32 @@ Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth) {
   o.precision(17);
   o << e;
   c.expected = o.str();
+  return c;
+}
+
+} // namespace reduce_tune
+
+namespace reduce_tune {
+
+Check check_segmented(const std::vector<Reference>& refs, const HostArray& got,
+                      const Segmentation& s, Op op,
+                      const std::function<std::uint64_t(std::uint64_t)>& depth) {
+  Check c;
+  c.ok = true;
+  const std::size_t es = size_of(got.dtype);
+  for (std::uint64_t i = 0; i < s.shape.count; ++i) {
+    Scalar v;
+    v.dtype = got.dtype;
+    std::memcpy(&v.bits, got.bytes.data() + i * es, es);
+    Check one = check(refs[i], v, op, depth(s.length(i)));
+    if (!one.ok) {
+      const std::string at = "result " + std::to_string(i) + " of " + std::to_string(s.shape.count) +
+                             " (" + std::to_string(s.length(i)) + " elements): ";
+      one.expected = at + one.expected;
+      one.observed = at + one.observed;
+      return one;
+    }
+  }
   return c;
 }
 

@@ -4,6 +4,7 @@
 #include "reduce_tune/config.h"
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -70,6 +71,25 @@ struct Reference {
 };
 Reference reference(const HostArray& a, Op op);
 
+/// Which elements of an input each result of a segmented problem reduces (see Shape).
+struct Segmentation {
+  Problem problem = Problem::rows;
+  Shape shape;                          ///< segments: {segments, mean length}
+  std::uint64_t stride = 0;             ///< rows and columns: elements between row starts
+  std::vector<std::int64_t> offsets;    ///< segments: shape.count + 1 offsets
+  /// The elements the input must hold.
+  std::uint64_t input_elements() const;
+  /// The length of result i's segment.
+  std::uint64_t length(std::uint64_t i) const;
+};
+/// One Reference per result (rows, columns or segments of `a`), computed in parallel.
+std::vector<Reference> segmented_reference(const HostArray& a, const Segmentation& s, Op op);
+/// Offsets of `segments` segments that together hold `total` elements, from `seed`: Pareto
+/// lengths (shape 1.2), so most are shorter than the mean (empty ones too) and a few are hundreds
+/// of times longer; the last offset is `total`.
+std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t total,
+                                         std::uint64_t seed);
+
 /// Combines values on the host as a `host` finish does: floats accumulate in double and round
 /// once; integers wrap.
 Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op);
@@ -86,5 +106,11 @@ struct Check {
 /// matches the same infinity.
 Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth);
 double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact);
+/// Checks every result of a segmented reduction (`got` holds s.shape.count of them) against its
+/// reference; `depth(len)` is the rounding depth of a segment of len elements. Returns the first
+/// failure, its index in `expected` ("result 17: ..."), or ok.
+Check check_segmented(const std::vector<Reference>& refs, const HostArray& got,
+                      const Segmentation& s, Op op,
+                      const std::function<std::uint64_t(std::uint64_t)>& depth);
 
 } // namespace reduce_tune

@@ -1,6 +1,7 @@
 // reduce-tune: the one compile-and-launch path.
 #include "kernels/runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -33,7 +34,14 @@ Kernel KernelLoader::load(const Config& c, DType dtype, Op op) {
   k.dtype = dtype;
   k.op = op;
   k.module = module;
-  k.reduce = module->function("rt_reduce");
+  if (find_variant(c.variant)->problem == Problem::array) {
+    k.reduce = module->function("rt_reduce");
+  } else {
+    k.reduce = module->function("rt_segmented");
+    k.fill = module->function("rt_fill_identity");
+    if (source.find("rt_segmented_chunks") != std::string::npos)
+      k.chunks = module->function("rt_segmented_chunks");
+  }
   k.combine = module->function("rt_combine_partials");
   k.resources = res;
   static const bool pdl_off = [] {
@@ -96,6 +104,14 @@ void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n) {
   host_partials_.dtype = dtype;
 }
 
+void Workspace::reserve(const SegmentedPlan& p) {
+  if (p.work_bytes && segmented_.size() < p.work_bytes) {
+    segmented_ = cuda::Buffer(p.work_bytes);
+    RT_CU(cuMemsetD8Async(segmented_.get(), 0, p.work_bytes, nullptr));
+    RT_CU(cuCtxSynchronize());
+  }
+}
+
 void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s) {
   if (p.scratch) RT_CU(cuMemcpyDtoDAsync(w.scratch(), in, n * size_of(k.dtype), s));
@@ -138,6 +154,22 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
     void* args2[] = {&partials, &out, &parts};
     cuda::launch(k.combine, 1, p.block, p.smem_bytes, s, args2, k.programmatic);
   }
+}
+
+void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Workspace& w,
+             CUstream s) {
+  CUdeviceptr in = a.in, offsets = a.offsets, out = a.out, work = w.segmented_state();
+  unsigned long long count = a.shape.count, length = a.shape.length, stride = a.stride,
+                     aux = p.aux;
+  if (p.fill) {
+    // One thread per result up to a grid of 2^16 blocks; a grid-stride loop past that.
+    const unsigned blocks = unsigned(std::min<unsigned long long>((count + 255) / 256, 1u << 16));
+    void* fill_args[] = {&out, &count};
+    cuda::launch(k.fill, std::max(blocks, 1u), 256, 0, s, fill_args);
+  }
+  void* args[] = {&in, &offsets, &out, &count, &length, &stride, &aux, &work};
+  cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args);
+  if (p.chunk_grid) cuda::launch(k.chunks, p.chunk_grid, p.block, p.smem_bytes, s, args);
 }
 
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s) {

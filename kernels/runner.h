@@ -21,6 +21,9 @@ struct Kernel {
   Op op = Op::sum;
   std::shared_ptr<const cuda::Module> module; // shared by configurations with the same source
   CUfunction reduce = nullptr, combine = nullptr;
+  /// Segmented variants: rt_segmented (in `reduce`), rt_fill_identity, and the binned variant's
+  /// rt_segmented_chunks (null for the others).
+  CUfunction fill = nullptr, chunks = nullptr;
   Resources resources;
   /// The two-pass finish's second kernel is launched programmatically (compiled for sm_90+, the
   /// driver has cuLaunchKernelEx, REDUCE_TUNE_NO_PDL unset): templates/common.cuh's rt_pdl_wait is
@@ -77,10 +80,13 @@ public:
   CUdeviceptr counter() const { return counter_.get(); }
   CUdeviceptr scratch() const { return scratch_.get(); }
   HostArray& host_partials() { return host_partials_; }
+  /// Makes room for a segmented plan's state (zeroed when first made; the kernels reset it).
+  void reserve(const SegmentedPlan& p);
+  CUdeviceptr segmented_state() const { return segmented_.get(); }
 
 private:
   static constexpr std::size_t kFinishStateBytes = 16; // templates/common.cuh, rt_first_state
-  cuda::Buffer partials_, out_, counter_, scratch_;
+  cuda::Buffer partials_, out_, counter_, scratch_, segmented_;
   HostArray host_partials_;
 };
 
@@ -96,6 +102,17 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 /// Waits for the stream and returns the result: copied from the device, or, for the host finish,
 /// the partials copied back and combined here.
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s);
+
+/// Where a segmented reduction reads and writes (Shape says what count and length are).
+struct SegmentedArgs {
+  CUdeviceptr in = 0, offsets = 0, out = 0;
+  Shape shape;
+  std::uint64_t stride = 0;   ///< rows and columns: elements between row starts
+};
+/// Enqueues one segmented reduction: the fill, rt_segmented, the binned chunks. The workspace must
+/// have been reserved for the plan.
+void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Workspace& w,
+             CUstream s);
 
 /// prepare + enqueue + result.
 Scalar reduce_once(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n,

@@ -70,6 +70,39 @@ std::uint64_t parse_n(const std::string& text) {
 }
 
 
+Problem problem_option(const std::string& text) {
+  auto p = parse_problem(text);
+  if (!p) throw Usage("unknown problem '" + text + "' (array, rows, columns or segments)");
+  return *p;
+}
+
+// Every named variant exists and solves `problem`.
+void check_variants(const std::vector<std::string>& names, Problem problem) {
+  for (const auto& v : names) {
+    const Variant* var = find_variant(v);
+    if (!var) throw Usage("unknown variant '" + v + "' (see: reduce-tune variants)");
+    if (var->problem != problem)
+      throw Usage("variant '" + v + "' reduces " + std::string(name(var->problem)) + ", not " +
+                  std::string(name(problem)) + " (see: reduce-tune variants --problem " +
+                  std::string(name(problem)) + ")");
+  }
+}
+
+// "4096x1024,2^20x3": rows and columns take ROWSxCOLS (the matrix), segments SEGMENTSxMEAN.
+std::vector<Shape> parse_shapes(const std::string& text, Problem problem) {
+  std::vector<Shape> out;
+  for (const auto& tok : split(text)) {
+    const auto x = tok.find('x');
+    if (x == std::string::npos)
+      throw Usage("shape '" + tok + "' is not AxB (rows x cols, or segments x mean length)");
+    const std::uint64_t a = parse_n(tok.substr(0, x)), b = parse_n(tok.substr(x + 1));
+    if (a == 0 || b == 0) throw Usage("shape '" + tok + "' is empty");
+    if (b > ~std::uint64_t(0) / a) throw Usage("shape '" + tok + "' overflows 64 bits");
+    out.push_back(problem == Problem::columns ? Shape{b, a} : Shape{a, b});
+  }
+  return out;
+}
+
 std::string command_line(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
@@ -94,7 +127,7 @@ struct TuneCommand {
 TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   po::options_description desc(worker ? "reduce-tune worker options" : "reduce-tune [tune] options");
   std::string device = "0", dtypes = "int32,float32", ops = "sum", sizes, vars, blocks, unrolls,
-              tails, finishes, keys, format = "md";
+              tails, finishes, keys, format = "md", problem = "array", shapes;
   TuneCommand t;
   SweepOptions& o = t.sweep;
   desc.add_options()
@@ -103,6 +136,10 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("dtypes", po::value(&dtypes)->default_value(dtypes), "int32,uint32,int64,float32,float64")
     ("ops", po::value(&ops)->default_value(ops), "sum,min,max")
     ("sizes", po::value(&sizes), "sizes, e.g. 2^20,16M,3*2^22+5 (default 2^10,2^12,...,2^28)")
+    ("problem", po::value(&problem)->default_value(problem),
+     "array (one result), rows, columns (one per row/column of a matrix) or segments (offsets)")
+    ("shapes", po::value(&shapes), "segmented shapes: ROWSxCOLS for rows and columns, "
+                                   "SEGMENTSxMEAN for segments (default: the grid of docs/PERFORMANCE.md)")
     ("variants", po::value(&vars), "catalogue names (default: all)")
     ("block-sizes", po::value(&blocks), "e.g. 128,256,512")
     ("unroll", po::value(&unrolls), "e.g. 2,4,8")
@@ -167,9 +204,15 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     if (!s) throw Usage(why);
     o.sizes = *s;
   }
+  o.problem = problem_option(problem);
+  if (!shapes.empty()) {
+    if (o.problem == Problem::array) throw Usage("--shapes is for --problem rows, columns or segments");
+    o.shapes = parse_shapes(shapes, o.problem);
+  }
+  if (!sizes.empty() && o.problem != Problem::array)
+    throw Usage("--sizes is for the array problem; --shapes gives segmented shapes");
   o.variants = split(vars);
-  for (const auto& v : o.variants)
-    if (!find_variant(v)) throw Usage("unknown variant '" + v + "' (see: reduce-tune variants)");
+  check_variants(o.variants, o.problem);
   o.blocks = parse_ints(blocks, "block size");
   for (int b : o.blocks)
     if (b < 32 || b > 1024 || (b & (b - 1)))
@@ -183,8 +226,12 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   o.keys = split(keys);
   for (const auto& k : o.keys) {
     std::string why;
-    if (!parse_key(k, &why)) throw Usage(why);
+    const auto c = parse_key(k, &why);
+    if (!c) throw Usage(why);
+    check_variants({c->variant}, o.problem);
   }
+  if (!t.material.empty() && o.problem != Problem::array)
+    throw Usage("--material measures the material's array kernels (no --problem)");
   if (!t.material.empty()) {
     for (const auto& k : material_kernels())
       if (k.doc.starts_with(t.material) &&
@@ -343,7 +390,7 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
 
 int cmd_variants(const std::vector<std::string>& args) {
   po::options_description desc("reduce-tune variants options");
-  std::string arch, dtype = "float32", op = "sum";
+  std::string arch, dtype = "float32", op = "sum", problem = "array";
   bool material = false, unsafe = false, all = false;
   desc.add_options()
     ("help,h", "this help")
@@ -352,6 +399,7 @@ int cmd_variants(const std::vector<std::string>& args) {
     ("arch", po::value(&arch), "check validity for sm_XX (default sm_90)")
     ("dtype", po::value(&dtype)->default_value(dtype), "dtype for validity")
     ("op", po::value(&op)->default_value(op), "op for validity")
+    ("problem", po::value(&problem)->default_value(problem), "array, rows, columns or segments")
     ("unsafe-tails", po::bool_switch(&unsafe), "admit the volatile tail on sm_70+");
   auto vm = parse(args, desc);
   if (vm.count("help")) {
@@ -371,7 +419,7 @@ int cmd_variants(const std::vector<std::string>& args) {
   auto o = parse_op(op);
   if (!d) throw Usage("unknown dtype '" + dtype + "'");
   if (!o) throw Usage("unknown op '" + op + "'");
-  t.dtype = *d, t.op = *o, t.allow_unsafe = unsafe;
+  t.dtype = *d, t.op = *o, t.allow_unsafe = unsafe, t.problem = problem_option(problem);
   if (!arch.empty()) {
     const auto digits = arch.find_first_of("0123456789");
     try {
@@ -380,7 +428,7 @@ int cmd_variants(const std::vector<std::string>& args) {
       throw Usage("'" + arch + "' is not an architecture (expected e.g. sm_90)");
     }
   }
-  for (const Variant& v : variants()) {
+  for (const Variant& v : variants(t.problem)) {
     std::size_t valid = 0;
     std::map<std::string, std::size_t> reasons;
     for (const Config& c : space(v)) {
@@ -399,7 +447,8 @@ int cmd_variants(const std::vector<std::string>& args) {
 
 int cmd_compile(const std::vector<std::string>& args) {
   po::options_description desc("reduce-tune compile options");
-  std::string arch = "sm_90", nvrtc_path, dtypes = "int32,float32", ops = "sum", vars, cache_dir;
+  std::string arch = "sm_90", nvrtc_path, dtypes = "int32,float32", ops = "sum", vars, cache_dir,
+              problem = "array";
   bool unsafe = false, quiet = false;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   desc.add_options()
@@ -409,6 +458,7 @@ int cmd_compile(const std::vector<std::string>& args) {
     ("dtypes", po::value(&dtypes)->default_value(dtypes), "dtypes")
     ("ops", po::value(&ops)->default_value(ops), "ops")
     ("variants", po::value(&vars), "catalogue names (default: all)")
+    ("problem", po::value(&problem)->default_value(problem), "array, rows, columns or segments")
     ("unsafe-tails", po::bool_switch(&unsafe), "include the volatile tail on sm_70+")
     ("threads", po::value(&threads)->default_value(threads), "parallel compiles")
     ("cache-dir", po::value(&cache_dir), "use this compile cache (default: none)")
@@ -420,9 +470,9 @@ int cmd_compile(const std::vector<std::string>& args) {
   }
   const auto ds = parse_list<DType>(dtypes, parse_dtype, "dtype");
   const auto os = parse_list<Op>(ops, parse_op, "op");
+  const Problem pr = problem_option(problem);
   const auto names = split(vars);
-  for (const auto& v : names)
-    if (!find_variant(v)) throw Usage("unknown variant '" + v + "' (see: reduce-tune variants)");
+  check_variants(names, pr);
   Nvrtc nvrtc(nvrtc_path);
   ArchTarget target;
   try {
@@ -435,8 +485,8 @@ int cmd_compile(const std::vector<std::string>& args) {
   std::set<std::string> seen;
   for (DType d : ds)
     for (Op op : os) {
-      const Target t{d, op, cc, 1024, 132, unsafe};
-      for (const Variant& v : variants()) {
+      const Target t{d, op, cc, 1024, 132, unsafe, pr};
+      for (const Variant& v : variants(pr)) {
         if (!names.empty() && std::find(names.begin(), names.end(), v.name) == names.end()) continue;
         for (const Config& c : space(v))
           if (!invalid_reason(c, t) && seen.insert(render(c, d, op)).second) jobs.push_back({c, d, op});
@@ -461,7 +511,8 @@ int cmd_compile(const std::vector<std::string>& args) {
     if (ok) {
       long long bytes = -1, instrs = -1;
       if (target.cubin) {
-        const CubinKernel ck = inspect_cubin(outcomes[k].compiled.image, "rt_reduce");
+        const CubinKernel ck = inspect_cubin(outcomes[k].compiled.image,
+                                             pr == Problem::array ? "rt_reduce" : "rt_segmented");
         bytes = static_cast<long long>(ck.code_bytes), instrs = static_cast<long long>(ck.instructions);
       }
       std::printf("%4d %6d %6d %6d %6d %6lld %6lld\n", r.registers, r.spill_stores, r.spill_loads, r.smem_bytes,

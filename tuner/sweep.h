@@ -19,6 +19,8 @@ struct SweepOptions {
   std::vector<DType> dtypes{DType::i32, DType::f32};
   std::vector<Op> ops{Op::sum};
   std::vector<std::uint64_t> sizes;
+  Problem problem = Problem::array;
+  std::vector<Shape> shapes;      ///< segmented problems (empty: default_shapes(problem))
   std::vector<std::string> variants;
   std::vector<int> blocks, unrolls;
   std::vector<Tail> tails;

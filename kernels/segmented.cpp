@@ -1,0 +1,223 @@
+// reduce-tune: the catalogue of the segmented problems (rows, columns, offsets segments): their
+// variants, the sweep's space, launch geometry and rounding depth. The validity rules are the
+// array catalogue's (kernels/catalogue.cpp), which read a variant's parameters from its entry.
+#include "kernels/catalogue.h"
+#include "kernels/segmented.h"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+
+namespace reduce_tune {
+namespace {
+
+constexpr int kU124[] = {1, 2, 4};
+constexpr Tail kShfl[] = {Tail::shfl};
+constexpr Finish kDirect[] = {Finish::direct};
+constexpr Finish kAtomic[] = {Finish::atomic};
+
+constexpr unsigned kGroup = P_BLOCK | P_WIDTH | P_UNROLL | P_VEC | P_FINISH;
+constexpr unsigned kBlock = P_BLOCK | P_UNROLL | P_VEC | P_FINISH;
+constexpr unsigned kSplit = P_BLOCK | P_UNROLL | P_VEC | P_GRID | P_FINISH;
+constexpr unsigned kBinned = kGroup | P_GRID;
+
+constexpr std::string_view kContiguous = "segmented/contiguous.cu";
+
+// Grouped by problem. The block size is compile-time in every segmented template.
+constexpr Variant kRows[] = {
+    {"rows_group", "a group of w lanes of a warp per row (w = 1: a thread, 32: a warp)", kGroup,
+     kU124, kShfl, kDirect, true, false, 32, kContiguous, "RT_MAP_GROUP", Problem::rows},
+    {"rows_block", "a block per row", kBlock, kU124, kShfl, kDirect, true, false, 32, kContiguous,
+     "RT_MAP_BLOCK", Problem::rows},
+    {"rows_split", "g blocks per SM spread over the rows, several per long row, combined atomically",
+     kSplit, kU124, kShfl, kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT", Problem::rows},
+};
+constexpr Variant kColumns[] = {
+    {"columns_tile",
+     "a tile of threads per stripe of columns (v per thread) walks every row; narrow matrices get "
+     "tall tiles",
+     kBlock, kU124, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns},
+    {"columns_split", "column stripes x row slices (g blocks per SM), combined atomically", kSplit,
+     kU124, kShfl, kAtomic, true, false, 32, "segmented/columns.cu", {}, Problem::columns},
+};
+constexpr Variant kSegments[] = {
+    {"segments_group", "a group of w lanes of a warp per segment", kGroup, kU124, kShfl, kDirect,
+     true, false, 32, kContiguous, "RT_MAP_GROUP", Problem::segments},
+    {"segments_block", "a block per segment", kBlock, kU124, kShfl, kDirect, true, false, 32,
+     kContiguous, "RT_MAP_BLOCK", Problem::segments},
+    {"segments_split", "g blocks per SM spread over the segments, combined atomically", kSplit,
+     kU124, kShfl, kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT", Problem::segments},
+    {"segments_binned",
+     "load-balanced: short segments by a group of w lanes, long ones cut into chunks that g "
+     "blocks per SM share (two kernels)",
+     kBinned, kU124, kShfl, kAtomic, true, false, 32, "segmented/binned.cu", {}, Problem::segments},
+};
+
+// The sweep's values (a subset of what the validity rules admit).
+constexpr int kWidths[] = {1, 2, 4, 8, 16, 32};
+constexpr int kGroupBlocks[] = {256};
+constexpr int kBlockBlocks[] = {128, 256, 512};
+constexpr int kSplitBlocks[] = {256, 512};
+constexpr int kVecs[] = {1, 2, 4};
+constexpr int kSplitVecs[] = {2, 4};
+constexpr int kSplitGrids[] = {2, 4, 8};
+constexpr int kBinnedWidths[] = {8, 32};
+constexpr int kBinnedGrids[] = {4, 8};
+constexpr int kNone[] = {0};
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+std::uint64_t log2_ceil(std::uint64_t x) { return x <= 1 ? 0 : std::bit_width(x - 1); }
+
+bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
+
+unsigned checked_grid(const Config& c, std::uint64_t grid, Shape shape) {
+  if (grid > 0x7fffffffull)
+    throw std::invalid_argument(key(c) + ": " + std::to_string(shape.count) + " x " +
+                                std::to_string(shape.length) +
+                                " needs more than 2^31-1 blocks");
+  return unsigned(std::max<std::uint64_t>(grid, 1));
+}
+
+// Columns: TX threads across the columns (a power of two: as many as the stripe needs, up to the
+// block), TY = block / TX down the rows.
+unsigned tile_width(const Config& c, std::uint64_t cols) {
+  return unsigned(std::min<std::uint64_t>(c.block, std::bit_ceil(ceil_div(std::max<std::uint64_t>(cols, 1), c.vec))));
+}
+
+// Blocks per segment of rows_split / segments_split: g blocks per SM shared by the segments,
+// at most one per block-pass of a row (rows: the length is known).
+std::uint64_t blocks_per_segment(const Config& c, const Target& t, Shape shape) {
+  std::uint64_t bps = ceil_div(std::uint64_t(c.grid) * t.sm_count, std::max<std::uint64_t>(shape.count, 1));
+  if (t.problem == Problem::rows)
+    bps = std::min(bps, ceil_div(std::max<std::uint64_t>(shape.length, 1), std::uint64_t(c.block) * c.vec * c.unroll));
+  return std::max<std::uint64_t>(bps, 1);
+}
+
+// Row slices of columns_split: g blocks per SM over the column stripes, each slice at least
+// TY * unroll rows.
+std::uint64_t row_slices(const Config& c, const Target& t, Shape shape, std::uint64_t stripes) {
+  if (c.finish == Finish::direct) return 1;
+  const std::uint64_t ty = c.block / tile_width(c, shape.count);
+  const std::uint64_t want = ceil_div(std::uint64_t(c.grid) * t.sm_count, stripes);
+  return std::max<std::uint64_t>(1, std::min(want, ceil_div(std::max<std::uint64_t>(shape.length, 1), ty * c.unroll)));
+}
+
+// The binned variant's chunk list: enough for 2^18 chunks (2^32 elements in the default chunks);
+// past it, segments are reduced by their group (templates/segmented/binned.cu).
+constexpr std::uint64_t kChunkCapacity = 1u << 18;
+
+// Longest rounding chain of one lane reading `len` elements among `lanes`: its elements (at most
+// a share plus a head and a tail), folded from `unroll` accumulators.
+std::uint64_t lane_chain(const Config& c, std::uint64_t len, std::uint64_t lanes) {
+  return ceil_div(len, lanes) + 2 * std::uint64_t(c.vec) + c.unroll;
+}
+
+} // namespace
+
+std::span<const Variant> segmented_variants(Problem problem) {
+  switch (problem) {
+  case Problem::rows: return kRows;
+  case Problem::columns: return kColumns;
+  case Problem::segments: return kSegments;
+  case Problem::array: break;
+  }
+  return {};
+}
+
+std::vector<Config> segmented_space(const Variant& v) {
+  const bool group = takes(v, P_WIDTH) && !takes(v, P_GRID);
+  const bool binned = takes(v, P_WIDTH) && takes(v, P_GRID);
+  const bool split = takes(v, P_GRID) && !binned;
+  const std::span<const int> blocks = group || binned ? std::span<const int>(kGroupBlocks)
+                                      : split        ? std::span<const int>(kSplitBlocks)
+                                                     : std::span<const int>(kBlockBlocks);
+  const std::span<const int> widths = group    ? std::span<const int>(kWidths)
+                                      : binned ? std::span<const int>(kBinnedWidths)
+                                               : std::span<const int>(kNone);
+  const std::span<const int> vecs =
+      split && v.problem != Problem::columns ? std::span<const int>(kSplitVecs) : std::span<const int>(kVecs);
+  const std::span<const int> grids = binned  ? std::span<const int>(kBinnedGrids)
+                                     : split ? std::span<const int>(kSplitGrids)
+                                             : std::span<const int>(kNone);
+  std::vector<Config> out;
+  for (int b : blocks)
+    for (int w : widths)
+      for (int u : v.unrolls)
+        for (int x : vecs)
+          for (int g : grids) {
+            Config c{std::string(v.name), b, u, x, g, v.tails.front(), v.finishes.front()};
+            c.width = w;
+            out.push_back(c);
+          }
+  return out;
+}
+
+std::optional<std::string> pointless(const Config& c, Shape shape) {
+  const Variant& v = *find_variant(c.variant);
+  if (v.problem == Problem::columns || v.problem == Problem::segments) return std::nullopt;
+  // Rows: more lanes than twice the row's vectors leave most of them idle; a split of a row that
+  // one block covers in one pass is the block mapping with an atomic.
+  const std::uint64_t vectors = ceil_div(std::max<std::uint64_t>(shape.length, 1), c.vec);
+  if (takes(v, P_WIDTH) && c.width > 1 && std::uint64_t(c.width) > 2 * vectors)
+    return "w" + std::to_string(c.width) + " lanes for rows of " + std::to_string(shape.length) +
+           " elements";
+  if (!takes(v, P_WIDTH) && c.block > 32 && std::uint64_t(c.block) > 2 * vectors)
+    return "a block of " + std::to_string(c.block) + " for rows of " +
+           std::to_string(shape.length) + " elements";
+  return std::nullopt;
+}
+
+SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
+  const Variant& v = *find_variant(c.variant);
+  SegmentedPlan p;
+  p.block = unsigned(c.block);
+  p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * size_of(t.dtype));
+  p.fill = c.finish == Finish::atomic && !(takes(v, P_WIDTH) && takes(v, P_GRID));
+  if (t.problem == Problem::columns) {
+    const std::uint64_t tx = tile_width(c, shape.count);
+    const std::uint64_t stripes = ceil_div(std::max<std::uint64_t>(shape.count, 1), tx * c.vec);
+    const std::uint64_t slices = row_slices(c, t, shape, stripes);
+    p.grid = checked_grid(c, stripes * slices, shape);
+    p.aux = slices << 11 | tx;
+    return p;
+  }
+  if (takes(v, P_WIDTH)) { // group and binned
+    p.grid = checked_grid(c, ceil_div(shape.count * c.width, c.block), shape);
+    if (takes(v, P_GRID)) {
+      p.aux = kChunkCapacity;
+      p.chunk_grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
+      p.work_bytes = (2 + kChunkCapacity) * sizeof(std::uint64_t);
+    }
+  } else if (takes(v, P_GRID)) { // split
+    p.aux = blocks_per_segment(c, t, shape);
+    p.grid = checked_grid(c, shape.count * p.aux, shape);
+  } else { // a block per segment
+    p.grid = checked_grid(c, shape.count, shape);
+  }
+  return p;
+}
+
+std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::uint64_t len) {
+  const Variant& v = *find_variant(c.variant);
+  const std::uint64_t log_block = log2_ceil(c.block);
+  if (t.problem == Problem::columns) {
+    const std::uint64_t tx = tile_width(c, shape.count), ty = c.block / tx;
+    const std::uint64_t stripes = ceil_div(std::max<std::uint64_t>(shape.count, 1), tx * c.vec);
+    const std::uint64_t slices = row_slices(c, t, shape, stripes);
+    return ceil_div(ceil_div(len, slices), ty) + log2_ceil(ty) + slices + 1;
+  }
+  if (takes(v, P_WIDTH) && takes(v, P_GRID)) { // binned: a group (short, or the list was full),
+                                                // or chunks of a block each
+    const std::uint64_t chunk = std::uint64_t(c.block) * c.vec * c.unroll * 8;
+    const std::uint64_t group = lane_chain(c, len, c.width) + log2_ceil(c.width) + 1;
+    return std::max(group, lane_chain(c, chunk, c.block) + log_block + ceil_div(len, chunk) + 1);
+  }
+  if (takes(v, P_WIDTH)) return lane_chain(c, len, c.width) + log2_ceil(c.width) + 1;
+  if (takes(v, P_GRID)) {
+    const std::uint64_t bps = blocks_per_segment(c, t, shape);
+    return lane_chain(c, len, bps * c.block) + log_block + bps + 1;
+  }
+  return lane_chain(c, len, c.block) + log_block + 1;
+}
+
+} // namespace reduce_tune

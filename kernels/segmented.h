@@ -1,0 +1,22 @@
+// reduce-tune: the segmented problems' part of the catalogue (kernels/segmented.cpp), for
+// kernels/catalogue.cpp and the sweep. The public entry points are in kernels/catalogue.h.
+#pragma once
+
+#include "kernels/catalogue.h"
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace reduce_tune {
+
+/// The variants of a segmented problem (empty for Problem::array).
+std::span<const Variant> segmented_variants(Problem problem);
+/// The sweep's configurations of a segmented variant.
+std::vector<Config> segmented_space(const Variant& v);
+/// Why measuring `c` at `shape` would tell nothing (another configuration of the sweep does the
+/// same work with fewer idle lanes), or nullopt. Not a validity rule: the configuration is right.
+std::optional<std::string> pointless(const Config& c, Shape shape);
+
+} // namespace reduce_tune

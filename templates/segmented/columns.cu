@@ -1,0 +1,81 @@
+// Columns: one result per column of a row-major matrix (`length` rows, `count` columns, rows
+// `stride` elements apart). A block is a tile of TX x TY threads: TX threads side by side over
+// TX * RT_VEC adjacent columns (RT_VEC per thread, so a warp's loads are coalesced along a row),
+// TY of them down the rows, RT_UNROLL rows in flight per thread. Narrow matrices get a small TX
+// and a tall TY, so a warp still reads whole stretches of memory. The TY partials of a column meet
+// in shared memory. `aux` = ysplit << 11 | TX: the rows are cut into ysplit slices, one block each
+// (RT_FINISH_DIRECT: ysplit is 1 and the block writes its columns; RT_FINISH_ATOMIC: the slices
+// combine atomically into out, filled with the identity first).
+
+extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED_PARAMS) {
+  const unsigned tx_count = unsigned(aux & 2047u), ty_count = RT_BLOCK / tx_count;
+  const rt_size ysplit = aux >> 11;
+  const rt_size xblocks = (count + rt_size(tx_count) * RT_VEC - 1) / (rt_size(tx_count) * RT_VEC);
+  const rt_size bx = blockIdx.x % xblocks, by = blockIdx.x / xblocks;
+  const unsigned tx = threadIdx.x % tx_count, ty = threadIdx.x / tx_count;
+  const rt_size c0 = (bx * tx_count + tx) * RT_VEC;
+  const rt_size slice = (length + ysplit - 1) / ysplit;
+  const rt_size r0 = by * slice, r1 = r0 + slice < length ? r0 + slice : length;
+
+  T acc[RT_VEC];
+#pragma unroll
+  for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_identity();
+  // Whole vectors where the columns start vector-aligned in every row; scalars otherwise.
+  const bool vector = RT_VEC > 1 && c0 + RT_VEC <= count && stride % RT_VEC == 0 &&
+                      (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC == 0;
+  rt_size r = r0 + ty;
+  const rt_size step = rt_size(ty_count) * RT_UNROLL;
+  if (vector) {
+    for (; r + rt_size(RT_UNROLL - 1) * ty_count < r1; r += step) {
+      rt_vec v[RT_UNROLL];
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL; ++k)
+        v[k] = *reinterpret_cast<const rt_vec*>(in + (r + rt_size(k) * ty_count) * stride + c0);
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL; ++k)
+#pragma unroll
+        for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], v[k].x[e]);
+    }
+    for (; r < r1; r += ty_count) {
+      const rt_vec v = *reinterpret_cast<const rt_vec*>(in + r * stride + c0);
+#pragma unroll
+      for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], v.x[e]);
+    }
+  } else if (c0 < count) {
+    const int width = count - c0 < RT_VEC ? int(count - c0) : RT_VEC;
+    for (; r < r1; r += ty_count)
+#pragma unroll
+      for (int e = 0; e < RT_VEC; ++e)
+        if (e < width) acc[e] = rt_combine(acc[e], in[r * stride + c0 + e]);
+  }
+
+  // The TY partials of each column: a tree over ty in shared memory.
+  if (ty_count > 1) {
+    T* smem = rt_smem();
+    const unsigned row = tx_count * RT_VEC;
+#pragma unroll
+    for (int e = 0; e < RT_VEC; ++e) smem[ty * row + tx * RT_VEC + e] = acc[e];
+    __syncthreads();
+    for (unsigned s = ty_count / 2; s > 0; s >>= 1) {
+      if (ty < s)
+#pragma unroll
+        for (int e = 0; e < RT_VEC; ++e) {
+          const unsigned i = ty * row + tx * RT_VEC + e;
+          smem[i] = rt_combine(smem[i], smem[i + s * row]);
+        }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int e = 0; e < RT_VEC; ++e) acc[e] = smem[tx * RT_VEC + e];
+  }
+  if (ty != 0) return;
+#pragma unroll
+  for (int e = 0; e < RT_VEC; ++e) {
+    if (c0 + e >= count) break;
+#if defined(RT_FINISH_ATOMIC)
+    rt_atomic_combine(out + c0 + e, acc[e]);
+#else
+    out[c0 + e] = acc[e];
+#endif
+  }
+}

@@ -1,0 +1,92 @@
+// reduce-tune: what the segmented templates share (rows, columns, segments). Rendered after
+// common.cuh, with RT_PROBLEM_ROWS, RT_PROBLEM_COLUMNS or RT_PROBLEM_SEGMENTS, RT_BLOCK, RT_VEC,
+// RT_UNROLL and, for the group mappings, RT_WIDTH. Every segmented kernel has one signature:
+//   rt_segmented(in, offsets, out, count, length, stride, aux, work)
+// `count` results; rows: segment s is in[s*stride .. s*stride+length); segments: it is
+// in[offsets[s] .. offsets[s+1]); columns: column c is in[r*stride + c] for r < length. `aux` is the
+// variant's launch parameter (kernels/segmented.cpp says which); `work` is the variant's
+// self-resetting device state (zeroed once by the host).
+
+#define RT_SEGMENTED_PARAMS                                                                       \
+  const T *__restrict__ in, const long long *__restrict__ offsets, T *__restrict__ out,          \
+      rt_size count, rt_size length, rt_size stride, rt_size aux,                                 \
+      unsigned long long *__restrict__ work
+
+static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4, "vector width 1, 2 or 4");
+struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
+
+// Sets out[0..count) to the identity, before kernels that combine into it atomically.
+extern "C" __global__ void rt_fill_identity(T* __restrict__ out, rt_size count) {
+  for (rt_size i = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += rt_size(gridDim.x) * blockDim.x)
+    out[i] = rt_identity();
+}
+
+// The first element and the length of contiguous segment s (rows and segments).
+__device__ __forceinline__ void rt_segment(rt_size s, const long long* __restrict__ offsets,
+                                           rt_size length, rt_size stride, rt_size* begin,
+                                           rt_size* len) {
+#if defined(RT_PROBLEM_SEGMENTS)
+  const long long b = offsets[s], e = offsets[s + 1];
+  *begin = rt_size(b);
+  *len = e > b ? rt_size(e - b) : 0; // decreasing offsets give an empty segment
+#else
+  *begin = s * stride;
+  *len = length;
+#endif
+}
+
+// This lane's share of p[0..len) when `lanes` lanes read it together: RT_VEC-wide vector loads,
+// RT_UNROLL of them in flight, lane-interleaved so that neighbouring lanes read neighbouring
+// vectors. A head before the first vector-aligned element and a tail shorter than a vector are read
+// as scalars, so any element-aligned start (a row of odd length, an offset) is right.
+__device__ __forceinline__ T rt_lanes_reduce(const T* __restrict__ p, rt_size len, rt_size lane,
+                                             rt_size lanes) {
+  T acc[RT_UNROLL];
+#pragma unroll
+  for (int k = 0; k < RT_UNROLL; ++k) acc[k] = rt_identity();
+  const rt_size misalign = (reinterpret_cast<rt_size>(p) / sizeof(T)) % RT_VEC;
+  rt_size head = misalign ? RT_VEC - misalign : 0;
+  if (head > len) head = len;
+  const rt_vec* body = reinterpret_cast<const rt_vec*>(p + head);
+  const rt_size nvec = (len - head) / RT_VEC;
+  rt_size i = lane;
+  for (; i + rt_size(RT_UNROLL - 1) * lanes < nvec; i += rt_size(RT_UNROLL) * lanes) {
+    rt_vec r[RT_UNROLL];
+#pragma unroll
+    for (int k = 0; k < RT_UNROLL; ++k) r[k] = body[i + rt_size(k) * lanes];
+#pragma unroll
+    for (int k = 0; k < RT_UNROLL; ++k)
+#pragma unroll
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], r[k].x[e]);
+  }
+#pragma unroll
+  for (int k = 0; k < RT_UNROLL; ++k) {
+    const rt_size j = i + rt_size(k) * lanes;
+    if (j < nvec) {
+      const rt_vec r = body[j];
+#pragma unroll
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], r.x[e]);
+    }
+  }
+  if (RT_VEC > 1) {
+    const rt_size tail = head + nvec * RT_VEC;
+    for (rt_size h = lane; h < head; h += lanes) acc[0] = rt_combine(acc[0], p[h]);
+    for (rt_size t = tail + lane; t < len; t += lanes) acc[0] = rt_combine(acc[0], p[t]);
+  }
+  T v = acc[0];
+#pragma unroll
+  for (int k = 1; k < RT_UNROLL; ++k) v = rt_combine(v, acc[k]);
+  return v;
+}
+
+#if defined(RT_WIDTH)
+// Reduces v over each aligned group of RT_WIDTH lanes of a full warp; the group's first lane gets
+// the result. Every lane of the warp calls it.
+__device__ __forceinline__ T rt_group_reduce(T v) {
+#pragma unroll
+  for (int offset = RT_WIDTH / 2; offset > 0; offset >>= 1)
+    v = rt_combine(v, __shfl_down_sync(0xffffffffu, v, offset, RT_WIDTH));
+  return v;
+}
+#endif

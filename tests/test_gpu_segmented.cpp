@@ -1,0 +1,176 @@
+// GPU tests of the segmented problems: every configuration of the sweep's space is right for rows,
+// columns and offsets segments at awkward shapes (odd lengths, strided and unaligned rows, empty
+// and very long segments), checked result by result against the CPU; the input is never modified.
+#include <catch2/catch.hpp>
+
+#include "tests/gpu_fixture.h"
+
+#include <numeric>
+
+using namespace reduce_tune;
+using testing::Gpu;
+using testing::gpu;
+
+namespace {
+
+/// One layout to check: the segmentation, and where the input starts in the buffer (elements past
+/// a 16-byte-aligned allocation, so vector loads see unaligned starts).
+struct Case {
+  Segmentation seg;
+  std::uint64_t shift = 0;
+};
+
+Case rows(std::uint64_t r, std::uint64_t c, std::uint64_t pad = 0, std::uint64_t shift = 0) {
+  Case k;
+  k.seg.problem = Problem::rows;
+  k.seg.shape = {r, c};
+  k.seg.stride = c + pad;
+  k.shift = shift;
+  return k;
+}
+
+Case columns(std::uint64_t r, std::uint64_t c, std::uint64_t pad = 0, std::uint64_t shift = 0) {
+  Case k = rows(r, c, pad, shift);
+  k.seg.problem = Problem::columns;
+  k.seg.shape = {c, r};
+  return k;
+}
+
+Case segments(std::vector<std::int64_t> offsets, std::uint64_t shift = 0) {
+  Case k;
+  k.seg.problem = Problem::segments;
+  const std::uint64_t count = offsets.size() - 1;
+  k.seg.shape = {count, count ? std::uint64_t(offsets.back()) / count : 0};
+  k.seg.offsets = std::move(offsets);
+  k.shift = shift;
+  return k;
+}
+
+// Runs every valid configuration of the problem's sweep space (or those of `only`) on each case;
+// returns the number of results checked.
+std::size_t check_problem(Problem problem, DType d, Op op, const std::vector<Case>& cases,
+                          const std::vector<std::string>& only = {}) {
+  Gpu& g = gpu();
+  Target t = g.target(d, op);
+  t.problem = problem;
+  std::vector<CompileJob> jobs;
+  for (const Variant& v : variants(problem))
+    if (only.empty() || std::find(only.begin(), only.end(), v.name) != only.end())
+      for (const Config& c : space(v))
+        if (!invalid_reason(c, t)) jobs.push_back({c, d, op});
+  REQUIRE(!jobs.empty());
+  for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
+  const std::size_t es = size_of(d);
+  const CUstream s = g.stream.get();
+  Workspace ws;
+  std::size_t checked = 0;
+  for (const Case& k : cases) {
+    const Segmentation& seg = k.seg;
+    const std::uint64_t elements = seg.input_elements();
+    const HostArray data = make_input(d, elements + k.shift, 7000 + elements);
+    HostArray view = data; // the reference reads the input from its shifted start
+    view.bytes.erase(view.bytes.begin(), view.bytes.begin() + std::ptrdiff_t(k.shift * es));
+    const std::vector<Reference> refs = segmented_reference(view, seg, op);
+    cuda::Buffer in(std::max<std::size_t>(data.bytes.size(), 16));
+    RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+    cuda::Buffer offsets(std::max<std::size_t>(seg.offsets.size() * 8, 8));
+    if (!seg.offsets.empty())
+      RT_CU(cuMemcpyHtoD(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8));
+    cuda::Buffer out(std::max<std::size_t>(seg.shape.count * es, 8));
+    HostArray got;
+    got.dtype = d;
+    got.n = seg.shape.count;
+    got.bytes.resize(seg.shape.count * es);
+    for (const CompileJob& j : jobs) {
+      const Kernel kern = g.loader.load(j.config, d, op);
+      const SegmentedPlan p = segmented_plan(j.config, t, seg.shape);
+      ws.reserve(p);
+      RT_CU(cuMemsetD8Async(out.get(), 0xA5, seg.shape.count * es, s));
+      SegmentedArgs a;
+      a.in = in.get() + k.shift * es;
+      a.offsets = offsets.get();
+      a.out = out.get();
+      a.shape = seg.shape;
+      a.stride = seg.stride;
+      // Twice: the second launch finds the self-resetting state as the first left it.
+      for (int rep = 0; rep < 2; ++rep) {
+        enqueue(kern, p, a, ws, s);
+        RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
+        RT_CU(cuStreamSynchronize(s));
+        const Check c = check_segmented(refs, got, seg, op, [&](std::uint64_t len) {
+          return segment_depth(j.config, t, seg.shape, len);
+        });
+        INFO(key(j.config) << " " << name(d) << " " << name(op) << " " << name(problem) << " "
+                           << seg.shape.count << " x " << seg.shape.length << " stride "
+                           << seg.stride << " shift " << k.shift << " launch " << rep
+                           << ": got " << c.observed << ", expected " << c.expected << " (error "
+                           << c.error << ", bound " << c.bound << ")");
+        REQUIRE(c.ok);
+        checked += seg.shape.count;
+      }
+    }
+    HostArray after;
+    after.bytes.resize(data.bytes.size());
+    RT_CU(cuMemcpyDtoH(after.bytes.data(), in.get(), after.bytes.size()));
+    CHECK(after.bytes == data.bytes);
+  }
+  return checked;
+}
+
+const std::vector<Case>& row_cases() {
+  static const std::vector<Case> c = {
+      rows(1, 1), rows(7, 1), rows(1000, 3), rows(33, 100, 0, 1), rows(300, 33, 5),
+      rows(5, 70001), rows(2, (1u << 20) + 3, 0, 3), rows(100000, 4), rows(1, 1u << 22)};
+  return c;
+}
+
+const std::vector<Case>& column_cases() {
+  static const std::vector<Case> c = {
+      columns(1, 1), columns(1000, 3), columns(100, 1000), columns(3, 5001, 0, 1),
+      columns(70001, 2), columns(257, 67, 9, 2), columns(1u << 16, 1), columns(4096, 64)};
+  return c;
+}
+
+// Skewed, with empty segments, one very long segment, and decreasing offsets (an empty segment).
+const std::vector<Case>& segment_cases() {
+  static const std::vector<Case> c = [] {
+    std::vector<Case> v;
+    v.push_back(segments(skewed_offsets(1000, 50000, 1)));
+    v.push_back(segments(skewed_offsets(100, 300000, 2), 1));
+    v.push_back(segments(skewed_offsets(20000, 1u << 22, 3)));
+    v.push_back(segments({0, 0, 5, 5, 3, 1u << 21, (1u << 21) + 1, (1u << 21) + 1}));
+    v.push_back(segments({0, 1}));
+    return v;
+  }();
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("segmented: every rows configuration is right at awkward shapes", "[gpu]") {
+  for (DType d : {DType::i32, DType::f32})
+    CHECK(check_problem(Problem::rows, d, Op::sum, row_cases()) > 10000);
+}
+
+TEST_CASE("segmented: every columns configuration is right at awkward shapes", "[gpu]") {
+  for (DType d : {DType::i32, DType::f32})
+    CHECK(check_problem(Problem::columns, d, Op::sum, column_cases()) > 10000);
+}
+
+TEST_CASE("segmented: every offsets configuration is right, empty and long segments included",
+          "[gpu]") {
+  for (DType d : {DType::i32, DType::f32})
+    CHECK(check_problem(Problem::segments, d, Op::sum, segment_cases()) > 10000);
+}
+
+TEST_CASE("segmented: min and max and every dtype through the same templates", "[gpu]") {
+  const std::vector<Case> r = {rows(33, 100, 0, 1), rows(3, 70001)};
+  const std::vector<Case> c = {columns(257, 67, 9, 2), columns(5000, 3)};
+  const std::vector<Case> s = {segments(skewed_offsets(500, 200000, 4), 1)};
+  for (DType d : {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64})
+    for (Op op : {Op::sum, Op::min, Op::max}) {
+      CHECK(check_problem(Problem::rows, d, op, r, {"rows_group", "rows_split"}) > 0);
+      CHECK(check_problem(Problem::columns, d, op, c) > 0);
+      CHECK(check_problem(Problem::segments, d, op, s, {"segments_binned", "segments_block"}) > 0);
+    }
+}

@@ -1,0 +1,204 @@
+// The segmented problems without a GPU: catalogue entries and their rules, launch plans, rounding
+// depths, the test offsets, the CPU reference and the result-by-result check; every configuration
+// of the sweep compiles (NVRTC needs no GPU).
+#include <catch2/catch.hpp>
+
+#include "kernels/catalogue.h"
+#include "kernels/runner.h"
+#include "kernels/segmented.h"
+
+#include <cstring>
+
+using namespace reduce_tune;
+
+namespace {
+
+Target sm90(Problem p, DType d = DType::f32, Op op = Op::sum) {
+  Target t{d, op, 90, 1024, 132, false};
+  t.problem = p;
+  return t;
+}
+
+Config cfg(const char* k) {
+  std::string why;
+  auto c = parse_key(k, &why);
+  INFO(why);
+  REQUIRE(c);
+  return *c;
+}
+
+} // namespace
+
+TEST_CASE("segmented: each problem has its catalogue, grouped by problem", "[segmented]") {
+  for (Problem p : {Problem::rows, Problem::columns, Problem::segments}) {
+    REQUIRE_FALSE(variants(p).empty());
+    for (const Variant& v : variants(p)) {
+      CHECK(v.problem == p);
+      CHECK(find_variant(v.name) == &v);
+      // Every point of the sweep's space is valid for float32 on sm_90 and its key round-trips.
+      for (const Config& c : space(v)) {
+        INFO(key(c));
+        CHECK_FALSE(invalid_reason(c, sm90(p)));
+        const auto back = parse_key(key(c));
+        REQUIRE(back);
+        CHECK(*back == c);
+      }
+    }
+  }
+  for (const Variant& v : variants()) CHECK(v.problem == Problem::array);
+}
+
+TEST_CASE("segmented: validity rules name the problem", "[segmented]") {
+  auto reason = [](const char* k, Target t) { return invalid_reason(cfg(k), t).value_or(""); };
+  CHECK_THAT(reason("rows_group.b256.w8.u2.v4.direct", sm90(Problem::columns)),
+             Catch::Contains("reduces rows, not columns"));
+  CHECK_THAT(reason("vectorized.b256.u4.v4.g0.shfl.atomic", sm90(Problem::rows)),
+             Catch::Contains("reduces array, not rows"));
+  CHECK_THAT(reason("rows_group.b256.w3.u2.v4.direct", sm90(Problem::rows)),
+             Catch::Contains("group width 3"));
+  CHECK_THAT(reason("rows_group.b256.w64.u2.v4.direct", sm90(Problem::rows)),
+             Catch::Contains("group width 64"));
+  CHECK_THAT(reason("rows_group.b256.w8.u2.v4.direct", sm90(Problem::rows, DType::f64)),
+             Catch::Contains("16-byte"));
+  CHECK_THAT(reason("rows_split.b256.u2.v4.g0.atomic", sm90(Problem::rows)),
+             Catch::Contains("grid 0"));
+  CHECK(reason("segments_binned.b256.w32.u2.v4.g4.atomic", sm90(Problem::segments)).empty());
+  std::string why;
+  CHECK_FALSE(parse_key("rows_block.b256.w8.u2.v4.direct", &why));
+  CHECK_THAT(why, Catch::Contains("takes no parameter 'w8'"));
+}
+
+TEST_CASE("segmented: launch plans cover every result", "[segmented]") {
+  const Target rows = sm90(Problem::rows);
+  // A group of 8 lanes per row: 1000 rows x 8 lanes over blocks of 256 threads.
+  SegmentedPlan p = segmented_plan(cfg("rows_group.b256.w8.u2.v4.direct"), rows, {1000, 100});
+  CHECK(p.grid == (1000 * 8 + 255) / 256);
+  CHECK_FALSE(p.fill);
+  CHECK(p.chunk_grid == 0);
+  // Split: g = 4 blocks per SM over 3 rows, at most one block per pass of a row.
+  p = segmented_plan(cfg("rows_split.b256.u2.v4.g4.atomic"), rows, {3, 1u << 22});
+  CHECK(p.aux == (4 * 132 + 2) / 3);
+  CHECK(p.grid == 3 * p.aux);
+  CHECK(p.fill);
+  p = segmented_plan(cfg("rows_split.b256.u2.v4.g4.atomic"), rows, {3, 1000});
+  CHECK(p.aux == 1); // 1000 elements: one block-pass (256 x 4 x 2)
+  // Columns: 3 columns get a tile 1 wide (v4: one thread covers them), 256 tall.
+  p = segmented_plan(cfg("columns_tile.b256.u2.v4.direct"), sm90(Problem::columns), {3, 5000});
+  CHECK((p.aux & 2047) == 1);
+  CHECK((p.aux >> 11) == 1);
+  CHECK(p.grid == 1);
+  p = segmented_plan(cfg("columns_split.b256.u2.v1.g4.atomic"), sm90(Problem::columns), {4096, 4096});
+  CHECK((p.aux & 2047) == 256);
+  CHECK(p.grid == 16 * (p.aux >> 11));
+  CHECK(p.fill);
+  // Binned: the group kernel, then the chunk kernel over g blocks per SM with its state.
+  p = segmented_plan(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), sm90(Problem::segments), {1000, 0});
+  CHECK(p.grid == (1000 * 32 + 255) / 256);
+  CHECK(p.chunk_grid == 4 * 132);
+  CHECK(p.work_bytes > 0);
+  CHECK_FALSE(p.fill); // the group kernel writes the identity of chunked segments itself
+  CHECK_THROWS_AS(segmented_plan(cfg("rows_block.b256.u2.v4.direct"), rows, {1ull << 32, 1}),
+                  std::invalid_argument);
+}
+
+TEST_CASE("segmented: rounding depth grows with the share of each lane", "[segmented]") {
+  const Target t = sm90(Problem::rows);
+  const Config thread = cfg("rows_group.b256.w1.u1.v1.direct");
+  const Config warp = cfg("rows_group.b256.w32.u1.v1.direct");
+  CHECK(segment_depth(thread, t, {10, 1000}, 1000) >= 1000);
+  CHECK(segment_depth(warp, t, {10, 1000}, 1000) < 100);
+  CHECK(segment_depth(warp, t, {10, 1000}, 1000) >= 1000 / 32 + 5);
+}
+
+TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]") {
+  CHECK(pointless(cfg("rows_group.b256.w32.u1.v4.direct"), {1000, 4}));
+  CHECK_FALSE(pointless(cfg("rows_group.b256.w1.u1.v4.direct"), {1000, 4}));
+  CHECK(pointless(cfg("rows_block.b512.u1.v4.direct"), {1000, 100}));
+  CHECK_FALSE(pointless(cfg("rows_block.b128.u1.v4.direct"), {1000, 1000}));
+}
+
+TEST_CASE("segmented: skewed offsets are many short, a few long, and total exactly", "[segmented]") {
+  const auto off = skewed_offsets(10000, 1u << 22, 5);
+  REQUIRE(off.size() == 10001);
+  CHECK(off.front() == 0);
+  CHECK(off.back() == (1 << 22));
+  std::uint64_t below_mean = 0, empty = 0, longest = 0;
+  for (std::size_t i = 0; i + 1 < off.size(); ++i) {
+    REQUIRE(off[i + 1] >= off[i]);
+    const std::uint64_t len = std::uint64_t(off[i + 1] - off[i]);
+    below_mean += len < (1u << 22) / 10000;
+    empty += len == 0;
+    longest = std::max(longest, len);
+  }
+  CHECK(below_mean > 7000);
+  CHECK(empty > 0);
+  CHECK(longest > 20 * ((1u << 22) / 10000));
+  CHECK(skewed_offsets(10000, 1u << 22, 5) == off); // the same seed gives the same offsets
+}
+
+TEST_CASE("segmented: the CPU reference and the check, result by result", "[segmented]") {
+  // A 3 x 4 matrix with row stride 5 (the fifth column is padding).
+  HostArray a;
+  a.dtype = DType::i32;
+  a.n = 15;
+  a.bytes.resize(15 * 4);
+  for (int i = 0; i < 15; ++i) a.data<std::int32_t>()[i] = i;
+  Segmentation rows;
+  rows.problem = Problem::rows;
+  rows.shape = {3, 4};
+  rows.stride = 5;
+  CHECK(rows.input_elements() == 14);
+  auto r = segmented_reference(a, rows, Op::sum);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].value.as<std::int32_t>() == 0 + 1 + 2 + 3);
+  CHECK(r[2].value.as<std::int32_t>() == 10 + 11 + 12 + 13);
+  Segmentation cols = rows;
+  cols.problem = Problem::columns;
+  cols.shape = {4, 3};
+  r = segmented_reference(a, cols, Op::max);
+  REQUIRE(r.size() == 4);
+  CHECK(r[1].value.as<std::int32_t>() == 11);
+  Segmentation segs;
+  segs.problem = Problem::segments;
+  segs.shape = {3, 2};
+  segs.offsets = {0, 0, 4, 3};
+  r = segmented_reference(a, segs, Op::min);
+  CHECK(r[0].value.as<std::int32_t>() == identity<std::int32_t>(Op::min)); // empty
+  CHECK(r[1].value.as<std::int32_t>() == 0);
+  CHECK(r[2].value.as<std::int32_t>() == identity<std::int32_t>(Op::min)); // decreasing: empty
+
+  HostArray got;
+  got.dtype = DType::i32;
+  got.bytes.resize(3 * 4);
+  const std::int32_t right[] = {identity<std::int32_t>(Op::min), 0, identity<std::int32_t>(Op::min)};
+  std::memcpy(got.bytes.data(), right, sizeof right);
+  auto depth = [](std::uint64_t len) { return len + 1; };
+  CHECK(check_segmented(r, got, segs, Op::min, depth).ok);
+  const std::int32_t wrong[] = {identity<std::int32_t>(Op::min), 0, 7};
+  std::memcpy(got.bytes.data(), wrong, sizeof wrong);
+  const Check c = check_segmented(r, got, segs, Op::min, depth);
+  CHECK_FALSE(c.ok);
+  CHECK_THAT(c.observed, Catch::StartsWith("result 2 of 3"));
+}
+
+TEST_CASE("segmented: every configuration of the sweep compiles for sm_90", "[segmented][nvrtc]") {
+  Nvrtc nvrtc;
+  CompileCache cache({});
+  KernelLoader loader(nvrtc, cache, nvrtc.parse_target("sm_90"));
+  std::vector<CompileJob> jobs;
+  for (Problem p : {Problem::rows, Problem::columns, Problem::segments})
+    for (const Variant& v : variants(p))
+      for (const Config& c : space(v)) {
+        if (!invalid_reason(c, sm90(p, DType::i32))) jobs.push_back({c, DType::i32, Op::sum});
+        // The atomic finishes' compare-and-swap path: float64 max.
+        if (c.finish == Finish::atomic && !invalid_reason(c, sm90(p, DType::f64, Op::max)))
+          jobs.push_back({c, DType::f64, Op::max});
+      }
+  std::size_t failed = 0;
+  for (const auto& o : compile_all(loader, jobs, 0)) {
+    if (!o.error.empty()) UNSCOPED_INFO(o.error.substr(0, 2000));
+    failed += !o.error.empty();
+  }
+  CHECK(jobs.size() > 400);
+  CHECK(failed == 0);
+}
