@@ -45,6 +45,10 @@ else
   note "material 004 float32 2^28 exit $?"
   $B/tests/install_consumer/build/sum > "$L/example.log" 2>&1
   note "examples/sum (installed package, find_package) exit $?: $(tail -2 "$L/example.log" | tr '\n' ' ')"
+  if [ -x $B/tests/install_consumer/build/sum_cuda ]; then
+    $B/tests/install_consumer/build/sum_cuda > "$L/example-cuda.log" 2>&1
+    note "examples/sum/sum_cuda.cu (nvcc, default standard) exit $?: $(tail -2 "$L/example-cuda.log" | tr '\n' ' ')"
+  fi
   REDUCE_TUNE_DB="$L/tuning-inproc.db" $B/reduce-tune tune --device 0 --in-process > "$L/sweep-inproc.md" 2> "$L/sweep-inproc.err"
   note "default sweep, warm cache, in process (where the time goes), exit $?: $(grep -E 'wall time' "$L/sweep-inproc.err")"
   # The bench's other problems: min/max of every dtype and the other dtypes' sums, vectorized and streaming.

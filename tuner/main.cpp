@@ -9,6 +9,7 @@
 #include "kernels/runner.h"
 #include "tuner/cli.h"
 #include "tuner/cli_compare.h"
+#include "tuner/eta.h"
 #include "tuner/report.h"
 #include "tuner/sizes.h"
 #include "tuner/supervisor.h"
@@ -311,9 +312,10 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     const SweepResult r = sweep(t.sweep, [&](const Progress& p) {
       if (p.phase == "stored" || (!tty && p.elapsed_s - last < 5 && p.done != p.total)) return;
       last = p.elapsed_s;
-      std::fprintf(stderr, "%s[%s] %zu/%zu %s %s %s n=%s  elapsed %.0fs eta %.0fs%s", tty ? "\r\033[K" : "",
+      std::fprintf(stderr, "%s[%s] %zu/%zu %s %s %s n=%s  elapsed %s eta %s%s", tty ? "\r\033[K" : "",
                    p.phase.c_str(), p.done, p.total, p.key.c_str(), p.dtype.c_str(), p.op.c_str(),
-                   format_size(p.n).c_str(), p.elapsed_s, p.eta_s, tty ? "" : "\n");
+                   format_size(p.n).c_str(), format_eta(p.elapsed_s).c_str(), format_eta(p.eta_s).c_str(),
+                   tty ? "" : "\n");
     }, [] { return g_stop.load(); });
     shown.push_back({r.device, r.run_id, r.interrupted ? "interrupted" : "done", r.times.total_s, 0, {}});
     std::fprintf(stderr,
@@ -336,8 +338,8 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
       std::string line;
       for (const auto& [gpu, q] : latest) {
         char buf[200];
-        std::snprintf(buf, sizeof buf, "[gpu %d %s %zu/%zu eta %.0fs] ", gpu, q.phase == "compile" ? "compile" : "measure",
-                      q.done, q.total, q.eta_s);
+        std::snprintf(buf, sizeof buf, "[gpu %d %s %zu/%zu eta %s] ", gpu, q.phase == "compile" ? "compile" : "measure",
+                      q.done, q.total, format_eta(q.eta_s).c_str());
         line += buf;
       }
       if (latest.size() == 1) line += p.key + " " + p.dtype + " " + p.op + " n=" + format_size(p.n);

@@ -2,6 +2,7 @@
 #include "tuner/sweep.h"
 
 #include "kernels/runner.h"
+#include "tuner/eta.h"
 #include "tuner/sizes.h"
 
 #include <unistd.h>
@@ -27,6 +28,11 @@ using Clock = std::chrono::steady_clock;
 constexpr double kSingleTimingUs = 200;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Compiles take about the same time each: the ones left at the rate so far (negative: unknown).
+double compile_eta(std::size_t done, std::size_t total, double elapsed_s) {
+  return done ? elapsed_s / double(done) * double(total - done) : -1;
 }
 
 template <typename T> bool in(const std::vector<T>& list, const T& x) {
@@ -135,7 +141,10 @@ std::size_t precompile(const SweepOptions& o, int cc, int max_block, int sm_coun
   KernelLoader loader(nvrtc, cache, nvrtc.target_for(cc));
   compile_all(loader, valid_jobs(o, cc, max_block, sm_count, nullptr), 0,
               [&](std::size_t done, std::size_t total) {
-                if (progress) progress({done, total, "compile", "", "", "", 0, seconds_since(t0), 0});
+                if (progress) {
+                  const double el = seconds_since(t0);
+                  progress({done, total, "compile", "", "", "", 0, el, compile_eta(done, total, el)});
+                }
               });
   return cache.misses();
 }
@@ -167,7 +176,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   const auto t_compile = Clock::now();
   {
     const auto outcomes = compile_all(loader, jobs, 0, [&](std::size_t done, std::size_t total) {
-      if (progress) progress({done, total, "compile", "", "", "", 0, seconds_since(t_start), 0});
+      if (progress)
+        progress({done, total, "compile", "", "", "", 0, seconds_since(t_start),
+                  compile_eta(done, total, seconds_since(t_compile))});
     });
     res.compiled = cache.misses();
     res.cache_hits = cache.hits();
@@ -185,7 +196,15 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   std::vector<std::uint64_t> sizes = o.sizes.empty() ? default_sizes() : o.sizes;
   const std::size_t total = jobs.size() * sizes.size();
   std::size_t done = 0;
-  const auto t_measure = Clock::now();
+  // The time left: the points ahead, each its fixed cost plus its bytes' cost, at the rate observed.
+  // Until the sizes seen make the bytes' cost measurable, it is the checked launch and every
+  // repetition reading the input at the peak bandwidth.
+  Eta eta(double(std::max(3, o.reps) + 1) / (std::max(info.peak_gbps(), 1.0) * 1e9));
+  for (DType d : o.dtypes) {
+    const auto per_size = std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.dtype == d; }));
+    for (std::uint64_t n : sizes) eta.plan(double(n) * double(size_of(d)), per_size);
+  }
+  eta.start();
 
   cuda::Stream stream;
   const CUstream s = stream.get();
@@ -212,7 +231,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
                                "needs " + std::to_string(std::uint64_t(need) >> 20) +
                                    " MiB of GPU memory, " + std::to_string(free_b >> 20) +
                                    " MiB free"});
-        done += std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.dtype == d; }));
+        const auto skipped = std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.dtype == d; }));
+        done += skipped;
+        eta.skipped(double(n) * double(es), skipped);
         continue;
       }
       const auto t_data = Clock::now();
@@ -241,8 +262,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         auto keep = [&](const db::Measurement& m) {
           store.add_measurements(res.run_id, {m});
           res.measurements.push_back(m);
+          eta.measured(double(n) * double(es));
           if (progress)
-            progress({done, total, "stored", m.key, dn, on, n, seconds_since(t_start), 0});
+            progress({done, total, "stored", m.key, dn, on, n, seconds_since(t_start), eta.remaining_s()});
         };
         // The catalogue runs from the material's slowest kernels to the fastest: measure in
         // reverse, so the best time is known early and slow configurations get few repetitions.
@@ -255,12 +277,12 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
           }
           const std::string k = key(j.config);
           ++done;
-          if (stored.count(k)) continue;
-          if (progress) {
-            const double el = seconds_since(t_measure);
-            progress({done, total, "measure", k, dn, on, n, seconds_since(t_start),
-                      el / double(done) * double(total - done)});
+          if (stored.count(k)) {
+            eta.skipped(double(n) * double(es));
+            continue;
           }
+          if (progress)
+            progress({done, total, "measure", k, dn, on, n, seconds_since(t_start), eta.remaining_s()});
           db::Measurement m;
           m.key = k;
           m.variant = j.config.variant;

@@ -52,7 +52,8 @@ struct Progress {
   std::string phase;              ///< "compile", "measure" (before a point) or "stored" (after it)
   std::string key, dtype, op;     ///< the point being measured
   std::uint64_t n = 0;
-  double elapsed_s = 0, eta_s = 0;
+  double elapsed_s = 0;
+  double eta_s = -1;               ///< seconds left (see tuner/eta.h); negative while unknown
 };
 
 /// Where the time went.

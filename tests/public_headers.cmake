@@ -1,0 +1,32 @@
+# Every public header alone, as C++17 (the library's own sources are C++20; its users need not
+# be): compiled by -DCXX= with -std=c++17 and warnings as errors, from -DINCLUDE_DIR= only (the
+# headers need no CUDA header either). Run with -DCXX= -DINCLUDE_DIR= -DWORK_DIR=.
+foreach(v CXX INCLUDE_DIR WORK_DIR)
+  if(NOT ${v})
+    message(FATAL_ERROR "public_headers.cmake: -D${v}=... is required")
+  endif()
+endforeach()
+file(GLOB headers RELATIVE "${INCLUDE_DIR}" "${INCLUDE_DIR}/reduce_tune/*.h")
+if(NOT headers)
+  message(FATAL_ERROR "no public headers under ${INCLUDE_DIR}/reduce_tune")
+endif()
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(failed 0)
+foreach(h IN LISTS headers)
+  string(MAKE_C_IDENTIFIER "${h}" id)
+  set(tu "${WORK_DIR}/${id}.cpp")
+  file(WRITE "${tu}" "#include <${h}>\n#include <${h}> // and guarded against a second inclusion\n")
+  execute_process(COMMAND "${CXX}" -std=c++17 -pedantic-errors -Wall -Wextra -Werror -fsyntax-only
+                          "-I${INCLUDE_DIR}" "${tu}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(rc EQUAL 0)
+    message(STATUS "${h}: C++17 ok")
+  else()
+    message(SEND_ERROR "${h} does not compile as C++17:\n${out}")
+    math(EXPR failed "${failed} + 1")
+  endif()
+endforeach()
+list(LENGTH headers count)
+if(failed)
+  message(FATAL_ERROR "${failed} of ${count} public headers are not C++17")
+endif()
