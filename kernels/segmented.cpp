@@ -164,6 +164,9 @@ std::optional<std::string> pointless(const Config& c, Shape shape) {
   if (!takes(v, P_WIDTH) && c.block > 32 && std::uint64_t(c.block) > 2 * vectors)
     return "a block of " + std::to_string(c.block) + " for rows of " +
            std::to_string(shape.length) + " elements";
+  if (takes(v, P_GRID) && shape.length <= std::uint64_t(c.block) * c.vec * c.unroll)
+    return "rows of " + std::to_string(shape.length) +
+           " elements take one block-pass: rows_block does it without atomics";
   return std::nullopt;
 }
 
