@@ -8,7 +8,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/rt-out}
 L=$OUT/logs
 mkdir -p "$L"
-B=build-device
+B=${B:-build-device}  # or a smaller copy of what it runs (the device call carries 64 MiB at most)
 export REDUCE_TUNE_CACHE=/tmp/rt-cache REDUCE_TUNE_DB="$L/segmented.db"
 steps=${*:-tests sweep bench}
 summary=()
@@ -29,7 +29,7 @@ fi
 if has sweep; then
   for p in rows columns segments; do
     t0=$(date +%s)
-    timeout 150 $B/reduce-tune tune --device 0 --problem $p > "$L/sweep-$p.md" 2> "$L/sweep-$p.err"
+    timeout -s INT -k 20 200 $B/reduce-tune tune --device 0 --problem $p > "$L/sweep-$p.md" 2> "$L/sweep-$p.err"
     rc=$?
     note "default $p sweep exit $rc in $(since $t0) s: $(grep -E 'run [0-9]+|wall time' "$L/sweep-$p.err" | tr '\n' ' ' | cut -c1-300)"
   done
