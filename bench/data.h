@@ -36,6 +36,8 @@ template <typename F> decltype(auto) visit(reduce_tune::DType d, F&& f) {
 /// first touched by the filling threads.
 std::unique_ptr<std::byte[]> make_data(reduce_tune::DType dtype, std::uint64_t n,
                                        std::uint64_t seed);
+/// The same n elements written to `out` (n * size_of(dtype) bytes, aligned for the dtype).
+void fill_data(reduce_tune::DType dtype, std::uint64_t n, std::uint64_t seed, void* out);
 
 /// Results travel as bit patterns: the value's bytes in the low bytes of a uint64 (upper bytes 0
 /// for 4-byte types), as an es-byte copy from the device into a zeroed uint64 gives them.
