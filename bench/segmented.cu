@@ -191,7 +191,7 @@ std::vector<Case> cases(const Options& o, Problem p) {
       if (seen.insert({c.n, c.count()}).second) out.push_back(c);
     }
   std::sort(out.begin(), out.end(), [](const Case& a, const Case& b) {
-    return a.n != b.n ? a.n < b.n : a.length() < b.length();
+    return a.n != b.n ? a.n < b.n : a.row_length() < b.row_length();
   });
   return out;
 }

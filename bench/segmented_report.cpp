@@ -102,7 +102,7 @@ void write_csv(std::ostream& out, const Device& dev, Problem p, DType dt, Op op,
     // The ceiling writes one value; the others one per result.
     const std::uint64_t written = w == CEIL ? 4 : c.count() * es;
     out << problem_name(p) << ',' << dtype_name(dt) << ',' << op_name(op) << ',' << c.rows << ','
-        << c.cols << ',' << c.segments << ',' << c.n << ',' << c.count() << ',' << c.length() << ','
+        << c.cols << ',' << c.segments << ',' << c.n << ',' << c.count() << ',' << fmt("%.10g", c.length()) << ','
         << c.bytes_read(es) << ',' << written << ',' << (mode == 0 ? "cold" : "hot") << ','
         << kWhoName[w] << ',' << x.st.median_us << ',' << x.st.min_us << ',' << x.st.all_median_us
         << ',' << x.st.calls << ',' << g << ',' << 100 * g / dev.peak_gbps << ','
