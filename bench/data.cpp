@@ -166,6 +166,10 @@ template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op 
 // above 1e-13 sum|x| for every n < 2^43: the float64 check still sees it.
 double sum_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-13 : 1e-6; }
 
+void parallel_for(std::uint64_t n, const std::function<void(std::uint64_t, std::uint64_t)>& f) {
+  for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t) { f(first, last); });
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t m = v.size() / 2;

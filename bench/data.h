@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ Verdict check(const Reference& ref, std::uint64_t got_bits);
 
 /// eps of the float-sum check: 1e-6 for float32, 1e-13 for float64 (data.cpp says why).
 double sum_tolerance(reduce_tune::DType dtype);
+
+/// Calls f(first, last) for fixed chunks of [0, n) on all cores.
+void parallel_for(std::uint64_t n, const std::function<void(std::uint64_t, std::uint64_t)>& f);
 
 /// The median of `v` (the mean of the middle two for an even count); v must not be empty.
 double median(std::vector<double> v);
