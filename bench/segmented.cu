@@ -219,35 +219,24 @@ struct DeviceBuffer {
 
 // ---- the library --------------------------------------------------------------------------
 
-#ifndef RT_BENCH_SEGMENTED_API
-#define RT_BENCH_SEGMENTED_API 1
-#endif
-
 void library_call(reduce_tune::Reducer& r, const Case& c, DType dt, Op op, const void* in,
                   const std::int64_t* offsets, void* out, cudaStream_t s) {
-#if RT_BENCH_SEGMENTED_API
   switch (c.problem) {
   case Problem::rows: return r.reduce_rows(dt, op, in, c.rows, c.cols, out, s);
   case Problem::columns: return r.reduce_columns(dt, op, in, c.rows, c.cols, out, s);
   case Problem::segments: return r.reduce_segments(dt, op, in, offsets, c.segments, out, s);
   case Problem::array: break;
   }
-#else
-  (void)r, (void)c, (void)dt, (void)op, (void)in, (void)offsets, (void)out, (void)s;
-#endif
-  throw std::runtime_error("this build has no segmented library calls");
+  throw std::logic_error("library_call: not a segmented problem");
 }
 
-/// The configuration the library uses (key, how found); empty without the segmented calls.
+/// The configuration the library uses (key, how it was found). For offsets the call knows only
+/// the segment count (the lengths are on the device), so the lookup is asked as the call asks.
 std::pair<std::string, std::string> library_choice(const reduce_tune::Reducer& r, const Case& c,
                                                    DType dt, Op op) {
-#if RT_BENCH_SEGMENTED_API
-  const reduce_tune::Choice ch = r.config_for(dt, op, c.problem, c.shape());
+  const reduce_tune::Shape shape = c.problem == Problem::segments ? reduce_tune::Shape{c.segments, 0} : c.shape();
+  const reduce_tune::Choice ch = r.config_for(dt, op, c.problem, shape);
   return {reduce_tune::key(ch.config), std::string(reduce_tune::name(ch.match))};
-#else
-  (void)r, (void)c, (void)dt, (void)op;
-  return {};
-#endif
 }
 
 // ---- one case ----------------------------------------------------------------------------
