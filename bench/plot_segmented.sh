@@ -45,14 +45,14 @@ awk -F, -v dt="$dtype" -v op="$op" -v dir="$tmp" '
 for f in "$tmp"/*.dat; do [ -e "$f" ] && sort -g -o "$f" "$f"; done
 
 {
-  echo "set terminal pngcairo size 1800,$((560 * ${#nlist[@]})) font 'Sans,10'"
+  echo "set terminal pngcairo size 1800,$((600 * ${#nlist[@]})) font 'Sans,10'"
   echo "set output '$out'"
   echo "set termoption noenhanced"
   echo "set grid"
   echo "set logscale x 2"
   echo "set format x '2^%L'"
   if [ "$logy" = 1 ]; then echo "set logscale y 10"; echo "set yrange [*:*]"; else echo "set yrange [0:*]"; fi
-  echo "set key top left opaque box"
+  echo "set key outside bottom center horizontal"
   echo "set multiplot layout ${#nlist[@]},3 title 'Segmented $dtype $op, cold L2: GB/s (bytes read / time) against row length, $device'"
   for n in "${nlist[@]}"; do
     for p in rows columns segments; do
