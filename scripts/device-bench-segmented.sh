@@ -15,7 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out-segmented}
 mkdir -p "$OUT"
-bin=build-device/bench/reduce_bench_segmented
+bin=${B:-build-device}/bench/reduce_bench_segmented
 if [ ! -x "$bin" ]; then
   echo "device-bench-segmented.sh: $bin not found: run scripts/device-build.sh first and carry build-device" >&2
   exit 3

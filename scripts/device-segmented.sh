@@ -39,10 +39,12 @@ if has sweep; then
   done
   note "queries: $(wc -l < "$L/queries.txt") lines"
 fi
-if has bench && [ -x $B/bench/reduce_bench_segmented ]; then
+if has bench; then
+  # The bench with the store the sweep wrote (REDUCE_TUNE_DB): the tuned library against CUB,
+  # torch and the ceiling. BENCH_ARGS narrows it (e.g. --quick).
   t0=$(date +%s)
-  $B/bench/reduce_bench_segmented --csv "$L/bench-segmented.csv" > "$L/bench-segmented.md" 2>&1
-  note "segmented bench exit $? ($(since $t0) s)"
+  B=$B OUT=$L/bench scripts/device-bench-segmented.sh ${BENCH_ARGS:-} > "$L/bench-run.log" 2>&1
+  note "segmented bench exit $? ($(since $t0) s): $(grep -iE 'target|worst' "$L/bench-run.log" | head -12 | tr '\n' ' ' | cut -c1-900)"
 fi
 tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
 echo
