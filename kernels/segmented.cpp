@@ -104,6 +104,8 @@ std::uint64_t row_slices(const Config& c, const Target& t, Shape shape, std::uin
 
 // Fewer lanes than this leave most of any GPU of the catalogue idle (an H100 keeps 270K resident).
 constexpr std::uint64_t kFewLanes = 16384;
+// Elements one lane may loop over before a mapping counts as serialising the work (~0.1 ms).
+constexpr std::uint64_t kLongLane = std::uint64_t(1) << 16;
 
 // The binned variant's chunk list: enough for 2^18 chunks (2^32 elements in the default chunks);
 // past it, segments are reduced by their group (templates/segmented/binned.cu).
@@ -155,8 +157,17 @@ std::vector<Config> segmented_space(const Variant& v) {
   return out;
 }
 
-std::optional<std::string> pointless(const Config& c, Shape shape) {
+std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t longest) {
   const Variant& v = *find_variant(c.variant);
+  // Offsets: a mapping that gives each segment w lanes or a block keeps them on the longest
+  // segment for longest / lanes elements each, while the binned and split mappings cut it.
+  if (v.problem == Problem::segments && !takes(v, P_GRID)) {
+    const std::uint64_t per_segment = std::uint64_t(takes(v, P_WIDTH) ? c.width : c.block);
+    if (longest / per_segment > kLongLane)
+      return "the longest segment (" + std::to_string(longest) + " elements) keeps " +
+             std::to_string(per_segment) + " lanes for " + std::to_string(longest / per_segment) +
+             " elements each";
+  }
   // Any problem: a data-sized mapping (no grid) whose few lanes each loop over thousands of
   // elements while the GPU idles; the split mappings spread such work (a single long row costs
   // a thread-per-row mapping seconds). Offsets are skewed: the longest segments are far above

@@ -124,6 +124,10 @@ TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]"
   CHECK_FALSE(pointless(cfg("columns_tile.b256.u4.v4.direct"), {1 << 14, 1024}));
   CHECK(pointless(cfg("segments_group.b256.w32.u2.v4.direct"), {256, 65536}));
   CHECK_FALSE(pointless(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), {256, 65536}));
+  // Offsets: the longest segment decides for the per-segment mappings.
+  CHECK(pointless(cfg("segments_block.b256.u4.v4.direct"), {1 << 16, 4096}, 1 << 25));
+  CHECK_FALSE(pointless(cfg("segments_block.b256.u4.v4.direct"), {1 << 16, 4096}, 1 << 20));
+  CHECK_FALSE(pointless(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), {1 << 16, 4096}, 1 << 25));
 }
 
 TEST_CASE("segmented: skewed offsets are many short, a few long, and total exactly", "[segmented]") {
