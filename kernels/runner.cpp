@@ -117,8 +117,6 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
   if (p.scratch) RT_CU(cuMemcpyDtoDAsync(w.scratch(), in, n * size_of(k.dtype), s));
 }
 
-namespace {
-
 /// Sets `out` to the identity before an atomic finish. A memset: on the H100 it adds ~0.7 us to a
 /// call, a one-thread init kernel ~1.7 us, cuStreamWriteValue32 ~1.8 us. An init kernel that lets
 /// the reduction launch programmatically measured 0.1-0.2 us under the memset in the probe, but it
@@ -138,8 +136,6 @@ void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s) {
     RT_CU(cuMemsetD32Async(out + 4, hi, 1, s));
   }
 }
-
-} // namespace
 
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s, CUdeviceptr out) {

@@ -99,6 +99,9 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 /// reduction runs and waits for it before reading the partials (~1 us less per call on an H100).
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s, CUdeviceptr out = 0);
+/// Sets one element at `out` to the identity of (dtype, op) on `s`: one or two 32-bit memsets
+/// (capturable in a CUDA graph, unlike a copy from host memory). `out` is aligned to its element.
+void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s);
 /// Waits for the stream and returns the result: copied from the device, or, for the host finish,
 /// the partials copied back and combined here.
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s);
