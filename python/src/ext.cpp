@@ -12,6 +12,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -231,19 +232,25 @@ void copy_to_host(int ordinal, Ptr src, nb::bytearray dst, Ptr stream) {
 
 // ---- the bench's reference: the C++ call's host time ------------------------------------------
 
-/// Host microseconds per Reducer::reduce_async call: `calls` back-to-back calls, then one stream
-/// synchronisation, divided by `calls` (bench/overhead.cpp's library_us, from this process).
-double time_calls(int ordinal, int dtype, int op, Ptr in, std::uint64_t n, Ptr out, Ptr stream,
-                  int calls) {
+/// Host microseconds per Reducer::reduce_async call, `calls` back-to-back calls: (until the last
+/// call returned, until the stream finished them), each divided by `calls`; the second is
+/// bench/overhead.cpp's library_us, measured in this process.
+std::pair<double, double> time_calls(int ordinal, int dtype, int op, Ptr in, std::uint64_t n,
+                                     Ptr out, Ptr stream, int calls) {
   Reducer& r = reducer(ordinal);
-  for (int i = 0; i < 10; ++i) r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out), to_stream(stream));
+  const InPrimary ctx(ordinal);
+  calls = std::max(calls, 1);
+  for (int i = 0; i < 10; ++i)
+    r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out), to_stream(stream));
   RT_CU(cuStreamSynchronize(to_stream(stream)));
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < calls; ++i)
     r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out), to_stream(stream));
-  RT_CU(cuStreamSynchronize(to_stream(stream)));
   const auto t1 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::micro>(t1 - t0).count() / std::max(calls, 1);
+  RT_CU(cuStreamSynchronize(to_stream(stream)));
+  const auto t2 = std::chrono::steady_clock::now();
+  using us = std::chrono::duration<double, std::micro>;
+  return {us(t1 - t0).count() / calls, us(t2 - t0).count() / calls};
 }
 
 } // namespace
@@ -344,5 +351,5 @@ NB_MODULE(_ext, m) {
     nb::gil_scoped_release nogil;
     return time_calls(dev, dtype, op, in, n, out, stream, calls);
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "n"_a, "d_out"_a, "stream"_a, "calls"_a,
-     "Host microseconds per C++ reduce_async call, back to back (the bench's reference).");
+     "(enqueue, with the final sync) host microseconds per C++ reduce_async call, back to back.");
 }
