@@ -381,9 +381,10 @@ struct Reducer::Impl {
   /// with work in flight that its next user does not know of.
   ///
   /// Under CUDA graph capture (`capture`: a CaptureScope is active) the lease is the graph's from
-  /// then on: taken from the pool (its workspace is already grown where the same call ran before
-  /// capture, as frameworks' warm-up runs do), its last asynchronous use waited for on the host
-  /// (an event recorded outside the capture cannot be waited on inside it), and never given back.
+  /// then on: taken from the pool (a new one when the pool is empty), its last asynchronous use
+  /// waited for on the host (an event recorded outside the capture cannot be waited on inside
+  /// it), and never given back (the graph may be replayed at any time). State its workspace grows
+  /// while captured is zeroed by a fill in the graph (Workspace::reserve's fill_on).
   class Borrowed {
   public:
     /// Work on `stream` is ordered after the lease's last asynchronous use: by the stream itself
@@ -428,13 +429,14 @@ struct Reducer::Impl {
 };
 
 void Reducer::Impl::run_segmented(Problem problem, DType dtype, Op op, const SegmentedArgs& a, CUstream stream) {
+  const CaptureScope capture(stream);
   const Entry& e = segmented_entry(problem, dtype, op, a.shape);
   Target t = target(dtype, op);
   t.problem = problem;
   const SegmentedPlan p = segmented_plan(e.kernel.config, t, a.shape);
-  Borrowed lease(*this, stream);
+  Borrowed lease(*this, stream, capture.active());
   lease.run(stream, [&](Lease& l) {
-    l.ws.reserve(p);
+    l.ws.reserve(p, capture.active() ? stream : nullptr);
     enqueue(e.kernel, p, a, l.ws, stream);
     l.done.record(stream);
     l.stream = stream;
@@ -602,7 +604,7 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
   Impl::Borrowed lease(*impl_, stream, capture.active());
   lease.run(stream, [&](Lease& l) {
-    l.ws.reserve(p, dtype, n);
+    l.ws.reserve(p, dtype, n, capture.active() ? stream : nullptr);
     prepare(e.kernel, p, in, n, l.ws, stream);
     enqueue(e.kernel, p, in, n, l.ws, stream, out); // the finish writes to d_out itself
     l.done.record(stream);

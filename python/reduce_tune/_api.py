@@ -251,8 +251,10 @@ def segment_reduce(op: str, x: Any, offsets: Any, *, out: Any = None, stream: St
     dev = a.device(sarg[1] if sarg and sarg[1] is not None else 0)
     _same_device(dev, [("offsets", o)])
     s = _run_stream(sarg, [a, o], dev)
-    res, rptr, _ = _result(a, (segments,), out, dev, s, dls)
-    if segments:
+    res, rptr, rkind = _result(a, (segments,), out, dev, s, dls)
+    if segments and a.size == 0:  # every segment is empty (and x may have no memory at all)
+        _arrays.fill(res, rkind, _identity(a.dtype, op), a.dtype, rptr, segments, opv, dev, s)
+    elif segments:
         _ext.reduce_segments(dev, a.dtype.value, opv, a.ptr, o.ptr, segments, rptr, s)
     return res
 
