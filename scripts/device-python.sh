@@ -47,6 +47,14 @@ brc=$?
 t2=$(date +%s)
 cat "$OUT/python_api.md"
 tail -5 "$OUT/python_api.err"
+# The C++ Reducer tests, where a build of them was carried beside the wheels (DIR/reduce_tune_gpu_tests).
+crc=-
+if [ -x "$dir/reduce_tune_gpu_tests" ]; then
+  timeout 90 "$dir/reduce_tune_gpu_tests" "reducer:*" > "$OUT/cxx-reducer-tests.log" 2>&1
+  crc=$?
+  tail -4 "$OUT/cxx-reducer-tests.log"
+fi
+echo "== device-python: C++ reducer tests rc=$crc"
 echo "== device-python: pytest rc=$prc ($((t1 - t0)) s; 5 = no tests ran), bench rc=$brc ($((t2 - t1)) s)"
 echo "== $(grep -Eo '[0-9]+ (passed|failed|skipped|errors?)' "$OUT/pytest.log" | tr '\n' ' ')"
 [ "$prc" -eq 0 ] && [ "$brc" -eq 0 ]
