@@ -26,13 +26,17 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from . import _ext
+from . import _arrays, _ext
 from ._api import StreamLike
+from ._api import torch_whole as _torch_whole
 from ._api import config_for as _config_for
 from ._api import devices as _devices
 from ._api import reduce as _reduce
 from ._api import segment_reduce as _segment_reduce
 from ._arrays import DeviceArray
+from ._dtypes import OPS as _OPS
+
+_SUM, _MIN, _MAX = _OPS["sum"], _OPS["min"], _OPS["max"]
 
 __version__: str = _ext.version
 __all__ = ["sum", "min", "max", "segment_sum", "segment_min", "segment_max", "config_for",
@@ -50,6 +54,10 @@ def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
     stream: the stream to run on (torch.cuda.Stream, cupy.cuda.Stream, an int handle); default:
         the framework's current stream. The call is ordered after the work that produced `x`.
     """
+    if dim is None and stream is None and type(x) is _arrays.torch_tensor:
+        r = _torch_whole(_SUM, x, out)
+        if r is not None:
+            return r
     return _reduce("sum", x, dim, out=out, stream=stream)
 
 
@@ -57,12 +65,20 @@ def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
     """The minimum of `x`'s elements, or along a dimension (arguments as for :func:`sum`).
     Floating-point NaNs are skipped (IEEE minNum, like numpy.nanmin; torch.amin propagates them);
     all-NaN gives +inf, the identity."""
+    if dim is None and stream is None and type(x) is _arrays.torch_tensor:
+        r = _torch_whole(_MIN, x, out)
+        if r is not None:
+            return r
     return _reduce("min", x, dim, out=out, stream=stream)
 
 
 def max(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None) -> Any:  # noqa: A001
     """The maximum of `x`'s elements, or along a dimension (arguments as for :func:`sum`); NaNs
     are skipped as in :func:`min` (all-NaN gives -inf)."""
+    if dim is None and stream is None and type(x) is _arrays.torch_tensor:
+        r = _torch_whole(_MAX, x, out)
+        if r is not None:
+            return r
     return _reduce("max", x, dim, out=out, stream=stream)
 
 

@@ -203,6 +203,27 @@ def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int, dlpack_stre
 
 # ---- the reductions ----------------------------------------------------------------------------
 
+def torch_whole(opv: int, x: Any, out: Any) -> Any:
+    """The common case on few attribute reads: a contiguous CUDA torch.Tensor (exactly that type)
+    reduced whole on torch's current stream, `out` None or a one-element tensor like it. Returns
+    None for anything else, which the general path then handles (and reports)."""
+    if not x.is_cuda or x.layout is not _arrays.torch_strided or not x.is_contiguous():
+        return None
+    dt = _arrays._torch_dtypes.get(x.dtype)
+    if dt is None:
+        return None
+    dev = x.get_device()
+    if out is None:
+        o = x.new_empty(())
+    elif (type(out) is type(x) and out.dtype == x.dtype and out.is_cuda and out.get_device() == dev
+          and out.numel() == 1 and out.is_contiguous()):
+        o = out
+    else:
+        return None
+    _ext.reduce(dev, dt.value, opv, x.data_ptr(), x.numel(), o.data_ptr(), _arrays._torch_stream(dev))
+    return o
+
+
 def reduce(op: str, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamLike = None) -> Any:
     """sum, min or max by `op` (see sum)."""
     opv = _dtypes.op_value(op)
