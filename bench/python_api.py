@@ -10,7 +10,8 @@ Every result is checked (float32 within 1e-6 of sum |x|, int32 exact with wrap).
 Host time per call: K back-to-back calls, then one synchronisation: the time until the last call
 returned / K ("enqueue") and until the stream finished / K ("total"), for the C++ call
 (Reducer::reduce_async, through the extension's timing loop: bench/overhead.cpp's library_us),
-reduce_tune.sum(x, out=o), reduce_tune.sum(x) (allocates the 0-d result) and torch.sum(x).
+reduce_tune.sum(x, out=o), reduce_tune.sum(x) (allocates the 0-d result), torch.sum(x), and
+reduce_tune.sum(x, out=o, stream=s) (the general path: protocols, plan, stream checks).
 
 Prints Markdown. Exit code: 0 all checks passed, 1 a check failed, 4 torch or a GPU not available.
 """
@@ -176,8 +177,8 @@ def main():
     print("- enqueue: until the last call returned / K; total: until the stream finished them / K.")
     print("- C++: Reducer::reduce_async in a C++ loop (the extension's time_calls, like bench/overhead.cpp).\n")
     print("| n | C++ enqueue | C++ total | rt.sum(x, out=o) enqueue | total | rt.sum(x) enqueue | total | "
-          "torch.sum(x) enqueue | total | rt(out=) - C++ |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "torch.sum(x) enqueue | total | general path enqueue | total | rt(out=) - C++ |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     f32 = _dtypes.BY_NAME["float32"].value
     op_sum = _dtypes.OPS["sum"]
     stream = torch.cuda.current_stream().cuda_stream
@@ -196,14 +197,16 @@ def main():
             t2 = time.perf_counter()
             return (t1 - t0) / K * 1e6, (t2 - t0) / K * 1e6
 
-        rows = {k: [] for k in ("cpp", "out", "alloc", "torch")}
+        rows = {k: [] for k in ("cpp", "out", "alloc", "torch", "general")}
+        cur = torch.cuda.current_stream()
         for _ in range(5):
             rows["cpp"].append(_ext.time_calls(dev, f32, op_sum, x.data_ptr(), n, o.data_ptr(), stream, K))
             rows["out"].append(py_loop(lambda: rt.sum(x, out=o)))
             rows["alloc"].append(py_loop(lambda: rt.sum(x)))
             rows["torch"].append(py_loop(lambda: torch.sum(x)))
+            rows["general"].append(py_loop(lambda: rt.sum(x, out=o, stream=cur)))
         med = {k: (statistics.median(a for a, _ in v), statistics.median(b for _, b in v)) for k, v in rows.items()}
-        cells = " | ".join(f"{med[k][0]:.2f} | {med[k][1]:.2f}" for k in ("cpp", "out", "alloc", "torch"))
+        cells = " | ".join(f"{med[k][0]:.2f} | {med[k][1]:.2f}" for k in ("cpp", "out", "alloc", "torch", "general"))
         print(f"| {fmt_size(n)} | {cells} | {med['out'][0] - med['cpp'][0]:+.2f} |")
         if abs(o.item() - x.double().sum().item()) > 1e-6 * x.abs().sum().item() + 1e-6:
             failed += 1

@@ -327,3 +327,18 @@ def test_wrong_gpu(torch):
         rt.sum(x, stream=s1.cuda_stream)
     with pytest.raises(ValueError, match="GPU"):
         rt.sum(x, out=torch.empty((), device="cuda:1"))
+
+
+def test_fast_and_general_paths_agree(torch):
+    x = torch.randn(100_003, device="cuda", dtype=torch.float64)
+    bound = 1e-12 * x.abs().sum().item()
+    rt.sum(x)
+    a = rt.sum(x)  # the fast path (a plain contiguous tensor, torch seen before)
+    b = rt.sum(x, stream=torch.cuda.current_stream())  # the general path
+    c = rt.sum(torch.nn.Parameter(x, requires_grad=False))  # a subclass: the general path
+    o = torch.empty((), dtype=torch.float64, device="cuda")
+    assert rt.sum(x, out=o) is o
+    for r in (b, c, o):
+        assert abs(a.item() - r.item()) <= bound
+    assert abs(a.item() - x.sum().item()) <= bound
+    assert rt.max(x[::2]).item() == x[::2].max().item()  # not contiguous: the general path
