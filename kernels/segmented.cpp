@@ -102,6 +102,9 @@ std::uint64_t row_slices(const Config& c, const Target& t, Shape shape, std::uin
   return std::max<std::uint64_t>(1, std::min(want, ceil_div(std::max<std::uint64_t>(shape.length, 1), ty * c.unroll)));
 }
 
+// Fewer lanes than this leave most of any GPU of the catalogue idle (an H100 keeps 270K resident).
+constexpr std::uint64_t kFewLanes = 16384;
+
 // The binned variant's chunk list: enough for 2^18 chunks (2^32 elements in the default chunks);
 // past it, segments are reduced by their group (templates/segmented/binned.cu).
 constexpr std::uint64_t kChunkCapacity = 1u << 18;
@@ -154,6 +157,22 @@ std::vector<Config> segmented_space(const Variant& v) {
 
 std::optional<std::string> pointless(const Config& c, Shape shape) {
   const Variant& v = *find_variant(c.variant);
+  // Any problem: a data-sized mapping (no grid) whose few lanes each loop over thousands of
+  // elements while the GPU idles; the split mappings spread such work (a single long row costs
+  // a thread-per-row mapping seconds). Offsets are skewed: the longest segments are far above
+  // the mean, so they are cut earlier.
+  if (!takes(v, P_GRID)) {
+    std::uint64_t lanes = 0;
+    if (v.problem == Problem::columns)
+      lanes = ceil_div(std::max<std::uint64_t>(shape.count, 1), std::uint64_t(tile_width(c, shape.count)) * c.vec) *
+              std::uint64_t(c.block);
+    else
+      lanes = shape.count * std::uint64_t(takes(v, P_WIDTH) ? c.width : c.block);
+    const std::uint64_t per_lane = v.problem == Problem::segments ? 1024 : 4096;
+    if (lanes < kFewLanes && shape.elements() / per_lane > lanes)
+      return "only " + std::to_string(lanes) + " lanes for " + std::to_string(shape.elements()) +
+             " elements: a split mapping spreads them";
+  }
   if (v.problem == Problem::columns || v.problem == Problem::segments) return std::nullopt;
   // Rows: more lanes than twice the row's vectors leave most of them idle; a split of a row that
   // one block covers in one pass is the block mapping with an atomic.
