@@ -50,8 +50,10 @@ ShapeData layout(Problem problem, Shape shape, std::uint64_t seed) {
 std::vector<Shape> default_shapes(Problem problem) {
   std::vector<Shape> out;
   if (problem == Problem::segments) {
-    for (std::uint64_t total : {1ull << 20, 1ull << 24})
-      for (int e = 8; e <= 18; e += 2) out.push_back({1ull << e, total >> e});
+    // Lookups of offsets know the segment count only (the lengths are on the device), so the
+    // counts run up to one segment per element.
+    for (int total : {20, 24})
+      for (int e = 8; e <= total; e += 2) out.push_back({1ull << e, 1ull << (total - e)});
     out.push_back({1ull << 16, (1ull << 28) >> 16});
     return out;
   }
