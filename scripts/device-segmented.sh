@@ -27,7 +27,7 @@ if has tests; then
   note "other GPU tests exit $? ($(since $t0) s): $(tail -2 "$L/gpu-tests-other.log" | tr '\n' ' ')"
 fi
 if has sweep; then
-  for p in rows columns segments; do
+  for p in ${PROBLEMS:-rows columns segments}; do
     t0=$(date +%s)
     timeout -s INT -k 20 200 $B/reduce-tune tune --device 0 --problem $p > "$L/sweep-$p.md" 2> "$L/sweep-$p.err"
     rc=$?
