@@ -61,7 +61,7 @@ constexpr int kSplitBlocks[] = {256, 512};
 constexpr int kVecs[] = {1, 2, 4};
 constexpr int kSplitVecs[] = {2, 4};
 constexpr int kSplitGrids[] = {2, 4, 8};
-constexpr int kBinnedWidths[] = {8, 32};
+constexpr int kBinnedWidths[] = {1, 8, 32}; // 1: a thread per segment of a mean length near 1
 constexpr int kBinnedGrids[] = {4, 8};
 constexpr int kNone[] = {0};
 
