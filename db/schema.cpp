@@ -129,15 +129,18 @@ ALTER TABLE best_v3 RENAME TO best;
 
 using namespace sql;
 
-Store::Impl::Impl(const std::string& path) {
-  if (path != ":memory:") {
+Store::Impl::Impl(const std::string& path, Store::Mode mode) {
+  const bool read_only = mode == Store::Mode::read_only;
+  if (path != ":memory:" && !read_only) {
     std::error_code ec;
     if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty())
       std::filesystem::create_directories(dir, ec);
     if (ec) throw StoreError("reduce-tune store: cannot create the directory of " + path + ": " + ec.message());
   }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  const int rc = sqlite3_open_v2(path.c_str(), &raw,
+                                 read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                 nullptr);
   db.reset(raw);
   if (rc != SQLITE_OK) {
     // A failed open has no file name to report: name the path, and what the system said.
@@ -149,6 +152,13 @@ Store::Impl::Impl(const std::string& path) {
   sqlite3_extended_result_codes(raw, 1);
   check(raw, sqlite3_busy_timeout(raw, kBusyTimeoutMs), "busy_timeout");
 
+  if (read_only) {
+    const int version = refuse_unusable();
+    if (version != schema_version())
+      throw StoreError("reduce-tune store: " + path + " has schema version " + std::to_string(version) +
+                       "; read-only, it can be read at version " + std::to_string(schema_version()) + " only");
+    return;
+  }
   // Decide on the database as found, before anything (the WAL switch included) writes to it.
   int version = 0;
   retry_busy([&] {
@@ -204,7 +214,7 @@ void Store::Impl::migrate() {
   });
 }
 
-Store::Store(const std::string& path) : impl_(std::make_unique<Impl>(path)) {}
+Store::Store(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>(path, mode)) {}
 Store::~Store() = default;
 Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;

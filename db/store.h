@@ -139,7 +139,10 @@ std::string default_store_path();
 /// database. Files use WAL and a busy timeout so several tuner processes can share one.
 class Store {
 public:
-  explicit Store(const std::string& path);
+  enum class Mode { read_write, read_only };
+  /// read_only: never created, migrated or written (an installed store in a read-only place);
+  /// refuses a file of another schema version.
+  explicit Store(const std::string& path, Mode mode = Mode::read_write);
   ~Store();
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;

@@ -34,7 +34,7 @@ struct Store::Impl {
   std::unordered_map<std::string, sql::Stmt> cache; // declared after db: finalized before the close
 
   /// Opens (creating) the file, refuses an unusable one, migrates an older one (schema.cpp).
-  explicit Impl(const std::string& path);
+  Impl(const std::string& path, Store::Mode mode);
 
   /// Binds args to ?1, ?2, ... of the cached statement for sql.
   template <class... A> sql::Query query(const std::string& text, const A&... args) {

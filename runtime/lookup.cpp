@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -129,6 +130,7 @@ std::string_view name(Match m) {
   switch (m) {
   case Match::exact: return "exact";
   case Match::nearest_size: return "nearest_size";
+  case Match::shipped: return "shipped";
   case Match::same_arch: return "same_arch";
   case Match::builtin: return "builtin";
   }
@@ -209,9 +211,10 @@ Choice builtin_choice(DType dtype, std::uint64_t n, std::string note) {
   return builtin_choice(Problem::array, dtype, Shape{1, n}, std::move(note));
 }
 
-Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op, Problem problem,
-              Shape shape, const Requirements& req) {
+Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
+              Op op, Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
   shape.count = std::max<std::uint64_t>(shape.count, 1);
+  if (!store && !shipped) return builtin_choice(problem, dtype, shape, why_none, req.deterministic);
   Target t;
   t.dtype = dtype;
   t.op = op;
@@ -220,22 +223,30 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
   t.max_block = device.max_block;
   t.sm_count = device.sm_count;
 
-  std::vector<Source> own(1), arch;
-  own[0].uuid = device.uuid;
-  for (const db::DeviceRecord& d : store.devices()) {
-    if (d.uuid == device.uuid) own[0].name = d.name;
-    else if (d.cc_major == device.cc_major && d.cc_minor == device.cc_minor)
-      arch.push_back({d.uuid, d.name, {}});
-  }
   db::MeasurementFilter filter;
   filter.dtype = dtype, filter.op = op, filter.problem = problem;
-  own[0].rows = store.measurements(device.uuid, filter);
-  for (Source& s : arch) s.rows = store.measurements(s.uuid, filter);
+  // This GPU in the user's store; the same model in the shipped one; other GPUs of the
+  // architecture in either.
+  std::vector<Source> own, model, arch;
+  const auto gather = [&](const db::Store& s, bool is_shipped) {
+    for (const db::DeviceRecord& d : s.devices()) {
+      const bool same_arch = d.cc_major == device.cc_major && d.cc_minor == device.cc_minor;
+      auto* to = !is_shipped && d.uuid == device.uuid                         ? &own
+                 : is_shipped && same_arch && !device.name.empty() && d.name == device.name ? &model
+                 : same_arch                                                    ? &arch
+                                                                                : nullptr;
+      if (to) to->push_back({d.uuid, is_shipped ? d.name + " (shipped)" : d.name, s.measurements(d.uuid, filter)});
+    }
+  };
+  if (store) gather(*store, false);
+  if (shipped) gather(*shipped, true);
 
   PassedOver passed;
   std::size_t valid_rows = 0;
   if (auto p = pick(own, shape, t, req, passed, valid_rows))
     return choice_of(*p, exact(p->row.m->shape(), shape) ? Match::exact : Match::nearest_size, passed);
+  if (auto p = pick(model, shape, t, req, passed, valid_rows))
+    return choice_of(*p, Match::shipped, passed);
   if (auto p = pick(arch, shape, t, req, passed, valid_rows))
     return choice_of(*p, Match::same_arch, passed);
 
@@ -251,10 +262,43 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
                         req.deterministic);
 }
 
+Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op, Problem problem,
+              Shape shape, const Requirements& req) {
+  return lookup(&store, nullptr, device, dtype, op, problem, shape, req);
+}
+
 Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op,
               std::uint64_t n, const Requirements& req) {
   return lookup(store, device, dtype, op, Problem::array, Shape{1, std::max<std::uint64_t>(n, 1)},
                 req);
+}
+
+std::string shipped_store_path() {
+  if (const char* e = std::getenv("REDUCE_TUNE_SHIPPED_DB")) return e;
+  std::error_code ec;
+#ifdef RT_SHIPPED_INSTALLED
+  if (std::filesystem::is_regular_file(RT_SHIPPED_INSTALLED, ec)) return RT_SHIPPED_INSTALLED;
+#endif
+#ifdef RT_SHIPPED_SOURCE
+  if (std::filesystem::is_regular_file(RT_SHIPPED_SOURCE, ec)) return RT_SHIPPED_SOURCE;
+#endif
+  return "";
+}
+
+std::unique_ptr<db::Store> open_shipped_store(std::string* why) {
+  const std::string path = shipped_store_path();
+  std::string reason;
+  if (path.empty()) {
+    reason = "no shipped tuning";
+  } else {
+    try {
+      return std::make_unique<db::Store>(path, db::Store::Mode::read_only);
+    } catch (const db::StoreError& e) {
+      reason = "the shipped tuning " + path + " cannot be used: " + e.what();
+    }
+  }
+  if (why) *why = reason;
+  return nullptr;
 }
 
 std::unique_ptr<db::Store> open_existing_store(const std::string& path, std::string* why) {

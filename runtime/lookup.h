@@ -22,6 +22,7 @@ struct Requirements {
 /// against.
 struct DeviceKey {
   std::string uuid;
+  std::string name;             ///< the GPU model, e.g. "NVIDIA H100 80GB HBM3" (shipped tuning)
   int cc_major = 0, cc_minor = 0;
   int max_block = 1024;
   int sm_count = 0;
@@ -48,6 +49,14 @@ Config builtin_config(Problem problem, DType dtype, Shape shape, bool determinis
 /// matches; a count of 0 is looked up as 1.
 Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op, Problem problem,
               Shape shape, const Requirements& req);
+/// The same over the user's store (may be null) and the tuning shipped with the library (may be
+/// null), graded: the user's own GPU (exact, nearest_size), then the shipped rows of the same GPU
+/// model (shipped), then other GPUs of the same compute capability in either (same_arch), then
+/// the built-in default. `why_none` says why the built-in default is used when neither store is
+/// there.
+Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
+              Op op, Problem problem, Shape shape, const Requirements& req,
+              const std::string& why_none = "no tuning store");
 /// The array problem of n elements (n = 0 is looked up as 1).
 Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op,
               std::uint64_t n, const Requirements& req);
@@ -56,6 +65,12 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
 Choice builtin_choice(Problem problem, DType dtype, Shape shape, std::string note,
                       bool deterministic = false);
 Choice builtin_choice(DType dtype, std::uint64_t n, std::string note);
+
+/// The tuning shipped with the library: $REDUCE_TUNE_SHIPPED_DB if set (empty: none), else the
+/// installed share/reduce-tune/tuning.db, else the source tree's (a build-tree run).
+std::string shipped_store_path();
+/// Opens it read-only; null, with the reason in *why, when there is none or it cannot be used.
+std::unique_ptr<db::Store> open_shipped_store(std::string* why);
 
 /// Opens the store at `path` if the file exists; never creates one. Returns null, with the reason
 /// in *why, when there is no file or it cannot be used (not a reduce-tune store, newer schema).

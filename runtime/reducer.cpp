@@ -181,6 +181,7 @@ struct Reducer::Impl {
   std::mutex store_mu;   ///< a Store is one SQLite connection: one user at a time
   std::unique_ptr<db::Store> store;
   std::string no_store;  ///< why there is no store
+  std::unique_ptr<db::Store> shipped; ///< the tuning installed with the library (read-only)
   Nvrtc nvrtc;
   CompileCache cache;
   KernelLoader loader;
@@ -207,6 +208,9 @@ struct Reducer::Impl {
     RT_CU(cuCtxGetCurrent(&ctx)); // the Context made it current
     store = open_existing_store(
         options.store_path.empty() ? db::default_store_path() : options.store_path, &no_store);
+    std::string no_shipped;
+    shipped = open_shipped_store(&no_shipped);
+    if (!shipped) no_store += "; " + no_shipped;
   }
 
   Target target(DType dtype, Op op) const {
@@ -225,9 +229,9 @@ struct Reducer::Impl {
     return choose(dtype, op, Problem::array, Shape{1, at}, device_result);
   }
   Choice choose(DType dtype, Op op, Problem problem, Shape at, bool device_result) {
-    if (!store) return builtin_choice(problem, dtype, at, no_store, options.deterministic);
     DeviceKey device;
     device.uuid = info.uuid;
+    device.name = info.name;
     device.cc_major = info.cc_major;
     device.cc_minor = info.cc_minor;
     device.max_block = info.max_threads_per_block;
@@ -238,7 +242,7 @@ struct Reducer::Impl {
     req.device_result = device_result;
     std::lock_guard lock(store_mu);
     try {
-      return lookup(*store, device, dtype, op, problem, at, req);
+      return lookup(store.get(), shipped.get(), device, dtype, op, problem, at, req, no_store);
     } catch (const db::StoreError& e) {
       return builtin_choice(problem, dtype, at,
                             std::string("the tuning store could not be read: ") + e.what(),

@@ -446,3 +446,70 @@ TEST_CASE("lookup: an existing store opens, an unusable file gives the reason", 
   CHECK_FALSE(open_existing_store(junk.string(), &why));
   CHECK_THAT(why, Catch::StartsWith("the tuning store " + junk.string() + " cannot be used: "));
 }
+
+TEST_CASE("lookup: the shipped tuning after the user's own, before other GPUs", "[lookup][shipped]") {
+  db::Store user(":memory:"), shipped(":memory:");
+  DeviceKey me = A;
+  me.name = "NVIDIA H100 80GB HBM3";
+  db::DeviceRecord model = device("model:NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", 9, 0);
+  db::DeviceRecord other = device("model:NVIDIA H200", "NVIDIA H200", 9, 0);
+  shipped.upsert_device(model);
+  shipped.upsert_device(other);
+  add(shipped, model.uuid, {row(kHost, k20, 4.0)});
+  add(shipped, other.uuid, {row(kVector, k20, 1.0)});
+  Requirements req;
+  // No store of the user's: the shipped rows of this model, though the other model's are faster.
+  Choice c = lookup(nullptr, &shipped, me, DType::f32, Op::sum, Problem::array, {1, k20}, req);
+  CHECK(c.match == Match::shipped);
+  CHECK(key(c.config) == kHost);
+  CHECK(c.device_name == "NVIDIA H100 80GB HBM3 (shipped)");
+  // A GPU model the library ships nothing for: the same architecture's.
+  DeviceKey gh = me;
+  gh.name = "NVIDIA GH200";
+  c = lookup(nullptr, &shipped, gh, DType::f32, Op::sum, Problem::array, {1, k20}, req);
+  CHECK(c.match == Match::same_arch);
+  // The user's own measurement wins, at a nearest size too.
+  user.upsert_device(device(A.uuid, "NVIDIA H100 80GB HBM3", 9, 0));
+  add(user, A.uuid, {row(kVector, k24, 9.0)});
+  c = lookup(&user, &shipped, me, DType::f32, Op::sum, Problem::array, {1, k20}, req);
+  CHECK(c.match == Match::nearest_size);
+  CHECK(key(c.config) == kVector);
+  // Neither store: the built-in default, saying why.
+  c = lookup(nullptr, nullptr, me, DType::f32, Op::sum, Problem::array, {1, k20}, req, "no store here");
+  CHECK(c.match == Match::builtin);
+  CHECK(c.note == "no store here");
+  CHECK(name(Match::shipped) == "shipped");
+}
+
+TEST_CASE("lookup: the shipped store opens read-only, from the environment or the install", "[lookup][shipped]") {
+  const TempDir dir;
+  const std::string path = (dir.path / "shipped.db").string();
+  { db::Store s(path); s.upsert_device(device("model:X", "X", 9, 0)); }
+  const auto before = fs::last_write_time(path);
+  setenv("REDUCE_TUNE_SHIPPED_DB", path.c_str(), 1);
+  CHECK(shipped_store_path() == path);
+  std::string why;
+  auto s = open_shipped_store(&why);
+  REQUIRE(s);
+  CHECK(s->devices().size() == 1);
+  CHECK_THROWS_AS(s->upsert_device(device("model:Y", "Y", 9, 0)), db::StoreError); // read-only
+  s.reset();
+  CHECK(fs::last_write_time(path) == before);
+  setenv("REDUCE_TUNE_SHIPPED_DB", (dir.path / "absent.db").string().c_str(), 1);
+  CHECK_FALSE(open_shipped_store(&why));
+  CHECK_THAT(why, Catch::Contains("cannot be used"));
+  setenv("REDUCE_TUNE_SHIPPED_DB", "", 1);
+  CHECK_FALSE(open_shipped_store(&why));
+  CHECK(why == "no shipped tuning");
+  unsetenv("REDUCE_TUNE_SHIPPED_DB");
+  // The repository's own shipped tuning is a current, readable store of sm_90 GPUs.
+  const std::string repo = shipped_store_path();
+  if (!repo.empty()) {
+    db::Store r(repo, db::Store::Mode::read_only);
+    CHECK(r.user_version() == db::Store::schema_version());
+    for (const auto& d : r.devices()) {
+      CHECK(d.uuid.rfind("model:", 0) == 0); // no GPU UUIDs
+      CHECK(d.host.empty());                  // no host names
+    }
+  }
+}

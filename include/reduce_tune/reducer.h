@@ -26,10 +26,12 @@ class InvalidArgument : public std::invalid_argument {
 enum class Match {
   exact,          ///< tuned at this n on this GPU
   nearest_size,   ///< tuned on this GPU at another n (the nearest)
-  same_arch,      ///< tuned on another GPU of the same compute capability
+  shipped,        ///< the tuning shipped with the library for this GPU model (share/reduce-tune)
+  same_arch,      ///< tuned on another GPU of the same compute capability (the user's store
+                  ///< first, then the shipped one)
   builtin,        ///< no usable tuning found: the built-in default
 };
-/// "exact", "nearest_size", "same_arch", "builtin".
+/// "exact", "nearest_size", "shipped", "same_arch", "builtin".
 std::string_view name(Match);
 
 /// What the lookup chose and why.
