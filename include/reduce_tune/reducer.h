@@ -98,8 +98,17 @@ public:
   /// the lookup grades by the segment count alone). Problem::array is async_config_for.
   Choice config_for(DType dtype, Op op, Problem problem, Shape shape) const;
   /// Synchronous: reduces n elements at device pointer `d_in` on `stream` (after its earlier
-  /// work), waits for the stream and returns the result. n = 0 gives the identity without launching: 0 for sum; for min the type's max (+infinity
-  /// for floats), for max its lowest (-infinity for floats).
+  /// work), waits for the stream and returns the result. n = 0 gives the identity without
+  /// launching: 0 for sum; for min the type's max (+infinity for floats), for max its lowest
+  /// (-infinity for floats). Not on a stream that is being captured into a CUDA graph (it must
+  /// wait for the result): that throws InvalidArgument; use reduce_async there.
+  ///
+  /// Floating-point min and max are IEEE 754-2019 minimum and maximum, in every configuration
+  /// and in the segmented calls too: any NaN in the range gives NaN (a quiet NaN, payload
+  /// unspecified), as NumPy's max and torch.amax do; otherwise -0.0 orders below +0.0, so min of
+  /// {+0.0, -0.0} is -0.0 and max is +0.0, whatever the order of the elements or the kernel.
+  /// Floating-point sums follow IEEE addition: a NaN, or +infinity with -infinity, gives NaN.
+  /// Integer sums wrap.
   template <typename T> T sum(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
     return reduce<T>(Op::sum, d_in, n, stream);
   }
@@ -127,7 +136,8 @@ public:
   // ---- segmented reductions: one result per row, column or segment --------------------------
   // All asynchronous on `stream` like reduce_async (results in device memory, ordered after the
   // stream's earlier work, returning once enqueued) and thread-safe. Results are of the input's
-  // dtype; sums of integers wrap, min/max are exact. An empty row, column or segment gives the
+  // dtype; sums of integers wrap, min/max are exact (floats: NaN and signed zeros as sum() says).
+  // An empty row, column or segment gives the
   // identity (see sum()). Zero rows, columns or segments enqueue nothing. Throws InvalidArgument
   // for a host or null pointer with a non-zero count, a row stride below cols, or a shape whose
   // element count overflows 64 bits.
