@@ -41,8 +41,18 @@ class NoDevice : public std::runtime_error {
   X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemFreeHost)  \
   X(cuStreamWaitEvent)
 // Entry points used where present (null on older drivers): cuLaunchKernelEx (CUDA 12.0) for
-// programmatic dependent launch.
-#define RT_DRIVER_OPTIONAL_FUNCTIONS(X) X(cuLaunchKernelEx)
+// programmatic dependent launch; stream capture and user objects (CUDA 11.4) for calls on a stream
+// that is being captured into a graph (runtime/capture.h), and the graph calls the tests use.
+#define RT_DRIVER_OPTIONAL_FUNCTIONS(X)                                                          \
+  X(cuLaunchKernelEx) X(cuThreadExchangeStreamCaptureMode) X(cuStreamIsCapturing)               \
+  X(cuUserObjectCreate) X(cuUserObjectRelease) X(cuGraphRetainUserObject)                        \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)   \
+  X(cuGraphDestroy) X(cuGraphExecDestroy)
+
+/// cuStreamGetCaptureInfo_v2 (CUDA 11.3), by its own name: the cuda.h of CUDA 12.3 and later maps
+/// cuStreamGetCaptureInfo to _v3, whose signature differs, and declares _v2 no more.
+using StreamGetCaptureInfoV2 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                                            const CUgraphNode**, size_t*);
 
 /// The driver's function table; loaded once.
 struct Driver {
@@ -50,6 +60,7 @@ struct Driver {
   RT_DRIVER_FUNCTIONS(RT_DRIVER_MEMBER)
   RT_DRIVER_OPTIONAL_FUNCTIONS(RT_DRIVER_MEMBER)
 #undef RT_DRIVER_MEMBER
+  StreamGetCaptureInfoV2 cuStreamGetCaptureInfo_v2 = nullptr; // optional too
 };
 
 /// The driver, loaded and initialised on first use. Throws NoDevice when libcuda.so.1 cannot be

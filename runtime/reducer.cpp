@@ -9,6 +9,7 @@
 #include "kernels/nvrtc.h"
 #include "kernels/reference.h"
 #include "kernels/runner.h"
+#include "runtime/capture.h"
 #include "runtime/lookup.h"
 
 #include <algorithm>
@@ -165,6 +166,15 @@ struct Reducer::Impl {
   std::mutex pool_mu;
   std::deque<std::unique_ptr<Lease>> pool; ///< idle leases, least recently used first
 
+  /// Where captured graphs' workspaces come back to (runtime/capture.h).
+  std::shared_ptr<capture::Home> home = std::make_shared<capture::Home>();
+  std::mutex side_mu;
+  std::optional<cuda::Stream> side; ///< zeroes a captured call's workspace, outside the graph
+
+  /// A call on a stream being captured into `graph` (defined with the other capture code below).
+  template <typename Reserve, typename Enqueue>
+  void captured(CUgraph graph, const Kernel& kernel, Reserve&& reserve, Enqueue&& enqueue_call);
+
   Impl(int ordinal, Options opts)
       : options(std::move(opts)), info(cuda::device_info(ordinal)), context(ordinal),
         nvrtc(options.nvrtc_path), cache(open_cache()),
@@ -281,7 +291,9 @@ struct Reducer::Impl {
         return l;
       }
     }
-    return std::make_unique<Lease>(); // one more caller at once than ever before
+    auto l = std::make_unique<Lease>(); // one more caller at once than ever before
+    if (std::optional<Workspace> ws = home->take()) l->ws = std::move(*ws); // a graph's, idle
+    return l;
   }
 
   void give(std::unique_ptr<Lease> l) {
@@ -318,8 +330,49 @@ struct Reducer::Impl {
   };
 };
 
+// ---- calls on a stream that is being captured into a CUDA graph ------------------------------
+
+namespace {
+
+/// Throws InvalidArgument for a synchronous call on a capturing stream, before anything is
+/// enqueued (so the capture stays valid).
+void refuse_capture(const capture::State& cap) {
+  if (cap.active)
+    throw InvalidArgument("reduce_tune: sum, min, max and reduce wait for their result, which a "
+                          "stream being captured into a CUDA graph cannot do: use reduce_async");
+}
+
+} // namespace
+
+/// A captured call: its work goes into the graph, with a workspace the graph owns (taken from the
+/// workspaces of destroyed graphs, or new), zeroed once here on the side stream rather than by a
+/// node of the graph; nothing of the eager calls' leases is touched. `reserve(ws, s)` sizes the
+/// workspace, zeroing new state on s; `enqueue(k, ws)` enqueues the call with kernel k on the
+/// capturing stream.
+template <typename Reserve, typename Enqueue>
+void Reducer::Impl::captured(CUgraph graph, const Kernel& kernel, Reserve&& reserve,
+                             Enqueue&& enqueue_call) {
+  std::optional<Workspace> idle = home->take();
+  auto hold = std::make_unique<capture::Hold>(context.ordinal(), kernel.module,
+                                              idle ? std::move(*idle) : Workspace(), home);
+  Workspace& ws = hold->ws;
+  ws.forget_state();
+  {
+    std::lock_guard lock(side_mu);
+    if (!side) side.emplace();
+    reserve(ws, side->get());
+    side->synchronize();
+  }
+  capture::give_to_graph(graph, std::move(hold)); // the graph owns ws from here
+  // Programmatic launches are captured as programmatic edges from CUDA 12.3 on.
+  Kernel k = kernel;
+  if (info.driver_version < 12030) k.programmatic = false;
+  enqueue_call(k, ws);
+}
+
 Reducer::Reducer(int ordinal, Options options) {
   const RestoreContext restore; // the primary context is made current while setting up
+  const capture::Relaxed relaxed;
   impl_ = std::make_unique<Impl>(ordinal, std::move(options));
 }
 
@@ -330,9 +383,14 @@ Reducer::~Reducer() {
   CUcontext caller = nullptr;
   driver().cuCtxGetCurrent(&caller);
   driver().cuCtxSetCurrent(impl_->ctx);
-  for (const auto& l : impl_->pool)
-    if (l->pending) driver().cuEventSynchronize(l->done.get());
-  impl_.reset();
+  try {
+    const capture::Relaxed relaxed; // frees must not invalidate another thread's capture
+    for (const auto& l : impl_->pool)
+      if (l->pending) driver().cuEventSynchronize(l->done.get());
+    impl_->home->close(); // graphs that outlive the reducer free their workspaces themselves
+    impl_.reset();
+  } catch (...) {
+  }
   driver().cuCtxSetCurrent(caller);
 }
 
@@ -357,13 +415,15 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
   }
   const RestoreContext restore;
   restore.enter(impl_->ctx);
+  const capture::Relaxed relaxed;
+  refuse_capture(capture::state(stream));
   check_pointer("d_in", d_in, n, dtype, impl_->context.ordinal());
   const Entry& e = impl_->ready_entry(dtype, op, n, false);
   const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
   Impl::Borrowed lease(*impl_, stream);
   const Scalar r = lease.run(stream, [&](Lease& l) {
-    l.ws.reserve(p, dtype, n);
+    l.ws.reserve(p, dtype, n, stream);
     prepare(e.kernel, p, in, n, l.ws, stream);
     enqueue(e.kernel, p, in, n, l.ws, stream);
     const Scalar r = result(e.kernel, p, l.ws, stream); // synchronises the stream
@@ -376,26 +436,34 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
 void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
                            CUstream stream) {
   check_problem(dtype, op);
-  const std::size_t es = size_of(dtype);
   const RestoreContext restore;
   restore.enter(impl_->ctx);
+  const capture::Relaxed relaxed;
+  const capture::State cap = capture::state(stream);
   const int ordinal = impl_->context.ordinal();
   check_pointer("d_out", d_out, 1, dtype, ordinal);
   const CUdeviceptr out = reinterpret_cast<CUdeviceptr>(d_out);
   if (n == 0) {
-    // A copy, not a launch. From pageable memory the source is staged before the call returns,
-    // so a local is a valid source.
-    const std::uint64_t bits = identity(dtype, op).bits;
-    RT_CU(cuMemcpyHtoDAsync(out, &bits, es, stream));
+    set_identity(out, dtype, op, stream); // a memset, not a launch (a graph node when captured)
     return;
   }
   check_pointer("d_in", d_in, n, dtype, ordinal);
   const Entry& e = impl_->ready_entry(dtype, op, n, true);
   const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
+  if (cap.active) {
+    impl_->captured(
+        cap.graph, e.kernel,
+        [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, dtype, n, zero_on); },
+        [&](const Kernel& k, Workspace& ws) {
+          prepare(k, p, in, n, ws, stream);
+          enqueue(k, p, in, n, ws, stream, out);
+        });
+    return;
+  }
   Impl::Borrowed lease(*impl_, stream);
   lease.run(stream, [&](Lease& l) {
-    l.ws.reserve(p, dtype, n);
+    l.ws.reserve(p, dtype, n, stream);
     prepare(e.kernel, p, in, n, l.ws, stream);
     enqueue(e.kernel, p, in, n, l.ws, stream, out); // the finish writes to d_out itself
     l.done.record(stream);
