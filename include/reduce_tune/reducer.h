@@ -127,9 +127,34 @@ public:
 
   /// Asynchronous: writes the result (one element of `dtype`) to device memory `d_out` on
   /// `stream`, ordered after the stream's earlier work; returns once enqueued. The reducer keeps
-  /// one workspace per concurrent caller: before reusing one, a call waits on the host for the
-  /// previous asynchronous reduction that used it, so at most one asynchronous reduction per
-  /// workspace is in flight.
+  /// one workspace per concurrent caller; a call that reuses one is ordered on the device after
+  /// the asynchronous reduction that used it last (the host never waits).
+  ///
+  /// CUDA graphs: reduce_async (and the segmented calls below) may be called on a stream that is
+  /// being captured, in any capture mode. The captured work reads `d_in` and writes `d_out` at
+  /// each replay, so a replay reduces whatever `d_in` holds then. The rules:
+  /// - Each captured call gets scratch memory of its own, which the graph owns (a CUDA user
+  ///   object): replays never share it with eager calls or with other graphs, so they may run
+  ///   while the same Reducer serves other streams and threads. Instantiations of one graph
+  ///   (cuGraphInstantiate twice, cuGraphClone, a child-graph node) share it: do not run them
+  ///   at the same time (CUDA already orders the launches of one instantiation).
+  /// - The graph also holds the compiled kernels and the device's primary context, so it may be
+  ///   replayed and destroyed before or after the Reducer. Its memory is given back when the
+  ///   graph and all its instantiations are destroyed and their launches have completed: to the
+  ///   Reducer for later calls while it exists, else freed (by a thread of the library).
+  /// - Every finish kind is right at every replay: counters are zeroed once at capture time and
+  ///   reset by the kernels themselves, an atomic finish's result is set by a memset node, the
+  ///   two-pass finish keeps its programmatic launch (CUDA 12.3+ drivers; plain before).
+  /// - The first call of a size bucket may happen under capture: compiling, loading and
+  ///   allocating run in relaxed capture mode (cuThreadExchangeStreamCaptureMode), as do all of
+  ///   the Reducer's calls, so they never invalidate a capture of this or another thread.
+  /// - Nothing the Reducer does depends on how a capture ends: after a capture that was ended,
+  ///   aborted or invalidated, the Reducer serves every stream as before. On a stream whose capture
+  ///   was invalidated, calls throw cuda errors (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) until it
+  ///   is ended.
+  /// - sum, min, max and reduce wait for their result and throw InvalidArgument on a capturing
+  ///   stream, before enqueuing anything (the capture stays valid).
+  /// Capturing needs a CUDA 11.4 or newer driver.
   void reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
                     CUstream stream = nullptr);
 
