@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ template <typename F> decltype(auto) visit(reduce_tune::DType d, F&& f) {
 /// first touched by the filling threads.
 std::unique_ptr<std::byte[]> make_data(reduce_tune::DType dtype, std::uint64_t n,
                                        std::uint64_t seed);
+/// The same n elements written to `out` (n * size_of(dtype) bytes, aligned for the dtype).
+void fill_data(reduce_tune::DType dtype, std::uint64_t n, std::uint64_t seed, void* out);
 
 /// Results travel as bit patterns: the value's bytes in the low bytes of a uint64 (upper bytes 0
 /// for 4-byte types), as an es-byte copy from the device into a zeroed uint64 gives them.
@@ -62,6 +65,9 @@ Verdict check(const Reference& ref, std::uint64_t got_bits);
 
 /// eps of the float-sum check: 1e-6 for float32, 1e-13 for float64 (data.cpp says why).
 double sum_tolerance(reduce_tune::DType dtype);
+
+/// Calls f(first, last) for fixed chunks of [0, n) on all cores.
+void parallel_for(std::uint64_t n, const std::function<void(std::uint64_t, std::uint64_t)>& f);
 
 /// The median of `v` (the mean of the middle two for an even count); v must not be empty.
 double median(std::vector<double> v);

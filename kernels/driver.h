@@ -39,13 +39,12 @@ class NoDevice : public std::runtime_error {
   X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)  \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
   X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemFreeHost)  \
-  X(cuStreamWaitEvent)
+  X(cuStreamWaitEvent) X(cuStreamGetCtx) X(cuStreamIsCapturing) X(cuThreadExchangeStreamCaptureMode)
 // Entry points used where present (null on older drivers): cuLaunchKernelEx (CUDA 12.0) for
 // programmatic dependent launch; stream capture and user objects (CUDA 11.4) for calls on a stream
 // that is being captured into a graph (runtime/capture.h), and the graph calls the tests use.
 #define RT_DRIVER_OPTIONAL_FUNCTIONS(X)                                                          \
-  X(cuLaunchKernelEx) X(cuThreadExchangeStreamCaptureMode) X(cuStreamIsCapturing)               \
-  X(cuUserObjectCreate) X(cuUserObjectRelease) X(cuGraphRetainUserObject)                        \
+  X(cuLaunchKernelEx) X(cuUserObjectCreate) X(cuUserObjectRelease) X(cuGraphRetainUserObject)  \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)   \
   X(cuGraphDestroy) X(cuGraphExecDestroy)
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <type_traits>
@@ -309,28 +310,37 @@ double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exac
   return gamma * abs_sum + u * std::fabs(exact);
 }
 
+namespace {
+
+/// The verdict of check() without its texts (which cost more than the comparison: the segmented
+/// sweep checks millions of results per configuration). error and bound as in Check.
+bool within(const Reference& ref, Scalar got, Op op, std::uint64_t depth, double& error, double& bound) {
+  const DType d = ref.value.dtype;
+  if (!is_float(d) || op != Op::sum)
+    return got == ref.value ||
+           (is_float(d) && std::isnan(got.to_double()) && std::isnan(ref.value.to_double()));
+  const double g = got.to_double(), e = ref.exact;
+  if (std::isnan(e) || std::isinf(e)) return std::isnan(e) ? std::isnan(g) : g == e;
+  error = std::fabs(g - e);
+  bound = float_bound(d, depth, ref.abs_sum, e);
+  return std::isfinite(g) && error <= bound;
+}
+
+} // namespace
+
 Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth) {
   Check c;
-  c.expected = ref.value.to_string();
+  c.ok = within(ref, got, op, depth, c.error, c.bound);
   c.observed = got.to_string();
-  const DType d = ref.value.dtype;
-  if (!is_float(d) || op != Op::sum) {
-    c.ok = got == ref.value ||
-           (is_float(d) && std::isnan(got.to_double()) && std::isnan(ref.value.to_double()));
-    return c;
+  const double e = ref.exact;
+  if (is_float(ref.value.dtype) && op == Op::sum && std::isfinite(e)) {
+    std::ostringstream o;
+    o.precision(17);
+    o << e;
+    c.expected = o.str();
+  } else {
+    c.expected = ref.value.to_string();
   }
-  const double g = got.to_double(), e = ref.exact;
-  if (std::isnan(e) || std::isinf(e)) {
-    c.ok = std::isnan(e) ? std::isnan(g) : g == e;
-    return c;
-  }
-  c.error = std::fabs(g - e);
-  c.bound = float_bound(d, depth, ref.abs_sum, e);
-  c.ok = std::isfinite(g) && c.error <= c.bound;
-  std::ostringstream o;
-  o.precision(17);
-  o << e;
-  c.expected = o.str();
   return c;
 }
 
@@ -341,23 +351,39 @@ namespace reduce_tune {
 Check check_segmented(const std::vector<Reference>& refs, const HostArray& got,
                       const Segmentation& s, Op op,
                       const std::function<std::uint64_t(std::uint64_t)>& depth) {
-  Check c;
-  c.ok = true;
   const std::size_t es = size_of(got.dtype);
-  for (std::uint64_t i = 0; i < s.shape.count; ++i) {
-    Scalar v;
-    v.dtype = got.dtype;
-    std::memcpy(&v.bits, got.bytes.data() + i * es, es);
-    Check one = check(refs[i], v, op, depth(s.length(i)));
-    if (!one.ok) {
+  const bool bounded = is_float(got.dtype) && op == Op::sum;
+  // In parallel chunks; each finds its first failure, and the first chunk's that failed wins.
+  const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::optional<std::pair<std::uint64_t, Check>>> first(slots);
+  parallel_chunks(s.shape.count, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
+    std::uint64_t last_len = ~0ull, last_depth = 0;
+    for (std::uint64_t i = lo; i < hi; ++i) {
+      Scalar v;
+      v.dtype = got.dtype;
+      std::memcpy(&v.bits, got.bytes.data() + i * es, es);
+      if (!bounded && v == refs[i].value) continue; // the common case, without building texts
+      const std::uint64_t len = s.length(i);
+      if (bounded && len != last_len) last_len = len, last_depth = depth(len);
+      double error = 0, bound = 0;
+      if (within(refs[i], v, op, bounded ? last_depth : 0, error, bound)) continue;
+      first[t] = std::make_pair(i, check(refs[i], v, op, bounded ? last_depth : 0));
+      return;
+    }
+  });
+  for (auto& f : first)
+    if (f) {
+      Check& one = f->second;
+      const std::uint64_t i = f->first;
       const std::string at = "result " + std::to_string(i) + " of " + std::to_string(s.shape.count) +
                              " (" + std::to_string(s.length(i)) + " elements): ";
       one.expected = at + one.expected;
       one.observed = at + one.observed;
       return one;
     }
-  }
-  return c;
+  Check ok;
+  ok.ok = true;
+  return ok;
 }
 
 } // namespace reduce_tune

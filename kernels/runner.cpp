@@ -90,24 +90,15 @@ std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<
 
 namespace {
 
-/// Zeroes `b`: enqueued on *s, or on the legacy stream and waited for when s is null.
-void zero(const cuda::Buffer& b, const CUstream* s) {
-  RT_CU(cuMemsetD8Async(b.get(), 0, b.size(), s ? *s : nullptr));
-  if (!s) RT_CU(cuCtxSynchronize());
+/// Zeroes new state: see Workspace::reserve.
+void zero_state(CUdeviceptr p, std::size_t bytes, CUstream fill_on) {
+  RT_CU(cuMemsetD8Async(p, 0, bytes, fill_on));
+  if (!fill_on) RT_CU(cuCtxSynchronize());
 }
 
 } // namespace
 
-void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n) {
-  reserve_on(p, dtype, n, nullptr);
-}
-void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstream s) {
-  reserve_on(p, dtype, n, &s);
-}
-void Workspace::reserve(const SegmentedPlan& p) { reserve_on(p, nullptr); }
-void Workspace::reserve(const SegmentedPlan& p, CUstream s) { reserve_on(p, &s); }
-
-void Workspace::reserve_on(const LaunchPlan& p, DType dtype, std::uint64_t n, const CUstream* s) {
+void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstream fill_on) {
   const std::size_t es = size_of(dtype);
   if (out_.size() < 8) out_ = cuda::Buffer(8);
   if (p.partials && partials_.size() < p.grid * es) partials_ = cuda::Buffer(p.grid * es);
@@ -116,7 +107,7 @@ void Workspace::reserve_on(const LaunchPlan& p, DType dtype, std::uint64_t n, co
     counter_zeroed_ = false;
   }
   if (p.counter && !counter_zeroed_) {
-    zero(counter_, s);
+    zero_state(counter_.get(), kFinishStateBytes, fill_on);
     counter_zeroed_ = true;
   }
   if (p.scratch && scratch_.size() < n * es) scratch_ = cuda::Buffer(n * es);
@@ -126,13 +117,13 @@ void Workspace::reserve_on(const LaunchPlan& p, DType dtype, std::uint64_t n, co
   host_partials_.dtype = dtype;
 }
 
-void Workspace::reserve_on(const SegmentedPlan& p, const CUstream* s) {
+void Workspace::reserve(const SegmentedPlan& p, CUstream fill_on) {
   if (p.work_bytes && segmented_.size() < p.work_bytes) {
     segmented_ = cuda::Buffer(p.work_bytes);
     segmented_zeroed_ = false;
   }
   if (p.work_bytes && !segmented_zeroed_) {
-    zero(segmented_, s);
+    zero_state(segmented_.get(), p.work_bytes, fill_on);
     segmented_zeroed_ = true;
   }
 }

@@ -72,24 +72,22 @@ std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<
 /// Device memory one reduction needs besides its input, grown on demand and reused.
 class Workspace {
 public:
-  /// Makes room for `p` on a dtype, and for a scratch copy of n elements when p.scratch. Finish
-  /// state that is new, or whose contents were forgotten, is zeroed on the legacy stream, and the
-  /// device is waited for.
-  void reserve(const LaunchPlan& p, DType dtype, std::uint64_t n);
-  /// The same, the zeroing enqueued on `s` instead (ordered before the caller's next work there;
-  /// no wait, no legacy stream: what a call may do while another thread captures a graph).
-  void reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstream s);
+  /// Makes room for `p` on a dtype, and for a scratch copy of n elements when p.scratch.
+  /// Finish state that must start zeroed is zeroed when first made (or after forget_state): on
+  /// the null stream, then the context is synchronised (the workspace may be used on any stream
+  /// next), or, with `fill_on`, enqueued on that stream without waiting (ordered before the
+  /// caller's next work there; no legacy stream, no context-wide wait: what a call may do while
+  /// another thread captures a graph).
+  void reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstream fill_on = nullptr);
   CUdeviceptr partials() const { return partials_.get(); }
   CUdeviceptr out() const { return out_.get(); }
   /// The last-block and first-block finishes' state: zeroed once, then kept by the kernels.
   CUdeviceptr counter() const { return counter_.get(); }
   CUdeviceptr scratch() const { return scratch_.get(); }
   HostArray& host_partials() { return host_partials_; }
-  /// Makes room for a segmented plan's state (zeroed when first made, or forgotten; the kernels
-  /// reset it), as the first reserve does.
-  void reserve(const SegmentedPlan& p);
-  /// The same, zeroing on `s` as the second reserve does.
-  void reserve(const SegmentedPlan& p, CUstream s);
+  /// Makes room for a segmented plan's state (zeroed when first made or forgotten, as above; the
+  /// kernels reset it).
+  void reserve(const SegmentedPlan& p, CUstream fill_on = nullptr);
   CUdeviceptr segmented_state() const { return segmented_.get(); }
   /// The self-resetting state's contents are unknown (its last user may have stopped half-way,
   /// e.g. a graph that was captured but never ran): the next reserve zeroes it. No CUDA call.
@@ -97,16 +95,10 @@ public:
 
 private:
   static constexpr std::size_t kFinishStateBytes = 16; // templates/common.cuh, rt_first_state
-  void reserve_on(const LaunchPlan& p, DType dtype, std::uint64_t n, const CUstream* s);
-  void reserve_on(const SegmentedPlan& p, const CUstream* s);
   cuda::Buffer partials_, out_, counter_, scratch_, segmented_;
   bool counter_zeroed_ = false, segmented_zeroed_ = false;
   HostArray host_partials_;
 };
-
-/// Sets one element at `out` to the identity of `op`, stream-ordered on `s` (a memset: capturable
-/// into a graph, unlike a copy from the host's pageable memory).
-void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s);
 
 /// Copies the input to the scratch buffer for in-place variants (outside any timed region).
 void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
@@ -117,6 +109,9 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 /// reduction runs and waits for it before reading the partials (~1 us less per call on an H100).
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s, CUdeviceptr out = 0);
+/// Sets one element at `out` to the identity of (dtype, op) on `s`: one or two 32-bit memsets
+/// (capturable in a CUDA graph, unlike a copy from host memory). `out` is aligned to its element.
+void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s);
 /// Waits for the stream and returns the result: copied from the device, or, for the host finish,
 /// the partials copied back and combined here.
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s);

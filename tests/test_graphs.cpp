@@ -78,8 +78,8 @@ void write_store(const std::string& path, const cuda::DeviceInfo& info) {
     db::Measurement m;
     m.key = c.key;
     m.variant = m.key.substr(0, m.key.find('.'));
-    m.dtype = std::string(name(c.dtype));
-    m.op = std::string(name(c.op));
+    m.dtype = c.dtype;
+    m.op = c.op;
     m.n = std::uint64_t(1) << (std::bit_width(c.n) - 1);
     m.median_us = m.min_us = m.max_us = 1.0;
     m.reps = 1;

@@ -162,8 +162,7 @@ public:
   // All asynchronous on `stream` like reduce_async (results in device memory, ordered after the
   // stream's earlier work, returning once enqueued) and thread-safe. Results are of the input's
   // dtype; sums of integers wrap, min/max are exact (floats: NaN and signed zeros as sum() says).
-  // An empty row, column or segment gives the
-  // identity (see sum()). Zero rows, columns or segments enqueue nothing. Throws InvalidArgument
+  // An empty row, column or segment gives the identity (see sum()). Zero rows, columns or segments enqueue nothing. Throws InvalidArgument
   // for a host or null pointer with a non-zero count, a row stride below cols, or a shape whose
   // element count overflows 64 bits.
 
