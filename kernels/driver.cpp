@@ -37,6 +37,8 @@ const Loaded& loaded() {
 #undef RT_DRIVER_LOAD_OPTIONAL
     r.d.cuStreamGetCaptureInfo_v2 =
         reinterpret_cast<StreamGetCaptureInfoV2>(dlsym(h, "cuStreamGetCaptureInfo_v2"));
+    r.d.cuStreamGetCaptureInfo_v3 =
+        reinterpret_cast<StreamGetCaptureInfoV3>(dlsym(h, "cuStreamGetCaptureInfo_v3"));
     if (!r.error.empty()) return r;
     if (CUresult c = r.d.cuInit(0); c != CUDA_SUCCESS) {
       const char* name = nullptr;

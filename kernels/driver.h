@@ -48,10 +48,13 @@ class NoDevice : public std::runtime_error {
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)   \
   X(cuGraphDestroy) X(cuGraphExecDestroy)
 
-/// cuStreamGetCaptureInfo_v2 (CUDA 11.3), by its own name: the cuda.h of CUDA 12.3 and later maps
-/// cuStreamGetCaptureInfo to _v3, whose signature differs, and declares _v2 no more.
+/// cuStreamGetCaptureInfo_v2 (CUDA 11.3) and _v3 (12.3), by their own names and signatures: which
+/// one cuda.h maps cuStreamGetCaptureInfo to depends on its version (_v3's edge data is declared
+/// as void here, as CUDA 11's cuda.h has no CUgraphEdgeData).
 using StreamGetCaptureInfoV2 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
                                             const CUgraphNode**, size_t*);
+using StreamGetCaptureInfoV3 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                                            const CUgraphNode**, const void**, size_t*);
 
 /// The driver's function table; loaded once.
 struct Driver {
@@ -60,6 +63,7 @@ struct Driver {
   RT_DRIVER_OPTIONAL_FUNCTIONS(RT_DRIVER_MEMBER)
 #undef RT_DRIVER_MEMBER
   StreamGetCaptureInfoV2 cuStreamGetCaptureInfo_v2 = nullptr; // optional too
+  StreamGetCaptureInfoV3 cuStreamGetCaptureInfo_v3 = nullptr; // optional too
 };
 
 /// The driver, loaded and initialised on first use. Throws NoDevice when libcuda.so.1 cannot be

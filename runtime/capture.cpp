@@ -27,8 +27,10 @@ State state(CUstream s) {
   const cuda::Driver& d = driver();
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   State st;
-  if (d.cuStreamGetCaptureInfo_v2) {
-    cuuint64_t id = 0;
+  cuuint64_t id = 0;
+  if (d.cuStreamGetCaptureInfo_v3) {
+    RT_CU(cuStreamGetCaptureInfo_v3(s, &status, &id, &st.graph, nullptr, nullptr, nullptr));
+  } else if (d.cuStreamGetCaptureInfo_v2) {
     RT_CU(cuStreamGetCaptureInfo_v2(s, &status, &id, &st.graph, nullptr, nullptr));
   } else if (d.cuStreamIsCapturing) {
     RT_CU(cuStreamIsCapturing(s, &status));

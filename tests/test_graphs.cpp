@@ -13,6 +13,7 @@
 #include "kernels/reference.h"
 #include "reduce_tune/reducer.h"
 #include "tests/fixtures.h"
+#include "tests/graph_fixture.h"
 
 #include <atomic>
 #include <bit>
@@ -26,6 +27,10 @@
 
 using namespace reduce_tune;
 using cuda::driver;
+using testing::graphs_supported;
+using testing::Graph;
+using testing::mode_name;
+using testing::Pinned;
 
 namespace {
 
@@ -137,14 +142,6 @@ Scalar reduce_sync(Reducer& r, DType d, Op op, CUdeviceptr p, std::uint64_t n, C
   });
 }
 
-/// Pinned host memory for results copied back asynchronously.
-struct Pinned {
-  void* p = nullptr;
-  explicit Pinned(std::size_t bytes) { RT_CU(cuMemHostAlloc(&p, bytes, 0)); }
-  ~Pinned() { driver().cuMemFreeHost(p); }
-  unsigned char* bytes() const { return static_cast<unsigned char*>(p); }
-};
-
 /// Threads making eager calls (synchronous and asynchronous, on their own streams) over every
 /// case's inputs until stopped, each result checked.
 class EagerCallers {
@@ -209,32 +206,6 @@ private:
   std::vector<std::string> failures_;
   std::vector<std::thread> threads_;
 };
-
-struct Graph {
-  CUgraph graph = nullptr;
-  CUgraphExec exec = nullptr;
-  void destroy() {
-    if (exec) RT_CU(cuGraphExecDestroy(exec));
-    if (graph) RT_CU(cuGraphDestroy(graph));
-    exec = nullptr, graph = nullptr;
-  }
-  ~Graph() {
-    if (exec) driver().cuGraphExecDestroy(exec);
-    if (graph) driver().cuGraphDestroy(graph);
-  }
-};
-
-const char* mode_name(CUstreamCaptureMode m) {
-  return m == CU_STREAM_CAPTURE_MODE_GLOBAL         ? "global"
-         : m == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL ? "thread-local"
-                                                    : "relaxed";
-}
-
-bool graphs_supported() {
-  const cuda::Driver& d = driver();
-  return d.cuStreamBeginCapture && d.cuUserObjectCreate && d.cuGraphInstantiateWithFlags &&
-         d.cuThreadExchangeStreamCaptureMode;
-}
 
 } // namespace
 
