@@ -37,6 +37,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -53,6 +54,7 @@ using rt_bench::Device;
 using rt_bench::Stats;
 using rt_bench::Timer;
 using rt_bench::UsageError;
+using rt_bench::for_each_flag;
 using rt_bench::ceiling;
 using rt_bench::dtype_name;
 using rt_bench::fmt;
@@ -155,19 +157,7 @@ Options parse(int argc, char** argv) {
   }
   o.overhead_sizes = {std::uint64_t(1) << 10, std::uint64_t(1) << 16};
   for (int i = 0; i < argc; ++i) o.command.append(i ? " " : "").append(argv[i]);
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i], value;
-    bool has_value = false;
-    if (auto eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_value = true;
-    }
-    auto next = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
-      return argv[++i];
-    };
+  for_each_flag(argc, argv, [&](const std::string& flag, const std::function<std::string()>& next) {
     if (flag == "--help" || flag == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -206,7 +196,7 @@ Options parse(int argc, char** argv) {
     } else {
       throw UsageError("unknown option '" + flag + "'");
     }
-  }
+  });
   if (!o.cold && !o.hot) throw UsageError("--cold-only and --hot-only exclude each other");
   if (o.dtypes.empty() || o.ops.empty()) throw UsageError("--dtypes and --ops need a value");
   return o;

@@ -10,6 +10,24 @@
 
 namespace rt_bench {
 
+void for_each_flag(int argc, char** argv,
+                   const std::function<void(const std::string&, const std::function<std::string()>&)>& f) {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i], value;
+    bool has_value = false;
+    if (auto eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    f(flag, [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+      return argv[++i];
+    });
+  }
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);

@@ -5,6 +5,7 @@
 #include "reduce_tune/config.h"
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,6 +16,11 @@ namespace rt_bench {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// Calls f(flag, next) for each command-line flag: "--flag value" and "--flag=value" alike;
+/// next() returns the flag's value (UsageError when there is none).
+void for_each_flag(int argc, char** argv,
+                   const std::function<void(const std::string&, const std::function<std::string()>&)>& f);
 
 /// The non-empty items of a comma-separated list.
 std::vector<std::string> split(const std::string& s);

@@ -31,6 +31,7 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -98,19 +99,7 @@ Options parse(int argc, char** argv) {
   o.timer.poison_before_flush = true; // outputs can be as large as inputs: flush them too
   bool quick = false, totals_set = false, lengths_set = false, reps_set = false;
   for (int i = 0; i < argc; ++i) o.command.append(i ? " " : "").append(argv[i]);
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i], value;
-    bool has_value = false;
-    if (auto eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_value = true;
-    }
-    auto next = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
-      return argv[++i];
-    };
+  for_each_flag(argc, argv, [&](const std::string& flag, const std::function<std::string()>& next) {
     if (flag == "--help" || flag == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -165,7 +154,7 @@ Options parse(int argc, char** argv) {
     } else {
       throw UsageError("unknown option '" + flag + "'");
     }
-  }
+  });
   if (!totals_set)
     o.totals = quick ? std::vector<std::uint64_t>{1 << 20, 1 << 24}
                      : std::vector<std::uint64_t>{1 << 16, 1 << 20, 1 << 24, 1 << 28};

@@ -275,6 +275,9 @@ struct Reducer::Impl {
   /// Enqueues a segmented reduction whose arguments were checked: the entry's kernel, on a lease
   /// whose workspace holds the plan's state, ordered on `stream` like reduce_async.
   void run_segmented(Problem problem, DType dtype, Op op, const SegmentedArgs& a, CUstream stream);
+  /// reduce_rows and reduce_columns: the same matrix, one result per row or per column.
+  void reduce_matrix(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
+                     std::uint64_t cols, void* d_out, CUstream stream, std::uint64_t row_stride);
 
   static std::uint64_t bucket_start(std::uint64_t n) {
     return std::bit_floor(std::max<std::uint64_t>(n, 1));
@@ -531,28 +534,28 @@ SegmentedArgs matrix_args(Problem problem, DType dtype, const void* d_in, std::u
 
 } // namespace
 
+void Reducer::Impl::reduce_matrix(Problem problem, DType dtype, Op op, const void* d_in,
+                                  std::uint64_t rows, std::uint64_t cols, void* d_out,
+                                  CUstream stream, std::uint64_t row_stride) {
+  check_problem(dtype, op);
+  if ((problem == Problem::rows ? rows : cols) == 0) return;
+  const RestoreContext restore;
+  restore.enter(ctx);
+  const SegmentedArgs a = matrix_args(problem, dtype, d_in, rows, cols, d_out,
+                                      row_stride ? row_stride : cols, context.ordinal());
+  run_segmented(problem, dtype, op, a, stream);
+}
+
 void Reducer::reduce_rows(DType dtype, Op op, const void* d_in, std::uint64_t rows,
                           std::uint64_t cols, void* d_out, CUstream stream,
                           std::uint64_t row_stride) {
-  check_problem(dtype, op);
-  if (rows == 0) return;
-  const RestoreContext restore;
-  restore.enter(impl_->ctx);
-  const SegmentedArgs a = matrix_args(Problem::rows, dtype, d_in, rows, cols, d_out,
-                                      row_stride ? row_stride : cols, impl_->context.ordinal());
-  impl_->run_segmented(Problem::rows, dtype, op, a, stream);
+  impl_->reduce_matrix(Problem::rows, dtype, op, d_in, rows, cols, d_out, stream, row_stride);
 }
 
 void Reducer::reduce_columns(DType dtype, Op op, const void* d_in, std::uint64_t rows,
                              std::uint64_t cols, void* d_out, CUstream stream,
                              std::uint64_t row_stride) {
-  check_problem(dtype, op);
-  if (cols == 0) return;
-  const RestoreContext restore;
-  restore.enter(impl_->ctx);
-  const SegmentedArgs a = matrix_args(Problem::columns, dtype, d_in, rows, cols, d_out,
-                                      row_stride ? row_stride : cols, impl_->context.ordinal());
-  impl_->run_segmented(Problem::columns, dtype, op, a, stream);
+  impl_->reduce_matrix(Problem::columns, dtype, op, d_in, rows, cols, d_out, stream, row_stride);
 }
 
 void Reducer::reduce_segments(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,

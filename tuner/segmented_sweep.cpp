@@ -3,6 +3,7 @@
 
 #include "kernels/segmented.h"
 #include "tuner/eta.h"
+#include "tuner/measure.h"
 #include "tuner/sizes.h"
 
 #include <algorithm>
@@ -16,14 +17,6 @@ using Clock = std::chrono::steady_clock;
 
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
-double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? double(v[m]) : (double(v[m - 1]) + double(v[m])) / 2;
-}
-
-/// A checked launch longer than this and 4x the best is timing enough (as the array sweep).
-constexpr double kSingleTimingUs = 200;
 
 /// One shape's input and layout on the host and the device.
 struct ShapeData {
@@ -202,13 +195,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
               return segment_depth(j.config, t, shape, len);
             });
             res.times.validate_s += std::chrono::duration<double>(Clock::now() - t_val).count();
-            m.expected = chk.expected, m.observed = chk.observed;
-            m.valid = chk.ok;
-            if (!chk.ok) {
-              m.error = "wrong result: got " + chk.observed + ", expected " + chk.expected +
-                        (chk.bound > 0 ? " (error " + std::to_string(chk.error) + " > bound " +
-                                             std::to_string(chk.bound) + ")"
-                                       : "");
+            if (!record_check(chk, m)) {
               keep(m);
               continue;
             }

@@ -3,6 +3,7 @@
 
 #include "kernels/runner.h"
 #include "tuner/eta.h"
+#include "tuner/measure.h"
 #include "tuner/segmented_sweep.h"
 #include "tuner/sizes.h"
 
@@ -25,8 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// A checked launch longer than this and 4x the best is timing enough (see the sweep loop).
-constexpr double kSingleTimingUs = 200;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -38,12 +37,6 @@ double compile_eta(std::size_t done, std::size_t total, double elapsed_s) {
 
 template <typename T> bool in(const std::vector<T>& list, const T& x) {
   return list.empty() || std::find(list.begin(), list.end(), x) != list.end();
-}
-
-template <typename T> double median(std::vector<T> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? double(v[m]) : (double(v[m - 1]) + double(v[m])) / 2;
 }
 
 // The configurations the options select, before validity.
@@ -361,13 +354,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             const Scalar got = read_result(0, check_host_us);
             const Check chk = check(ref, got, op, summation_depth(j.config, t, n));
             res.times.validate_s += seconds_since(t_val);
-            m.expected = chk.expected, m.observed = chk.observed;
-            m.valid = chk.ok;
-            if (!chk.ok) {
-              m.error = "wrong result: got " + chk.observed + ", expected " + chk.expected +
-                        (chk.bound > 0 ? " (error " + std::to_string(chk.error) + " > bound " +
-                                             std::to_string(chk.bound) + ")"
-                                       : "");
+            if (!record_check(chk, m)) {
               keep(m);
               continue;
             }

@@ -1,0 +1,37 @@
+// reduce-tune: what the array and the segmented sweeps share when they measure one point: the
+// verdict of its checked launch, and how many timed repetitions it earns.
+#pragma once
+
+#include "db/store.h"
+#include "kernels/reference.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace reduce_tune {
+
+/// A checked launch longer than this and 4x the best so far is timing enough: the point is far
+/// off the best and its one timing says so.
+inline constexpr double kSingleTimingUs = 200;
+
+template <typename T> double median(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? double(v[m]) : (double(v[m - 1]) + double(v[m])) / 2;
+}
+
+/// Records the check of a point's result in `m` (texts, validity, the error of a wrong result);
+/// returns whether it passed.
+inline bool record_check(const Check& chk, db::Measurement& m) {
+  m.expected = chk.expected, m.observed = chk.observed;
+  m.valid = chk.ok;
+  if (!chk.ok)
+    m.error = "wrong result: got " + chk.observed + ", expected " + chk.expected +
+              (chk.bound > 0 ? " (error " + std::to_string(chk.error) + " > bound " +
+                                   std::to_string(chk.bound) + ")"
+                             : "");
+  return chk.ok;
+}
+
+} // namespace reduce_tune
