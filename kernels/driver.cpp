@@ -35,6 +35,10 @@ const Loaded& loaded() {
 #define RT_DRIVER_LOAD_OPTIONAL(f) r.d.f = reinterpret_cast<decltype(r.d.f)>(dlsym(h, RT_STR(f)));
     RT_DRIVER_OPTIONAL_FUNCTIONS(RT_DRIVER_LOAD_OPTIONAL)
 #undef RT_DRIVER_LOAD_OPTIONAL
+    r.d.cuStreamGetCaptureInfo_v2 =
+        reinterpret_cast<StreamGetCaptureInfoV2>(dlsym(h, "cuStreamGetCaptureInfo_v2"));
+    r.d.cuStreamGetCaptureInfo_v3 =
+        reinterpret_cast<StreamGetCaptureInfoV3>(dlsym(h, "cuStreamGetCaptureInfo_v3"));
     if (!r.error.empty()) return r;
     if (CUresult c = r.d.cuInit(0); c != CUDA_SUCCESS) {
       const char* name = nullptr;

@@ -41,8 +41,20 @@ class NoDevice : public std::runtime_error {
   X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemFreeHost)  \
   X(cuStreamWaitEvent) X(cuStreamGetCtx) X(cuStreamIsCapturing) X(cuThreadExchangeStreamCaptureMode)
 // Entry points used where present (null on older drivers): cuLaunchKernelEx (CUDA 12.0) for
-// programmatic dependent launch.
-#define RT_DRIVER_OPTIONAL_FUNCTIONS(X) X(cuLaunchKernelEx)
+// programmatic dependent launch; stream capture and user objects (CUDA 11.4) for calls on a stream
+// that is being captured into a graph (runtime/capture.h), and the graph calls the tests use.
+#define RT_DRIVER_OPTIONAL_FUNCTIONS(X)                                                          \
+  X(cuLaunchKernelEx) X(cuUserObjectCreate) X(cuUserObjectRelease) X(cuGraphRetainUserObject)  \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)   \
+  X(cuGraphDestroy) X(cuGraphExecDestroy)
+
+/// cuStreamGetCaptureInfo_v2 (CUDA 11.3) and _v3 (12.3), by their own names and signatures: which
+/// one cuda.h maps cuStreamGetCaptureInfo to depends on its version (_v3's edge data is declared
+/// as void here, as CUDA 11's cuda.h has no CUgraphEdgeData).
+using StreamGetCaptureInfoV2 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                                            const CUgraphNode**, size_t*);
+using StreamGetCaptureInfoV3 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                                            const CUgraphNode**, const void**, size_t*);
 
 /// The driver's function table; loaded once.
 struct Driver {
@@ -50,6 +62,8 @@ struct Driver {
   RT_DRIVER_FUNCTIONS(RT_DRIVER_MEMBER)
   RT_DRIVER_OPTIONAL_FUNCTIONS(RT_DRIVER_MEMBER)
 #undef RT_DRIVER_MEMBER
+  StreamGetCaptureInfoV2 cuStreamGetCaptureInfo_v2 = nullptr; // optional too
+  StreamGetCaptureInfoV3 cuStreamGetCaptureInfo_v3 = nullptr; // optional too
 };
 
 /// The driver, loaded and initialised on first use. Throws NoDevice when libcuda.so.1 cannot be

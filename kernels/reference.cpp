@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 namespace reduce_tune {
 namespace {
@@ -29,10 +31,22 @@ template <typename F> void parallel_chunks(std::uint64_t n, F&& f) {
   for (auto& th : pool) th.join();
 }
 
+// IEEE 754-2019 minimum and maximum, as templates/common.cuh's rt_float_min_max: a NaN operand
+// gives a NaN (the first operand's when both are), -0.0 is below +0.0.
+template <typename T> T float_min_max(T a, T b, bool min) {
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  if (a == b) { // equal bits, or +0.0 and -0.0: OR the bits for min (-0.0), AND them for max
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    const U x = std::bit_cast<U>(a), y = std::bit_cast<U>(b);
+    return std::bit_cast<T>(min ? U(x | y) : U(x & y));
+  }
+  return (b < a) == min ? b : a;
+}
+
 template <typename T> T combine(T a, T b, Op op) {
   if constexpr (std::is_floating_point_v<T>) {
-    if (op == Op::min) return std::fmin(a, b);
-    if (op == Op::max) return std::fmax(a, b);
+    if (op != Op::sum) return float_min_max(a, b, op == Op::min);
     return a + b;
   } else {
     using U = std::make_unsigned_t<T>;

@@ -64,8 +64,10 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed);
 
 /// The reference result and what the float bound needs.
 struct Reference {
-  Scalar value;        ///< exact for integers (two's-complement wrap) and min/max; for float
-                       ///< sums the double-precision sum rounded to the dtype
+  Scalar value;        ///< exact for integers (two's-complement wrap) and min/max (floats:
+                       ///< IEEE 754-2019 minimum/maximum, NaN if any element is NaN, -0.0
+                       ///< below +0.0); for float sums the double-precision sum rounded to the
+                       ///< dtype
   double exact = 0;    ///< float sums: the double-precision sum
   double abs_sum = 0;  ///< sum of |x|
 };

@@ -104,7 +104,11 @@ void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstr
   if (p.partials && partials_.size() < p.grid * es) partials_ = cuda::Buffer(p.grid * es);
   if (p.counter && counter_.size() < kFinishStateBytes) {
     counter_ = cuda::Buffer(kFinishStateBytes);
+    counter_zeroed_ = false;
+  }
+  if (p.counter && !counter_zeroed_) {
     zero_state(counter_.get(), kFinishStateBytes, fill_on);
+    counter_zeroed_ = true;
   }
   if (p.scratch && scratch_.size() < n * es) scratch_ = cuda::Buffer(n * es);
   if (p.host_finish && host_partials_.bytes.size() < p.grid * es) {
@@ -116,7 +120,11 @@ void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstr
 void Workspace::reserve(const SegmentedPlan& p, CUstream fill_on) {
   if (p.work_bytes && segmented_.size() < p.work_bytes) {
     segmented_ = cuda::Buffer(p.work_bytes);
+    segmented_zeroed_ = false;
+  }
+  if (p.work_bytes && !segmented_zeroed_) {
     zero_state(segmented_.get(), p.work_bytes, fill_on);
+    segmented_zeroed_ = true;
   }
 }
 

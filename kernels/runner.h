@@ -73,10 +73,11 @@ std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<
 class Workspace {
 public:
   /// Makes room for `p` on a dtype, and for a scratch copy of n elements when p.scratch.
-  /// State that must start zeroed is zeroed when first made: on the null stream, then the context
-  /// is synchronised (the workspace may be used on any stream next), or, with `fill_on`, enqueued
-  /// on that stream without waiting (the caller uses the workspace on it next; under CUDA graph
-  /// capture the fill becomes part of the graph).
+  /// Finish state that must start zeroed is zeroed when first made (or after forget_state): on
+  /// the null stream, then the context is synchronised (the workspace may be used on any stream
+  /// next), or, with `fill_on`, enqueued on that stream without waiting (ordered before the
+  /// caller's next work there; no legacy stream, no context-wide wait: what a call may do while
+  /// another thread captures a graph).
   void reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstream fill_on = nullptr);
   CUdeviceptr partials() const { return partials_.get(); }
   CUdeviceptr out() const { return out_.get(); }
@@ -84,14 +85,18 @@ public:
   CUdeviceptr counter() const { return counter_.get(); }
   CUdeviceptr scratch() const { return scratch_.get(); }
   HostArray& host_partials() { return host_partials_; }
-  /// Makes room for a segmented plan's state (zeroed when first made, as above; the kernels
-  /// reset it).
+  /// Makes room for a segmented plan's state (zeroed when first made or forgotten, as above; the
+  /// kernels reset it).
   void reserve(const SegmentedPlan& p, CUstream fill_on = nullptr);
   CUdeviceptr segmented_state() const { return segmented_.get(); }
+  /// The self-resetting state's contents are unknown (its last user may have stopped half-way,
+  /// e.g. a graph that was captured but never ran): the next reserve zeroes it. No CUDA call.
+  void forget_state() { counter_zeroed_ = segmented_zeroed_ = false; }
 
 private:
   static constexpr std::size_t kFinishStateBytes = 16; // templates/common.cuh, rt_first_state
   cuda::Buffer partials_, out_, counter_, scratch_, segmented_;
+  bool counter_zeroed_ = false, segmented_zeroed_ = false;
   HostArray host_partials_;
 };
 

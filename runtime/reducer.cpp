@@ -9,6 +9,7 @@
 #include "kernels/nvrtc.h"
 #include "kernels/reference.h"
 #include "kernels/runner.h"
+#include "runtime/capture.h"
 #include "runtime/lookup.h"
 
 #include <algorithm>
@@ -120,30 +121,6 @@ private:
   CUcontext caller_ = nullptr;
 };
 
-/// Whether `stream` is being captured into a CUDA graph; while it is, and for the scope of one call,
-/// this thread's capture mode is relaxed, so that what a first use does on the host (loading a
-/// module, growing a workspace) is allowed and stays out of the graph. Construct after the
-/// reducer's context is current.
-class CaptureScope {
-public:
-  explicit CaptureScope(CUstream stream) {
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    RT_CU(cuStreamIsCapturing(stream, &status));
-    active_ = status != CU_STREAM_CAPTURE_STATUS_NONE;
-    if (active_) RT_CU(cuThreadExchangeStreamCaptureMode(&mode_));
-  }
-  ~CaptureScope() {
-    if (active_) driver().cuThreadExchangeStreamCaptureMode(&mode_);
-  }
-  CaptureScope(const CaptureScope&) = delete;
-  CaptureScope& operator=(const CaptureScope&) = delete;
-  bool active() const { return active_; }
-
-private:
-  bool active_ = false;
-  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
-};
-
 /// The cached answer for one (dtype, op, size bucket, result on the device or not).
 struct Entry {
   std::mutex mu;                  ///< held while looking up and loading
@@ -197,9 +174,15 @@ struct Reducer::Impl {
 
   std::mutex pool_mu;
   std::deque<std::unique_ptr<Lease>> pool; ///< idle leases, least recently used first
-  /// Leases whose workspace a captured CUDA graph uses: never reused, kept while the reducer lives
-  /// (the graph may be replayed at any time).
-  std::vector<std::unique_ptr<Lease>> captured;
+
+  /// Where captured graphs' workspaces come back to (runtime/capture.h).
+  std::shared_ptr<capture::Home> home = std::make_shared<capture::Home>();
+  std::mutex side_mu;
+  std::optional<cuda::Stream> side; ///< zeroes a captured call's workspace, outside the graph
+
+  /// A call on a stream being captured into `graph` (defined with the other capture code below).
+  template <typename Reserve, typename Enqueue>
+  void captured(CUgraph graph, const Kernel& kernel, Reserve&& reserve, Enqueue&& enqueue_call);
 
   Impl(int ordinal, Options opts)
       : options(std::move(opts)), info(cuda::device_info(ordinal)), context(ordinal),
@@ -375,7 +358,9 @@ struct Reducer::Impl {
         return l;
       }
     }
-    return std::make_unique<Lease>(); // one more caller at once than ever before
+    auto l = std::make_unique<Lease>(); // one more caller at once than ever before
+    if (std::optional<Workspace> ws = home->take()) l->ws = std::move(*ws); // a graph's, idle
+    return l;
   }
 
   void give(std::unique_ptr<Lease> l) {
@@ -383,39 +368,19 @@ struct Reducer::Impl {
     pool.push_back(std::move(l));
   }
 
-  /// A lease for the length of one call, idle when taken and back in the pool at the end. A
-  /// failure after work was enqueued synchronizes the stream first, so a lease never goes back
-  /// with work in flight that its next user does not know of.
-  ///
-  /// Under CUDA graph capture (`capture`: a CaptureScope is active) the lease is the graph's from
-  /// then on: taken from the pool (a new one when the pool is empty), its last asynchronous use
-  /// waited for on the host (an event recorded outside the capture cannot be waited on inside
-  /// it), and never given back (the graph may be replayed at any time). State its workspace grows
-  /// while captured is zeroed by a fill in the graph (Workspace::reserve's fill_on).
+  /// A lease for the length of one eager call, idle when taken and back in the pool at the end.
+  /// A failure after work was enqueued synchronizes the stream first, so a lease never goes back
+  /// with work in flight that its next user does not know of. Calls on a capturing stream take no
+  /// lease (Impl::captured).
   class Borrowed {
   public:
     /// Work on `stream` is ordered after the lease's last asynchronous use: by the stream itself
-    /// when it is the same one, else by a device-side wait on its event (the host never waits,
-    /// but under capture).
-    Borrowed(Impl& impl, CUstream stream, bool capture = false)
-        : impl_(impl), lease_(impl.take()), capture_(capture) {
-      if (!lease_->pending) return;
-      if (capture_) {
-        RT_CU(cuEventSynchronize(lease_->done.get()));
-        lease_->pending = false;
-      } else if (lease_->stream != stream) {
+    /// when it is the same one, else by a device-side wait on its event (the host never waits).
+    Borrowed(Impl& impl, CUstream stream) : impl_(impl), lease_(impl.take()) {
+      if (lease_->pending && lease_->stream != stream)
         RT_CU(cuStreamWaitEvent(stream, lease_->done.get(), 0));
-      }
     }
-    ~Borrowed() {
-      if (!capture_) {
-        impl_.give(std::move(lease_));
-        return;
-      }
-      lease_->pending = false; // its event, if recorded, was recorded into the graph
-      std::lock_guard lock(impl_.pool_mu);
-      impl_.captured.push_back(std::move(lease_));
-    }
+    ~Borrowed() { impl_.give(std::move(lease_)); }
     Borrowed(const Borrowed&) = delete;
     Borrowed& operator=(const Borrowed&) = delete;
 
@@ -431,19 +396,66 @@ struct Reducer::Impl {
   private:
     Impl& impl_;
     std::unique_ptr<Lease> lease_;
-    bool capture_;
   };
 };
 
-void Reducer::Impl::run_segmented(Problem problem, DType dtype, Op op, const SegmentedArgs& a, CUstream stream) {
-  const CaptureScope capture(stream);
+// ---- calls on a stream that is being captured into a CUDA graph ------------------------------
+
+namespace {
+
+/// Throws InvalidArgument for a synchronous call on a capturing stream, before anything is
+/// enqueued (so the capture stays valid).
+void refuse_capture(const capture::State& cap) {
+  if (cap.active)
+    throw InvalidArgument("reduce_tune: sum, min, max and reduce wait for their result, which a "
+                          "stream being captured into a CUDA graph cannot do: use reduce_async");
+}
+
+} // namespace
+
+/// A captured call: its work goes into the graph, with a workspace the graph owns (taken from the
+/// workspaces of destroyed graphs, or new), zeroed once here on the side stream rather than by a
+/// node of the graph; nothing of the eager calls' leases is touched. `reserve(ws, s)` sizes the
+/// workspace, zeroing new state on s; `enqueue(k, ws)` enqueues the call with kernel k on the
+/// capturing stream.
+template <typename Reserve, typename Enqueue>
+void Reducer::Impl::captured(CUgraph graph, const Kernel& kernel, Reserve&& reserve,
+                             Enqueue&& enqueue_call) {
+  std::optional<Workspace> idle = home->take();
+  auto hold = std::make_unique<capture::Hold>(context.ordinal(), kernel.module,
+                                              idle ? std::move(*idle) : Workspace(), home);
+  Workspace& ws = hold->ws;
+  ws.forget_state();
+  {
+    std::lock_guard lock(side_mu);
+    if (!side) side.emplace();
+    reserve(ws, side->get());
+    side->synchronize();
+  }
+  capture::give_to_graph(graph, std::move(hold)); // the graph owns ws from here
+  // Programmatic launches are captured as programmatic edges from CUDA 12.3 on.
+  Kernel k = kernel;
+  if (info.driver_version < 12030) k.programmatic = false;
+  enqueue_call(k, ws);
+}
+
+void Reducer::Impl::run_segmented(Problem problem, DType dtype, Op op, const SegmentedArgs& a,
+                                  CUstream stream) {
+  const capture::Relaxed relaxed;
+  const capture::State cap = capture::state(stream);
   const Entry& e = segmented_entry(problem, dtype, op, a.shape);
   Target t = target(dtype, op);
   t.problem = problem;
   const SegmentedPlan p = segmented_plan(e.kernel.config, t, a.shape);
-  Borrowed lease(*this, stream, capture.active());
+  if (cap.active) {
+    captured(
+        cap.graph, e.kernel, [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, zero_on); },
+        [&](const Kernel& k, Workspace& ws) { enqueue(k, p, a, ws, stream); });
+    return;
+  }
+  Borrowed lease(*this, stream);
   lease.run(stream, [&](Lease& l) {
-    l.ws.reserve(p, capture.active() ? stream : nullptr);
+    l.ws.reserve(p, stream);
     enqueue(e.kernel, p, a, l.ws, stream);
     l.done.record(stream);
     l.stream = stream;
@@ -453,6 +465,7 @@ void Reducer::Impl::run_segmented(Problem problem, DType dtype, Op op, const Seg
 
 Reducer::Reducer(int ordinal, Options options) {
   const RestoreContext restore; // the primary context is made current while setting up
+  const capture::Relaxed relaxed;
   impl_ = std::make_unique<Impl>(ordinal, std::move(options));
 }
 
@@ -463,9 +476,14 @@ Reducer::~Reducer() {
   CUcontext caller = nullptr;
   driver().cuCtxGetCurrent(&caller);
   driver().cuCtxSetCurrent(impl_->ctx);
-  for (const auto& l : impl_->pool)
-    if (l->pending) driver().cuEventSynchronize(l->done.get());
-  impl_.reset();
+  try {
+    const capture::Relaxed relaxed; // frees must not invalidate another thread's capture
+    for (const auto& l : impl_->pool)
+      if (l->pending) driver().cuEventSynchronize(l->done.get());
+    impl_->home->close(); // graphs that outlive the reducer free their workspaces themselves
+    impl_.reset();
+  } catch (...) {
+  }
   driver().cuCtxSetCurrent(caller);
 }
 
@@ -484,6 +502,7 @@ Choice Reducer::config_for(DType dtype, Op op, Problem problem, Shape shape) con
   check_problem(dtype, op);
   const RestoreContext restore;
   restore.enter(impl_->ctx);
+  const capture::Relaxed relaxed; // a first use loads the module
   Choice c = *impl_->segmented_entry(problem, dtype, op, shape).choice;
   if (c.match == Match::exact || c.match == Match::nearest_size)
     c.match = c.tuned_shape == shape ? Match::exact : Match::nearest_size;
@@ -576,13 +595,15 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
   }
   const RestoreContext restore;
   restore.enter(impl_->ctx);
+  const capture::Relaxed relaxed;
+  refuse_capture(capture::state(stream));
   check_pointer("d_in", d_in, n, dtype, impl_->context.ordinal());
   const Entry& e = impl_->ready_entry(dtype, op, n, false);
   const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
   Impl::Borrowed lease(*impl_, stream);
   const Scalar r = lease.run(stream, [&](Lease& l) {
-    l.ws.reserve(p, dtype, n);
+    l.ws.reserve(p, dtype, n, stream);
     prepare(e.kernel, p, in, n, l.ws, stream);
     enqueue(e.kernel, p, in, n, l.ws, stream);
     const Scalar r = result(e.kernel, p, l.ws, stream); // synchronises the stream
@@ -597,21 +618,32 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
   check_problem(dtype, op);
   const RestoreContext restore;
   restore.enter(impl_->ctx);
-  const CaptureScope capture(stream);
+  const capture::Relaxed relaxed;
+  const capture::State cap = capture::state(stream);
   const int ordinal = impl_->context.ordinal();
   check_pointer("d_out", d_out, 1, dtype, ordinal);
   const CUdeviceptr out = reinterpret_cast<CUdeviceptr>(d_out);
   if (n == 0) {
-    set_identity(out, dtype, op, stream); // a memset, not a launch (and capturable)
+    set_identity(out, dtype, op, stream); // a memset, not a launch (a graph node when captured)
     return;
   }
   check_pointer("d_in", d_in, n, dtype, ordinal);
   const Entry& e = impl_->ready_entry(dtype, op, n, true);
   const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
-  Impl::Borrowed lease(*impl_, stream, capture.active());
+  if (cap.active) {
+    impl_->captured(
+        cap.graph, e.kernel,
+        [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, dtype, n, zero_on); },
+        [&](const Kernel& k, Workspace& ws) {
+          prepare(k, p, in, n, ws, stream);
+          enqueue(k, p, in, n, ws, stream, out);
+        });
+    return;
+  }
+  Impl::Borrowed lease(*impl_, stream);
   lease.run(stream, [&](Lease& l) {
-    l.ws.reserve(p, dtype, n, capture.active() ? stream : nullptr);
+    l.ws.reserve(p, dtype, n, stream);
     prepare(e.kernel, p, in, n, l.ws, stream);
     enqueue(e.kernel, p, in, n, l.ws, stream, out); // the finish writes to d_out itself
     l.done.record(stream);

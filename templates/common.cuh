@@ -15,6 +15,25 @@ typedef unsigned long long rt_size;
 
 // ---- the operator: identity, combine, atomic combine --------------------------------------
 
+// Floating-point min and max are IEEE 754-2019 minimum and maximum: a NaN operand gives a NaN (the
+// first operand's when both are, so a CAS loop that finds a NaN in memory leaves it), and -0.0 is
+// below +0.0 (equal operands: their bits OR-ed for min, AND-ed for max). Every order of combining
+// then gives the same value, whichever kernel, tail or atomic finish (kernels/reference.cpp agrees).
+__device__ __forceinline__ float rt_zero_tie(float a, float b, bool min) {
+  const unsigned x = __float_as_uint(a), y = __float_as_uint(b);
+  return __uint_as_float(min ? x | y : x & y);
+}
+__device__ __forceinline__ double rt_zero_tie(double a, double b, bool min) {
+  const long long x = __double_as_longlong(a), y = __double_as_longlong(b);
+  return __longlong_as_double(min ? x | y : x & y);
+}
+template <bool Min, typename F> __device__ __forceinline__ F rt_float_min_max(F a, F b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return rt_zero_tie(a, b, Min); // equal bits, or +0.0 and -0.0
+  return (b < a) == Min ? b : a;
+}
+
 #if defined(RT_OP_SUM)
 __device__ __forceinline__ T rt_identity() { return T(0); }
 #if defined(RT_DTYPE_I32) || defined(RT_DTYPE_I64)
@@ -27,15 +46,14 @@ __device__ __forceinline__ T rt_combine(T a, T b) { return a + b; }
 #elif defined(RT_OP_MIN)
 __device__ __forceinline__ T rt_identity() { return RT_T_MAX; }
 #if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64)
-// IEEE minNum: a NaN operand is ignored, so the result does not depend on the order.
-__device__ __forceinline__ T rt_combine(T a, T b) { return fmin(a, b); }
+__device__ __forceinline__ T rt_combine(T a, T b) { return rt_float_min_max<true>(a, b); }
 #else
 __device__ __forceinline__ T rt_combine(T a, T b) { return b < a ? b : a; }
 #endif
 #elif defined(RT_OP_MAX)
 __device__ __forceinline__ T rt_identity() { return RT_T_LOWEST; }
 #if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64)
-__device__ __forceinline__ T rt_combine(T a, T b) { return fmax(a, b); }
+__device__ __forceinline__ T rt_combine(T a, T b) { return rt_float_min_max<false>(a, b); }
 #else
 __device__ __forceinline__ T rt_combine(T a, T b) { return a < b ? b : a; }
 #endif

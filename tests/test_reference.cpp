@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 using namespace reduce_tune;
 
@@ -87,9 +89,14 @@ TEST_CASE("NaN and infinity follow IEEE rules in the check", "[reference]") {
   const auto sum = reference(a, Op::sum);
   CHECK(check(sum, Scalar::of(std::numeric_limits<float>::quiet_NaN()), Op::sum, 3).ok);
   CHECK_FALSE(check(sum, Scalar::of(3.f), Op::sum, 3).ok);
-  // min/max ignore NaN (IEEE minNum/maxNum), so the result does not depend on the order.
-  CHECK(reference(a, Op::min).value.as<float>() == 1.f);
-  CHECK(reference(a, Op::max).value.as<float>() == 2.f);
+  // min/max propagate NaN (IEEE 754-2019 minimum/maximum); check() wants NaN then, and only then.
+  CHECK(std::isnan(reference(a, Op::min).value.as<float>()));
+  CHECK(std::isnan(reference(a, Op::max).value.as<float>()));
+  CHECK(check(reference(a, Op::max), Scalar::of(-std::numeric_limits<float>::quiet_NaN()), Op::max, 3).ok);
+  CHECK_FALSE(check(reference(a, Op::max), Scalar::of(2.f), Op::max, 3).ok);
+  x[1] = 0.5f;
+  CHECK(reference(a, Op::min).value.as<float>() == 0.5f);
+  CHECK_FALSE(check(reference(a, Op::min), Scalar::of(std::numeric_limits<float>::quiet_NaN()), Op::min, 3).ok);
   x[1] = std::numeric_limits<float>::infinity();
   const auto inf = reference(a, Op::sum);
   CHECK(check(inf, Scalar::of(std::numeric_limits<float>::infinity()), Op::sum, 3).ok);
@@ -118,4 +125,60 @@ TEST_CASE("the identity of each op and dtype leaves any value unchanged", "[refe
     CHECK(combine_on_host(a, 2, op).as<std::int32_t>() == -7);
     CHECK(identity(DType::i64, op).dtype == DType::i64);
   }
+}
+
+namespace {
+template <typename T> HostArray floats(const std::vector<T>& v) {
+  HostArray a;
+  a.dtype = std::is_same_v<T, float> ? DType::f32 : DType::f64;
+  a.n = v.size();
+  a.bytes.resize(v.size() * sizeof(T));
+  std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
+  return a;
+}
+} // namespace
+
+TEMPLATE_TEST_CASE("float min/max: NaN anywhere gives NaN, -0.0 is below +0.0", "[reference]",
+                   float, double) {
+  using T = TestType;
+  using L = std::numeric_limits<T>;
+  const T nan = L::quiet_NaN();
+  // Long enough for the reference's parallel chunks (2^20 and more), NaN first, middle, last.
+  const std::uint64_t n = (1u << 21) + 3;
+  for (std::uint64_t at : {std::uint64_t(0), n / 2, n - 1}) {
+    std::vector<T> v(n);
+    for (std::uint64_t i = 0; i < n; ++i) v[i] = T(i % 1000) - T(500);
+    v[at] = at == n - 1 ? -nan : nan; // a negative NaN too
+    INFO("NaN at " << at);
+    const HostArray a = floats(v);
+    for (Op op : {Op::min, Op::max, Op::sum}) {
+      const Reference r = reference(a, op);
+      CHECK(std::isnan(r.value.template as<T>()));
+      CHECK(check(r, Scalar::of(nan), op, 64).ok);
+      CHECK_FALSE(check(r, Scalar::of(T(-500)), op, 64).ok);
+      CHECK(std::isnan(combine_on_host(a, n, op).template as<T>())); // the host finish agrees
+    }
+    v[at] = T(7);
+    const HostArray b = floats(v);
+    CHECK(reference(b, Op::min).value.template as<T>() == T(-500));
+    CHECK(reference(b, Op::max).value.template as<T>() == T(499));
+    CHECK_FALSE(check(reference(b, Op::max), Scalar::of(nan), Op::max, 64).ok);
+  }
+  // Infinities are ordinary values; NaN wins over them.
+  CHECK(reference(floats<T>({L::infinity(), T(1)}), Op::max).value.template as<T>() == L::infinity());
+  CHECK(std::isnan(reference(floats<T>({-L::infinity(), nan}), Op::min).value.template as<T>()));
+  // Signed zeros: min is -0.0 and max +0.0 in either order; the identity leaves a zero's sign.
+  for (const auto& z : {std::vector<T>{T(0), -T(0)}, std::vector<T>{-T(0), T(0)},
+                        std::vector<T>{T(0), T(0), -T(0), T(0)}}) {
+    const Scalar lo = reference(floats(z), Op::min).value, hi = reference(floats(z), Op::max).value;
+    CHECK(std::signbit(lo.template as<T>()));
+    CHECK(lo.template as<T>() == T(0));
+    CHECK_FALSE(std::signbit(hi.template as<T>()));
+    CHECK(hi.template as<T>() == T(0));
+    // check() compares min/max bit for bit: the other zero is wrong.
+    CHECK_FALSE(check(reference(floats(z), Op::min), Scalar::of(T(0)), Op::min, 4).ok);
+    CHECK_FALSE(check(reference(floats(z), Op::max), Scalar::of(-T(0)), Op::max, 4).ok);
+  }
+  CHECK(std::signbit(reference(floats<T>({-T(0)}), Op::max).value.template as<T>()));
+  CHECK_FALSE(std::signbit(reference(floats<T>({T(0)}), Op::min).value.template as<T>()));
 }

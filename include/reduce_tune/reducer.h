@@ -100,8 +100,17 @@ public:
   /// the lookup grades by the segment count alone). Problem::array is async_config_for.
   Choice config_for(DType dtype, Op op, Problem problem, Shape shape) const;
   /// Synchronous: reduces n elements at device pointer `d_in` on `stream` (after its earlier
-  /// work), waits for the stream and returns the result. n = 0 gives the identity without launching: 0 for sum; for min the type's max (+infinity
-  /// for floats), for max its lowest (-infinity for floats).
+  /// work), waits for the stream and returns the result. n = 0 gives the identity without
+  /// launching: 0 for sum; for min the type's max (+infinity for floats), for max its lowest
+  /// (-infinity for floats). Not on a stream that is being captured into a CUDA graph (it must
+  /// wait for the result): that throws InvalidArgument; use reduce_async there.
+  ///
+  /// Floating-point min and max are IEEE 754-2019 minimum and maximum, in every configuration
+  /// and in the segmented calls too: any NaN in the range gives NaN (a quiet NaN, payload
+  /// unspecified), as NumPy's max and torch.amax do; otherwise -0.0 orders below +0.0, so min of
+  /// {+0.0, -0.0} is -0.0 and max is +0.0, whatever the order of the elements or the kernel.
+  /// Floating-point sums follow IEEE addition: a NaN, or +infinity with -infinity, gives NaN.
+  /// Integer sums wrap.
   template <typename T> T sum(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
     return reduce<T>(Op::sum, d_in, n, stream);
   }
@@ -120,17 +129,42 @@ public:
 
   /// Asynchronous: writes the result (one element of `dtype`) to device memory `d_out` on
   /// `stream`, ordered after the stream's earlier work; returns once enqueued. The reducer keeps
-  /// one workspace per concurrent caller: before reusing one, a call waits on the host for the
-  /// previous asynchronous reduction that used it, so at most one asynchronous reduction per
-  /// workspace is in flight.
+  /// one workspace per concurrent caller; a call that reuses one is ordered on the device after
+  /// the asynchronous reduction that used it last (the host never waits).
+  ///
+  /// CUDA graphs: reduce_async (and the segmented calls below) may be called on a stream that is
+  /// being captured, in any capture mode. The captured work reads `d_in` and writes `d_out` at
+  /// each replay, so a replay reduces whatever `d_in` holds then. The rules:
+  /// - Each captured call gets scratch memory of its own, which the graph owns (a CUDA user
+  ///   object): replays never share it with eager calls or with other graphs, so they may run
+  ///   while the same Reducer serves other streams and threads. Instantiations of one graph
+  ///   (cuGraphInstantiate twice, cuGraphClone, a child-graph node) share it: do not run them
+  ///   at the same time (CUDA already orders the launches of one instantiation).
+  /// - The graph also holds the compiled kernels and the device's primary context, so it may be
+  ///   replayed and destroyed before or after the Reducer. Its memory is given back when the
+  ///   graph and all its instantiations are destroyed and their launches have completed: to the
+  ///   Reducer for later calls while it exists, else freed (by a thread of the library).
+  /// - Every finish kind is right at every replay: counters are zeroed once at capture time and
+  ///   reset by the kernels themselves, an atomic finish's result is set by a memset node, the
+  ///   two-pass finish keeps its programmatic launch (CUDA 12.3+ drivers; plain before).
+  /// - The first call of a size bucket may happen under capture: compiling, loading and
+  ///   allocating run in relaxed capture mode (cuThreadExchangeStreamCaptureMode), as do all of
+  ///   the Reducer's calls, so they never invalidate a capture of this or another thread.
+  /// - Nothing the Reducer does depends on how a capture ends: after a capture that was ended,
+  ///   aborted or invalidated, the Reducer serves every stream as before. On a stream whose capture
+  ///   was invalidated, calls throw cuda errors (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) until it
+  ///   is ended.
+  /// - sum, min, max and reduce wait for their result and throw InvalidArgument on a capturing
+  ///   stream, before enqueuing anything (the capture stays valid).
+  /// Capturing needs a CUDA 11.4 or newer driver.
   void reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
                     CUstream stream = nullptr);
 
   // ---- segmented reductions: one result per row, column or segment --------------------------
   // All asynchronous on `stream` like reduce_async (results in device memory, ordered after the
   // stream's earlier work, returning once enqueued) and thread-safe. Results are of the input's
-  // dtype; sums of integers wrap, min/max are exact. An empty row, column or segment gives the
-  // identity (see sum()). Zero rows, columns or segments enqueue nothing. Throws InvalidArgument
+  // dtype; sums of integers wrap, min/max are exact (floats: NaN and signed zeros as sum() says).
+  // An empty row, column or segment gives the identity (see sum()). Zero rows, columns or segments enqueue nothing. Throws InvalidArgument
   // for a host or null pointer with a non-zero count, a row stride below cols, or a shape whose
   // element count overflows 64 bits.
 

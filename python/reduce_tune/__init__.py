@@ -9,8 +9,9 @@ Inputs are anything on a CUDA GPU: torch tensors, CuPy arrays, objects with
 the input's framework (torch -> tensor, CuPy -> ndarray, others -> :class:`DeviceArray`) and dtype,
 on its device, written asynchronously on the framework's current stream unless ``stream=`` names
 another: nothing waits on the host, so calls compose with the framework's work and CUDA graphs.
-Integer sums wrap in the input's dtype; min/max are exact and skip NaNs; floating-point sums
-(NaN if any element is) are accurate to a bound like a pairwise sum's. An empty reduction gives
+Integer sums wrap in the input's dtype; min/max are exact and propagate NaN (IEEE 754-2019
+minimum/maximum, like numpy.max and torch.amax); floating-point sums (NaN if any element is) are
+accurate to a bound like a pairwise sum's. An empty reduction gives
 the identity (0; for min the largest value, +inf for floats; for max the lowest, -inf).
 
 The kernel for each (GPU, dtype, op, size) comes from the tuning store that ``reduce-tune tune``
@@ -63,8 +64,8 @@ def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
 
 def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None) -> Any:  # noqa: A001
     """The minimum of `x`'s elements, or along a dimension (arguments as for :func:`sum`).
-    Floating-point NaNs are skipped (IEEE minNum, like numpy.nanmin; torch.amin propagates them);
-    all-NaN gives +inf, the identity."""
+    A floating-point NaN anywhere gives NaN (IEEE 754-2019 minimum, like numpy.min and torch.amin);
+    -0.0 orders below +0.0."""
     if dim is None and stream is None and type(x) is _arrays.torch_tensor:
         r = _torch_whole(_MIN, x, out)
         if r is not None:
@@ -73,8 +74,8 @@ def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
 
 
 def max(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None) -> Any:  # noqa: A001
-    """The maximum of `x`'s elements, or along a dimension (arguments as for :func:`sum`); NaNs
-    are skipped as in :func:`min` (all-NaN gives -inf)."""
+    """The maximum of `x`'s elements, or along a dimension (arguments as for :func:`sum`); a NaN
+    gives NaN as in :func:`min`, and +0.0 orders above -0.0."""
     if dim is None and stream is None and type(x) is _arrays.torch_tensor:
         r = _torch_whole(_MAX, x, out)
         if r is not None:
