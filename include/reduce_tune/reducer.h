@@ -59,14 +59,25 @@ struct Options {
 /// Whether this machine has a CUDA driver and a GPU; never throws. `why` gets the reason if not.
 bool gpu_available(std::string* why = nullptr);
 
-/// The DType of a C++ element type: int32, uint32, int64, float or double.
+/// Element types beyond the built-in ones: a specialization with `defined = true` and `value`
+/// names the DType of T. reduce_tune/half.h gives __nv_bfloat16 (DType::bf16) and __half
+/// (DType::f16); it is included by this header when CUDA's cuda_fp16.h or cuda_bf16.h was included
+/// before it, so this header itself needs no CUDA header.
+template <typename T> struct element_dtype {
+  static constexpr bool defined = false;
+};
+
+/// The DType of a C++ element type: int32, uint32, int64, float or double; __nv_bfloat16 and
+/// __half with reduce_tune/half.h (element_dtype).
 template <typename T> constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::f32;
+  if constexpr (element_dtype<T>::defined) return element_dtype<T>::value;
+  else if constexpr (std::is_same_v<T, float>) return DType::f32;
   else if constexpr (std::is_same_v<T, double>) return DType::f64;
   else if constexpr (std::is_integral_v<T> && sizeof(T) == 4 && std::is_signed_v<T>) return DType::i32;
   else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return DType::u32;
   else if constexpr (std::is_integral_v<T> && sizeof(T) == 8 && std::is_signed_v<T>) return DType::i64;
-  else static_assert(!sizeof(T), "reduce_tune reduces int32, uint32, int64, float and double");
+  else static_assert(!sizeof(T), "reduce_tune reduces int32, uint32, int64, float and double, and "
+                                 "with reduce_tune/half.h __nv_bfloat16 and __half");
 }
 
 /// Reductions on one GPU with tuned kernels. Thread-safe; keeps compiled kernels and temporary
@@ -98,8 +109,18 @@ public:
   /// the lookup grades by the segment count alone). Problem::array is async_config_for.
   Choice config_for(DType dtype, Op op, Problem problem, Shape shape) const;
   /// Synchronous: reduces n elements at device pointer `d_in` on `stream` (after its earlier
-  /// work), waits for the stream and returns the result. n = 0 gives the identity without launching: 0 for sum; for min the type's max (+infinity
-  /// for floats), for max its lowest (-infinity for floats).
+  /// work), waits for the stream and returns the result. n = 0 gives the identity without
+  /// launching: 0 for sum; for min the type's max (+infinity for floats), for max its lowest
+  /// (-infinity for floats).
+  ///
+  /// The result has the element type, for every dtype and call (as torch.sum of a bf16 tensor is
+  /// bf16). Sums of __nv_bfloat16 and __half (DType::bf16, DType::f16) accumulate in float32: each
+  /// element is widened exactly, every partial sum is float32, and the result is rounded to the
+  /// element type once, at the end. So the error is the float32 summation's plus one rounding of
+  /// the element type, not a rounding at every add (which would lose every element below half
+  /// an ulp of a large partial sum, e.g. 1.0 added to 256.0 in bf16); and results stay of one
+  /// type, as the asynchronous and segmented calls need (their output has the input's dtype).
+  /// Their min and max are exact.
   template <typename T> T sum(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
     return reduce<T>(Op::sum, d_in, n, stream);
   }
@@ -116,7 +137,8 @@ public:
     return out;
   }
 
-  /// Asynchronous: writes the result (one element of `dtype`) to device memory `d_out` on
+  /// Asynchronous: writes the result (one element of `dtype`, for bf16 and f16 too: see sum) to
+  /// device memory `d_out` on
   /// `stream`, ordered after the stream's earlier work; returns once enqueued. The reducer keeps
   /// one workspace per concurrent caller: before reusing one, a call waits on the host for the
   /// previous asynchronous reduction that used it, so at most one asynchronous reduction per
@@ -127,7 +149,8 @@ public:
   // ---- segmented reductions: one result per row, column or segment --------------------------
   // All asynchronous on `stream` like reduce_async (results in device memory, ordered after the
   // stream's earlier work, returning once enqueued) and thread-safe. Results are of the input's
-  // dtype; sums of integers wrap, min/max are exact. An empty row, column or segment gives the
+  // dtype; sums of integers wrap, sums of bf16 and f16 accumulate in float32 and round once (see
+  // sum), min/max are exact. An empty row, column or segment gives the
   // identity (see sum()). Zero rows, columns or segments enqueue nothing. Throws InvalidArgument
   // for a host or null pointer with a non-zero count, a row stride below cols, or a shape whose
   // element count overflows 64 bits.
@@ -202,3 +225,8 @@ private:
 };
 
 } // namespace reduce_tune
+
+// __nv_bfloat16 and __half in the typed helpers, when the program uses CUDA's half types.
+#if defined(__CUDA_FP16_H__) || defined(__CUDA_BF16_H__)
+#include "reduce_tune/half.h"
+#endif
