@@ -39,6 +39,9 @@ template <DType D> struct HalfFloat {
   explicit operator float() const { return widen_half(bits, D); }
   explicit operator double() const { return widen_half(bits, D); }
   HalfFloat operator-() const { return from_bits(std::uint16_t(bits ^ 0x8000u)); }
+  /// IEEE comparison of the values (-0 == +0, NaN unequal to everything).
+  friend bool operator==(HalfFloat a, HalfFloat b) { return float(a) == float(b); }
+  friend bool operator!=(HalfFloat a, HalfFloat b) { return !(a == b); }
 };
 using bf16_t = HalfFloat<DType::bf16>;
 using f16_t = HalfFloat<DType::f16>;
