@@ -46,6 +46,13 @@ template <DType D> struct HalfFloat {
 using bf16_t = HalfFloat<DType::bf16>;
 using f16_t = HalfFloat<DType::f16>;
 
+/// The library's own 2-byte floats in the typed helpers too (the same bits as __nv_bfloat16 and
+/// __half).
+template <DType D> struct element_dtype<HalfFloat<D>> {
+  static constexpr bool defined = true;
+  static constexpr DType value = D;
+};
+
 template <DType D> std::ostream& operator<<(std::ostream& o, HalfFloat<D> h) {
   return o << float(h);
 }

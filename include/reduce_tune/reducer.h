@@ -59,16 +59,8 @@ struct Options {
 /// Whether this machine has a CUDA driver and a GPU; never throws. `why` gets the reason if not.
 bool gpu_available(std::string* why = nullptr);
 
-/// Element types beyond the built-in ones: a specialization with `defined = true` and `value`
-/// names the DType of T. reduce_tune/half.h gives __nv_bfloat16 (DType::bf16) and __half
-/// (DType::f16); it is included by this header when CUDA's cuda_fp16.h or cuda_bf16.h was included
-/// before it, so this header itself needs no CUDA header.
-template <typename T> struct element_dtype {
-  static constexpr bool defined = false;
-};
-
 /// The DType of a C++ element type: int32, uint32, int64, float or double; __nv_bfloat16 and
-/// __half with reduce_tune/half.h (element_dtype).
+/// __half with reduce_tune/half.h (element_dtype, config.h).
 template <typename T> constexpr DType dtype_of() {
   if constexpr (element_dtype<T>::defined) return element_dtype<T>::value;
   else if constexpr (std::is_same_v<T, float>) return DType::f32;
