@@ -18,7 +18,11 @@
 #include "tuner/sizes.h"
 
 #include <cub/device/device_reduce.cuh>
+#include <cuda/functional>
+#include <cuda/std/functional>
 #include <cuda/std/limits>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -225,17 +229,126 @@ void ceiling_call(DType dt, const T* in, std::uint64_t n, T* out, int sm_count, 
   CK(cudaGetLastError());
 }
 
+// ---- the ceiling for bf16 and f16 ----------------------------------------------------------
+
+/// CUDA's type for the library's host bf16_t / f16_t (the same bits); other types unchanged.
+template <typename T> struct CudaType { using type = T; };
+template <> struct CudaType<reduce_tune::bf16_t> { using type = __nv_bfloat16; };
+template <> struct CudaType<reduce_tune::f16_t> { using type = __half; };
+
+__device__ __forceinline__ float to_float(__nv_bfloat16 h) { return __bfloat162float(h); }
+__device__ __forceinline__ float to_float(__half h) { return __half2float(h); }
+__device__ __forceinline__ void from_float(float v, __nv_bfloat16* out) { *out = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void from_float(float v, __half* out) { *out = __float2half_rn(v); }
+
+/// The 8 elements of a 16-byte vector of H, combined in float as a pairwise tree.
+template <Op O, typename H> __device__ __forceinline__ float combine8(const uint4& v) {
+  const H* h = reinterpret_cast<const H*>(&v);
+  float f[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) f[e] = to_float(h[e]);
+  return combine<O>(combine<O>(combine<O>(f[0], f[1]), combine<O>(f[2], f[3])),
+                    combine<O>(combine<O>(f[4], f[5]), combine<O>(f[6], f[7])));
+}
+
+/// The ceiling of bf16 and f16 (H = __nv_bfloat16 or __half), as ceiling_kernel with 8 elements
+/// a load, in float: each block's float is combined atomically into `acc` (set to the identity
+/// by the call), and the last block to take a ticket rounds it once into `out` and resets the
+/// ticket (an atomic into a 2-byte result would round at every block).
+template <Op O, typename H, bool EvictFirst>
+__global__ void __launch_bounds__(kCeilBlock)
+    ceiling_half_kernel(const H* __restrict__ in, unsigned long long n, H* __restrict__ out,
+                        float* acc_out, unsigned* ticket) {
+  const uint4* __restrict__ vin = reinterpret_cast<const uint4*>(in);
+  constexpr unsigned per = 8;
+  const unsigned long long nv = n / per;
+  const unsigned long long tid = (unsigned long long)blockIdx.x * kCeilBlock + threadIdx.x;
+  const unsigned long long stride = (unsigned long long)gridDim.x * kCeilBlock;
+  float acc = identity<O, float>();
+  unsigned long long i = tid;
+  for (; i + (kCeilUnroll - 1) * stride < nv; i += kCeilUnroll * stride) {
+    uint4 v[kCeilUnroll];
+#pragma unroll
+    for (int u = 0; u < kCeilUnroll; ++u) v[u] = ceiling_load<EvictFirst>(vin + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine8<O, H>(v[u]));
+  }
+  for (; i < nv; i += stride) acc = combine<O>(acc, combine8<O, H>(ceiling_load<EvictFirst>(vin + i)));
+  if (tid < n - nv * per) acc = combine<O>(acc, to_float(in[nv * per + tid]));
+
+  __shared__ float warp_part[kCeilBlock / 32];
+  acc = warp_reduce<O>(acc);
+  if ((threadIdx.x & 31) == 0) warp_part[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    acc = threadIdx.x < kCeilBlock / 32 ? warp_part[threadIdx.x] : identity<O, float>();
+    acc = warp_reduce<O>(acc);
+    if (threadIdx.x == 0) {
+      atomic_combine<O>(acc_out, acc);
+      __threadfence();
+      if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
+        __threadfence();
+        from_float(*reinterpret_cast<volatile float*>(acc_out), out);
+        *ticket = 0;
+      }
+    }
+  }
+}
+
+template <Op O, typename H, bool EvictFirst> unsigned ceiling_half_grid(std::uint64_t n, int sm_count) {
+  static const int per_sm = [] {
+    int b = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_half_kernel<O, H, EvictFirst>, kCeilBlock, 0));
+    return std::max(b, 1);
+  }();
+  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * 8;
+  const std::uint64_t data = (n + per_block - 1) / per_block;
+  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(data, std::uint64_t(per_sm) * sm_count)));
+}
+
+/// One bf16/f16 ceiling call: the float accumulator set to the identity by a memset (as the other
+/// ceilings set their result), then the kernel. Its accumulator and ticket are one small buffer
+/// per instantiation, the ticket zeroed once.
+template <Op O, typename H, bool EvictFirst>
+void ceiling_half_call(const H* in, std::uint64_t n, H* out, int sm_count, cudaStream_t s) {
+  static unsigned* state = [] {
+    unsigned* p = nullptr;
+    CK(cudaMalloc(&p, 2 * sizeof(unsigned)));
+    CK(cudaMemset(p, 0, 2 * sizeof(unsigned)));
+    return p;
+  }();
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const float id = O == Op::sum ? 0.f : O == Op::min ? inf : -inf;
+  unsigned bits = 0;
+  std::memcpy(&bits, &id, 4);
+  RT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(state), bits, 1, s));
+  ceiling_half_kernel<O, H, EvictFirst><<<ceiling_half_grid<O, H, EvictFirst>(n, sm_count), kCeilBlock, 0, s>>>(
+      in, n, out, reinterpret_cast<float*>(state), state + 1);
+  CK(cudaGetLastError());
+}
+
 template <bool EvictFirst>
 void ceiling(DType dt, Op op, const void* in, std::uint64_t n, void* out, int sm_count,
              cudaStream_t s) {
   rt_bench::visit(dt, [&](auto t) {
     using T = decltype(t);
-    const T* i = static_cast<const T*>(in);
-    T* o = static_cast<T*>(out);
-    switch (op) {
-    case Op::sum: return ceiling_call<Op::sum, T, EvictFirst>(dt, i, n, o, sm_count, s);
-    case Op::min: return ceiling_call<Op::min, T, EvictFirst>(dt, i, n, o, sm_count, s);
-    case Op::max: return ceiling_call<Op::max, T, EvictFirst>(dt, i, n, o, sm_count, s);
+    if constexpr (reduce_tune::is_half_float_v<T>) {
+      using H = typename CudaType<T>::type;
+      const H* i = static_cast<const H*>(in);
+      H* o = static_cast<H*>(out);
+      switch (op) {
+      case Op::sum: return ceiling_half_call<Op::sum, H, EvictFirst>(i, n, o, sm_count, s);
+      case Op::min: return ceiling_half_call<Op::min, H, EvictFirst>(i, n, o, sm_count, s);
+      case Op::max: return ceiling_half_call<Op::max, H, EvictFirst>(i, n, o, sm_count, s);
+      }
+    } else {
+      const T* i = static_cast<const T*>(in);
+      T* o = static_cast<T*>(out);
+      switch (op) {
+      case Op::sum: return ceiling_call<Op::sum, T, EvictFirst>(dt, i, n, o, sm_count, s);
+      case Op::min: return ceiling_call<Op::min, T, EvictFirst>(dt, i, n, o, sm_count, s);
+      case Op::max: return ceiling_call<Op::max, T, EvictFirst>(dt, i, n, o, sm_count, s);
+      }
     }
   });
 }
@@ -255,16 +368,40 @@ cudaError_t cub_reduce_n(Op op, void* tmp, std::size_t& bytes, const T* in, T* o
   return cudaErrorInvalidValue;
 }
 
+/// bf16 and f16 (H = __nv_bfloat16 or __half): cub::DeviceReduce::Reduce with a float
+/// accumulator (the operator and the initial value are float, so CUB combines in float and writes
+/// the result once as H), as reduce-tune does. Sum: cuda::std::plus<float> from 0; min/max:
+/// cuda::minimum<float> / cuda::maximum<float> from +-infinity (exact either way).
+template <typename H, typename N>
+cudaError_t cub_reduce_half_n(Op op, void* tmp, std::size_t& bytes, const H* in, H* out, N n,
+                              cudaStream_t s) {
+  constexpr float inf = cuda::std::numeric_limits<float>::infinity();
+  switch (op) {
+  case Op::sum: return cub::DeviceReduce::Reduce(tmp, bytes, in, out, n, cuda::std::plus<float>{}, 0.0f, s);
+  case Op::min: return cub::DeviceReduce::Reduce(tmp, bytes, in, out, n, cuda::minimum<float>{}, inf, s);
+  case Op::max: return cub::DeviceReduce::Reduce(tmp, bytes, in, out, n, cuda::maximum<float>{}, -inf, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
 template <typename T>
 cudaError_t cub_reduce(Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
                        std::uint64_t n, cudaStream_t s) {
-  const T* i = static_cast<const T*>(in);
-  T* o = static_cast<T*>(out);
-  if (n <= std::uint64_t(INT_MAX)) return cub_reduce_n(op, tmp, bytes, i, o, int(n), s);
-  return cub_reduce_n(op, tmp, bytes, i, o, std::int64_t(n), s);
+  if constexpr (reduce_tune::is_half_float_v<T>) {
+    using H = typename CudaType<T>::type;
+    const H* i = static_cast<const H*>(in);
+    H* o = static_cast<H*>(out);
+    if (n <= std::uint64_t(INT_MAX)) return cub_reduce_half_n(op, tmp, bytes, i, o, int(n), s);
+    return cub_reduce_half_n(op, tmp, bytes, i, o, std::int64_t(n), s);
+  } else {
+    const T* i = static_cast<const T*>(in);
+    T* o = static_cast<T*>(out);
+    if (n <= std::uint64_t(INT_MAX)) return cub_reduce_n(op, tmp, bytes, i, o, int(n), s);
+    return cub_reduce_n(op, tmp, bytes, i, o, std::int64_t(n), s);
+  }
 }
 
-/// On int, unsigned, long long (int64), float or double, by dt.
+/// On int, unsigned, long long (int64), float, double, bf16 or f16, by dt.
 cudaError_t cub_dispatch(DType dt, Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
                          std::uint64_t n, cudaStream_t s) {
   return rt_bench::visit(dt, [&](auto t) {
@@ -297,7 +434,8 @@ const char* kUsage =
     "usage: reduce_bench [options]\n"
     "  --sizes LIST          sizes, e.g. 2^10,3*2^20+17,16M (default 2^10,2^12,...,2^30,\n"
     "                        2^21 and 3*2^20+17; sizes that do not fit in device memory are skipped)\n"
-    "  --dtypes LIST         int32,uint32,int64,float32,float64 (default int32,float32)\n"
+    "  --dtypes LIST         int32,uint32,int64,float32,float64,bfloat16,float16 (default\n"
+    "                        int32,float32)\n"
     "  --ops LIST            sum,min,max (default sum)\n"
     "  --reps N              timed calls per contestant and mode (default 50, at least 1)\n"
     "  --warmup N            warm-up calls (default 3)\n"
@@ -375,7 +513,7 @@ Options parse(int argc, char** argv) {
         auto d = reduce_tune::parse_dtype(t);
         if (!d)
           throw UsageError("--dtypes: '" + t +
-                           "': expected int32, uint32, int64, float32 or float64");
+                           "': expected int32, uint32, int64, float32, float64, bfloat16 or float16");
         o.dtypes.push_back(*d);
       }
     } else if (flag == "--ops") {
@@ -666,9 +804,10 @@ int run(const Options& o) {
               "hidden state of the launch sequence adds ~0.9 us to two-kernel calls in some chunks), "
               "the lowest chunk median shown (min and the median of all calls in the CSV; the latter also in the last ratio column); cold = `cudaMemsetAsync` of a %.0f MiB "
               "buffer (2 x L2) before each call, hot = no flush; %s. Data: integers uniform over all values (sums wrap), floats "
-              "uniform in [-1,1); results checked against a CPU reference, exact for integers and "
-              "min/max (float sums: |got-ref| <= eps sum|x| + eps |ref|, ref the compensated "
-              "double sum, eps = %g for float32, %g for float64).\n",
+              "uniform in [-1,1) (bfloat16/float16: float32 values rounded to them); results checked against a CPU reference, exact for integers and "
+              "min/max (float sums: |got-ref| <= eps sum|x| + eps_r |ref|, ref the compensated "
+              "double sum, eps = eps_r = %g for float32, %g for float64; bfloat16/float16 accumulate in float32 and round once: eps = %g, "
+              "eps_r = %g and %g).\n",
               o.warmup, o.reps, 2.0 * dev.l2_bytes / 1048576.0,
               o.idle ? "**idle GPU**: the stream is synchronized before the start event, so each "
                        "call's host side (the library's lookup and launch, CUB's dispatch and two "
@@ -676,13 +815,18 @@ int run(const Options& o) {
                      : ("a " + std::to_string(int(o.spin_us)) + " us spin kernel before the start event "
                         "hides the host's enqueue (the events time the GPU; host cost is in the "
                         "overhead table)").c_str(),
-              rt_bench::sum_tolerance(DType::f32), rt_bench::sum_tolerance(DType::f64));
+              rt_bench::sum_tolerance(DType::f32), rt_bench::sum_tolerance(DType::f64),
+              rt_bench::sum_tolerance(DType::bf16), rt_bench::result_tolerance(DType::bf16),
+              rt_bench::result_tolerance(DType::f16));
   std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_async` (result on the device); "
               "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %d.%d.%d, temp storage allocated "
-              "beforehand); ceiling = a streaming-read kernel (16-byte loads, the faster of plain and evict-first, grid-stride, %d "
+              "beforehand; bfloat16/float16: `cub::DeviceReduce::Reduce` with a float accumulator, "
+              "`cuda::std::plus<float>` from 0.0f, `cuda::minimum<float>`/`cuda::maximum<float>` from -+inf, the "
+              "result written as the element type); ceiling = a streaming-read kernel (16-byte loads, the faster of plain and evict-first, grid-stride, %d "
               "loads in flight per thread, one atomic per block, output set inside the timed "
-              "region: a memset, for int64/float64 min/max a one-thread kernel). GB/s = n x "
-              "element size (4 bytes for int32, uint32, float32; 8 for int64, float64) / time. "
+              "region: a memset, for int64/float64 min/max a one-thread kernel; bfloat16/float16: float accumulation, "
+              "one float atomic per block, the last block rounds the result). GB/s = n x "
+              "element size (2 bytes for bfloat16, float16; 4 for int32, uint32, float32; 8 for int64, float64) / time. "
               "rt/CUB = CUB time / reduce-tune time, rt/ceiling = ceiling time / reduce-tune time, "
               "rt/CUB, all calls = the same from the medians of every timed call (all chunks) "
               "(above 1: reduce-tune faster).\n",
