@@ -1,6 +1,11 @@
 // reduce-tune: the SQLite store of devices, tuning runs, measurements and best configurations.
-// Plain values only: this header knows nothing of CUDA, NVRTC or SQLite.
+// Plain values only: this header knows nothing of CUDA, NVRTC or SQLite. The implementation is
+// split by concern: schema.cpp (opening, schema and migrations), writes.cpp (devices, runs,
+// measurements, best rows, published rows), merge.cpp (merging another store), reads.cpp
+// (queries and the nearest-shape rule).
 #pragma once
+
+#include "reduce_tune/config.h"
 
 #include <cstdint>
 #include <memory>
@@ -48,14 +53,17 @@ struct RunRecord {
   std::string status;           ///< "running", "done", "interrupted", "failed"
 };
 
-/// One (configuration, problem) measured on a device.
+/// One (configuration, problem, shape) measured on a device.
 struct Measurement {
   std::string key;              ///< configuration key, e.g. "unrolling.b512.u8.host"
   std::string variant;
   int block = 0, unroll = 1, vec = 1, grid = 0;
   std::string tail, finish;
-  std::string dtype, op;        ///< "float32", "sum"
-  std::uint64_t n = 0;
+  DType dtype = DType::f32;
+  Op op = Op::sum;
+  Problem problem = Problem::array;
+  std::uint64_t count = 1;      ///< results (rows, columns, segments); 1 for the array problem
+  std::uint64_t n = 0;          ///< elements per result (Shape::length)
   double median_us = 0, min_us = 0, max_us = 0;
   double host_us = 0;           ///< host-side final combine (finish=host), included in median_us
   int reps = 0;
@@ -66,16 +74,34 @@ struct Measurement {
   std::uint64_t seed = 0;
   bool cold = true;             ///< L2 flushed before each repetition
   std::int64_t run_id = 0;      ///< the run it belongs to (set when read back)
+
+  Shape shape() const { return {count, n}; }
 };
 
-/// The best valid measurement for (device, dtype, op, n).
+/// The best valid measurement for (device, dtype, op, problem, shape).
 struct Best {
   std::string device_uuid;
-  std::string dtype, op;
-  std::uint64_t n = 0;
+  DType dtype = DType::f32;
+  Op op = Op::sum;
+  Problem problem = Problem::array;
+  Shape shape;
   Measurement m;
   std::int64_t run_id = 0;
 };
+
+/// Which measurements Store::measurements returns; an empty field matches everything.
+struct MeasurementFilter {
+  std::optional<DType> dtype;
+  std::optional<Op> op;
+  std::optional<Problem> problem;
+  std::optional<Shape> shape;
+};
+
+/// The nearest-shape rule of the lookup: true when `a` is nearer to `target` than `b`. Distance
+/// is |log2(a.length / t.length)| + |log2(a.count / t.count)|; a target length of 0 grades by the
+/// count alone (segments, whose lengths vary). Ratios of one dimension are compared exactly
+/// (128-bit cross products) so that equal ratios tie; ties go to the shape with more elements.
+bool nearer(Shape a, Shape b, Shape target);
 
 /// One row of a published timing table of the course material (data/published.csv). Never a
 /// measurement: it lives in its own table and is always shown labelled "published".
@@ -135,36 +161,37 @@ public:
   std::vector<RunRecord> runs() const;
 
   /// Appends measurements of a run in one transaction, and updates the best table for
-  /// every (device, dtype, op, n) touched: the valid measurement with the lowest median wins;
-  /// an invalid one is never best.
+  /// every (device, dtype, op, problem, shape) touched: the valid measurement with the lowest
+  /// median wins; an invalid one is never best.
   void add_measurements(std::int64_t run_id, const std::vector<Measurement>&);
-  /// All measurements of a device (optionally filtered), oldest first.
+  /// All measurements of a device (optionally filtered), oldest first. Rows of a dtype, op or
+  /// problem this build does not know are skipped.
   std::vector<Measurement> measurements(const std::string& device_uuid,
-                                        const std::string& dtype = "", const std::string& op = "",
-                                        std::uint64_t n = 0) const;
-  /// Keys already measured for (dtype, op, n) on the device, valid or not (for resume): in run
-  /// `run_id`, or in any run when it is 0.
-  std::vector<std::string> measured_keys(const std::string& device_uuid, const std::string& dtype,
-                                         const std::string& op, std::uint64_t n,
+                                        const MeasurementFilter& filter = {}) const;
+  /// Keys already measured for (dtype, op, problem, shape) on the device, valid or not (for
+  /// resume): in run `run_id`, or in any run when it is 0.
+  std::vector<std::string> measured_keys(const std::string& device_uuid, DType dtype, Op op,
+                                         Problem problem, Shape shape,
                                          std::int64_t run_id = 0) const;
 
-  /// Best for exactly this n, if tuned.
-  std::optional<Best> best(const std::string& device_uuid, const std::string& dtype,
-                           const std::string& op, std::uint64_t n) const;
-  /// Best at the tuned size nearest to n (by |log2 ratio|; ties go to the larger size).
-  std::optional<Best> nearest(const std::string& device_uuid, const std::string& dtype,
-                              const std::string& op, std::uint64_t n) const;
+  /// Best for exactly this shape, if tuned.
+  std::optional<Best> best(const std::string& device_uuid, DType dtype, Op op, Problem problem,
+                           Shape shape) const;
+  /// Best at the tuned shape nearest to `shape` by the rule of nearer().
+  std::optional<Best> nearest(const std::string& device_uuid, DType dtype, Op op, Problem problem,
+                              Shape shape) const;
   /// Like nearest(), over every device with this compute capability (for lookup on a GPU
-  /// model that was not tuned itself). Prefers the exact size, then the nearest.
-  std::optional<Best> nearest_same_arch(int cc_major, int cc_minor, const std::string& dtype,
-                                        const std::string& op, std::uint64_t n) const;
+  /// model that was not tuned itself); of several devices tuned at that shape, the fastest.
+  std::optional<Best> nearest_same_arch(int cc_major, int cc_minor, DType dtype, Op op,
+                                        Problem problem, Shape shape) const;
   /// Every best row of a device.
   std::vector<Best> bests(const std::string& device_uuid) const;
 
   /// Brings the devices, runs and measurements (and published rows) of another store file into
   /// this one, in one transaction, and recomputes the best rows it touched. Idempotent: a run is
   /// the same run when (device, started, tool version, options) match, a measurement the same
-  /// measurement when its run and (key, dtype, op, n, seed) match; runs keep their provenance
+  /// measurement when its run and (key, dtype, op, problem, count, n, seed) match (a store of an
+  /// older schema has array problems only); runs keep their provenance
   /// fields, devices keep the most recently seen description. Refuses, modifying neither file, an
   /// `other_path` that is missing, not SQLite, not a reduce-tune store, or of a newer schema.
   MergeStats merge_from(const std::string& other_path);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -360,23 +361,40 @@ namespace reduce_tune {
 Check check_segmented(const std::vector<Reference>& refs, const HostArray& got,
                       const Segmentation& s, Op op,
                       const std::function<std::uint64_t(std::uint64_t)>& depth) {
-  Check c;
-  c.ok = true;
   const std::size_t es = size_of(got.dtype);
-  for (std::uint64_t i = 0; i < s.shape.count; ++i) {
-    Scalar v;
-    v.dtype = got.dtype;
-    std::memcpy(&v.bits, got.bytes.data() + i * es, es);
-    Check one = check(refs[i], v, op, depth(s.length(i)));
-    if (!one.ok) {
+  const bool bounded = is_float(got.dtype) && op == Op::sum;
+  // In parallel chunks; each finds its first failure, and the first chunk's that failed wins.
+  const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::optional<std::pair<std::uint64_t, Check>>> first(slots);
+  parallel_chunks(s.shape.count, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
+    std::uint64_t last_len = ~0ull, last_depth = 0;
+    for (std::uint64_t i = lo; i < hi; ++i) {
+      Scalar v;
+      v.dtype = got.dtype;
+      std::memcpy(&v.bits, got.bytes.data() + i * es, es);
+      if (!bounded && v == refs[i].value) continue; // the common case, without building texts
+      const std::uint64_t len = s.length(i);
+      if (bounded && len != last_len) last_len = len, last_depth = depth(len);
+      Check one = check(refs[i], v, op, bounded ? last_depth : 0);
+      if (!one.ok) {
+        first[t] = std::make_pair(i, std::move(one));
+        return;
+      }
+    }
+  });
+  for (auto& f : first)
+    if (f) {
+      Check& one = f->second;
+      const std::uint64_t i = f->first;
       const std::string at = "result " + std::to_string(i) + " of " + std::to_string(s.shape.count) +
                              " (" + std::to_string(s.length(i)) + " elements): ";
       one.expected = at + one.expected;
       one.observed = at + one.observed;
       return one;
     }
-  }
-  return c;
+  Check ok;
+  ok.ok = true;
+  return ok;
 }
 
 } // namespace reduce_tune

@@ -15,7 +15,7 @@
 namespace reduce_tune {
 namespace {
 
-/// One device's stored measurements for (dtype, op).
+/// One device's stored measurements for (dtype, op, problem).
 struct Source {
   std::string uuid, name;
   std::vector<db::Measurement> rows;
@@ -50,16 +50,6 @@ std::optional<std::string> unusable(const db::Measurement& m, const Target& t,
   return std::nullopt;
 }
 
-/// Whether size a is nearer to n than size b by |log2(size / n)|, ties to the larger size (as the
-/// store's nearest()). Exact: the ratios are compared as 128-bit cross products.
-bool nearer(std::uint64_t a, std::uint64_t b, std::uint64_t n) {
-  using u128 = unsigned __int128;
-  const auto [a_lo, a_hi] = std::minmax(a, n);
-  const auto [b_lo, b_hi] = std::minmax(b, n);
-  const u128 ra = u128(a_hi) * b_lo, rb = u128(b_hi) * a_lo; // a_hi/a_lo vs b_hi/b_lo
-  return ra < rb || (ra == rb && a > b);
-}
-
 /// The rows passed over, as "key (reason)", each once, in the order met.
 class PassedOver {
 public:
@@ -81,26 +71,29 @@ private:
   std::vector<std::string> items_;
 };
 
-/// The fastest usable row at the size nearest to n that has one. Rows met before it (at nearer
-/// sizes, or faster at its size) are recorded in `passed`. `valid_rows` counts the candidates.
-std::optional<Pick> pick(const std::vector<Source>& sources, std::uint64_t n, const Target& t,
+/// The fastest usable row at the shape nearest to `at` that has one. Rows met before it (at
+/// nearer shapes, or faster at its shape) are recorded in `passed`. `valid_rows` counts the
+/// candidates.
+std::optional<Pick> pick(const std::vector<Source>& sources, Shape at, const Target& t,
                          const Requirements& req, PassedOver& passed, std::size_t& valid_rows) {
-  std::map<std::uint64_t, std::vector<Row>> by_size;
+  const auto order = [](Shape a, Shape b) {
+    return std::pair(a.count, a.length) < std::pair(b.count, b.length);
+  };
+  std::map<Shape, std::vector<Row>, decltype(order)> by_shape(order);
   for (const Source& s : sources)
     for (const db::Measurement& m : s.rows)
-      if (m.valid && std::isfinite(m.median_us)) by_size[m.n].push_back({&m, &s});
-  std::vector<std::uint64_t> sizes;
-  for (auto& [size, rows] : by_size) {
-    sizes.push_back(size);
+      if (m.valid && std::isfinite(m.median_us)) by_shape[m.shape()].push_back({&m, &s});
+  std::vector<Shape> shapes;
+  for (auto& [shape, rows] : by_shape) {
+    shapes.push_back(shape);
     valid_rows += rows.size();
     // Fastest first; equal medians keep the store's order (oldest first), as best() does.
     std::stable_sort(rows.begin(), rows.end(),
                      [](const Row& a, const Row& b) { return a.m->median_us < b.m->median_us; });
   }
-  std::sort(sizes.begin(), sizes.end(),
-            [n](std::uint64_t a, std::uint64_t b) { return nearer(a, b, n); });
-  for (const std::uint64_t size : sizes)
-    for (const Row& r : by_size[size]) {
+  std::sort(shapes.begin(), shapes.end(), [at](Shape a, Shape b) { return db::nearer(a, b, at); });
+  for (const Shape shape : shapes)
+    for (const Row& r : by_shape[shape]) {
       Config c;
       if (auto why = unusable(*r.m, t, req, &c)) {
         passed.add(r.m->key, *why);
@@ -111,11 +104,18 @@ std::optional<Pick> pick(const std::vector<Source>& sources, std::uint64_t n, co
   return std::nullopt;
 }
 
+/// Whether a row tuned at `tuned` answers `at` exactly.
+bool exact(Shape tuned, Shape at) {
+  return at.length == 0 ? tuned.count == at.count : tuned == at;
+}
+
 Choice choice_of(const Pick& p, Match match, const PassedOver& passed) {
   Choice c;
   c.config = p.config;
   c.match = match;
-  c.tuned_n = p.row.m->n;
+  c.problem = p.row.m->problem;
+  c.tuned_shape = p.row.m->shape();
+  c.tuned_n = c.problem == Problem::array ? c.tuned_shape.length : c.tuned_shape.elements();
   c.median_us = p.row.m->median_us;
   c.gbps = p.row.m->gbps;
   c.device_name = p.row.source->name;
@@ -153,24 +153,74 @@ Config builtin_config(DType dtype, std::uint64_t n) {
   return c;
 }
 
-Choice builtin_choice(DType dtype, std::uint64_t n, std::string note) {
+Config builtin_config(Problem problem, DType dtype, Shape shape, bool deterministic) {
+  if (problem == Problem::array) return builtin_config(dtype, shape.length);
+  // Chosen from the segmented catalogue's mappings by what each is for, not tuned (the tuner's
+  // sweep replaces them): a thread per row for the shortest rows, groups of lanes, a block per
+  // row, and several blocks per row (atomic) once one block would loop too long.
+  const int vec = int(std::min<std::size_t>(4, 16 / size_of(dtype)));
+  // bf16 and f16 sums must not combine atomically into the result (kernels/catalogue.cpp; the
+  // built-in default does not know the op): no atomic mappings for them.
+  const bool atomics = !is_half(dtype) && !(deterministic && is_float(dtype));
+  Config c;
+  c.block = 256;
+  c.tail = Tail::shfl;
+  c.finish = Finish::direct;
+  switch (problem) {
+  case Problem::rows:
+    if (shape.length <= 8) {
+      c.variant = "rows_group", c.width = 1, c.unroll = 1, c.vec = 1;
+    } else if (shape.length <= 512) {
+      c.variant = "rows_group", c.width = 32, c.unroll = 2, c.vec = vec;
+    } else if (shape.length <= (std::uint64_t(1) << 16) || !atomics) {
+      c.variant = "rows_block", c.unroll = 4, c.vec = vec;
+    } else {
+      c.variant = "rows_split", c.unroll = 4, c.vec = vec, c.grid = 4, c.finish = Finish::atomic;
+    }
+    break;
+  case Problem::columns:
+    if (shape.count < 256 && atomics) {
+      c.variant = "columns_split", c.unroll = 4, c.vec = 2, c.grid = 4, c.finish = Finish::atomic;
+    } else {
+      c.variant = "columns_tile", c.unroll = 4, c.vec = vec;
+    }
+    break;
+  case Problem::segments:
+    if (atomics) {
+      c.variant = "segments_binned", c.width = 32, c.unroll = 2, c.vec = vec, c.grid = 4;
+      c.finish = Finish::atomic;
+    } else {
+      c.variant = "segments_group", c.width = 32, c.unroll = 2, c.vec = vec;
+    }
+    break;
+  case Problem::array: break;
+  }
+  return c;
+}
+
+Choice builtin_choice(Problem problem, DType dtype, Shape shape, std::string note, bool deterministic) {
   Choice c;
-  c.config = builtin_config(dtype, n);
+  c.config = builtin_config(problem, dtype, shape, deterministic);
+  c.problem = problem;
   c.match = Match::builtin;
   c.note = std::move(note);
   return c;
 }
 
-Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op,
-              std::uint64_t n, const Requirements& req) {
-  n = std::max<std::uint64_t>(n, 1);
+Choice builtin_choice(DType dtype, std::uint64_t n, std::string note) {
+  return builtin_choice(Problem::array, dtype, Shape{1, n}, std::move(note));
+}
+
+Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op, Problem problem,
+              Shape shape, const Requirements& req) {
+  shape.count = std::max<std::uint64_t>(shape.count, 1);
   Target t;
   t.dtype = dtype;
   t.op = op;
+  t.problem = problem;
   t.cc = device.cc_major * 10 + device.cc_minor;
   t.max_block = device.max_block;
   t.sm_count = device.sm_count;
-  const std::string dt(name(dtype)), o(name(op));
 
   std::vector<Source> own(1), arch;
   own[0].uuid = device.uuid;
@@ -179,21 +229,34 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
     else if (d.cc_major == device.cc_major && d.cc_minor == device.cc_minor)
       arch.push_back({d.uuid, d.name, {}});
   }
-  own[0].rows = store.measurements(device.uuid, dt, o);
-  for (Source& s : arch) s.rows = store.measurements(s.uuid, dt, o);
+  db::MeasurementFilter filter;
+  filter.dtype = dtype, filter.op = op, filter.problem = problem;
+  own[0].rows = store.measurements(device.uuid, filter);
+  for (Source& s : arch) s.rows = store.measurements(s.uuid, filter);
 
   PassedOver passed;
   std::size_t valid_rows = 0;
-  if (auto p = pick(own, n, t, req, passed, valid_rows))
-    return choice_of(*p, p->row.m->n == n ? Match::exact : Match::nearest_size, passed);
-  if (auto p = pick(arch, n, t, req, passed, valid_rows))
+  if (auto p = pick(own, shape, t, req, passed, valid_rows))
+    return choice_of(*p, exact(p->row.m->shape(), shape) ? Match::exact : Match::nearest_size, passed);
+  if (auto p = pick(arch, shape, t, req, passed, valid_rows))
     return choice_of(*p, Match::same_arch, passed);
 
-  const std::string where = dt + " " + o + " on this GPU or another sm_" + std::to_string(t.cc) +
-                            " GPU";
-  if (valid_rows == 0) return builtin_choice(dtype, n, "no tuning for " + where);
-  return builtin_choice(dtype, n, "no stored configuration for " + where +
-                                   " is usable here: passed over " + passed.text());
+  std::string where(name(dtype));
+  where += " " + std::string(name(op));
+  if (problem != Problem::array) where += " " + std::string(name(problem));
+  where += " on this GPU or another sm_" + std::to_string(t.cc) + " GPU";
+  if (valid_rows == 0)
+    return builtin_choice(problem, dtype, shape, "no tuning for " + where, req.deterministic);
+  return builtin_choice(problem, dtype, shape,
+                        "no stored configuration for " + where + " is usable here: passed over " +
+                            passed.text(),
+                        req.deterministic);
+}
+
+Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op,
+              std::uint64_t n, const Requirements& req) {
+  return lookup(store, device, dtype, op, Problem::array, Shape{1, std::max<std::uint64_t>(n, 1)},
+                req);
 }
 
 std::unique_ptr<db::Store> open_existing_store(const std::string& path, std::string* why) {

@@ -27,23 +27,34 @@ struct DeviceKey {
   int sm_count = 0;
 };
 
-/// The built-in default for (dtype, n): the vectorized streaming kernel (16-byte loads), 256
-/// threads, 4 loads in flight, shuffle tail, last-block finish (deterministic, one launch, result
-/// on the device), so it meets every Requirements; a data-sized grid up to 2^20 elements, a
-/// grid-stride one of 4 blocks per SM above.
+/// The built-in default for the array problem of n elements: the vectorized streaming kernel
+/// (16-byte loads), 256 threads, 4 loads in flight, shuffle tail, last-block finish
+/// (deterministic, one launch, result on the device), so it meets every Requirements; a
+/// data-sized grid up to 2^20 elements, a grid-stride one of 4 blocks per SM above.
 Config builtin_config(DType dtype, std::uint64_t n);
+/// The built-in default for any problem and shape (the array one as above). Segmented problems
+/// pick the mapping by segment length (a group of lanes for short rows, a block for long ones,
+/// several blocks for very long ones); `deterministic` keeps floating-point atomics out.
+Config builtin_config(Problem problem, DType dtype, Shape shape, bool deterministic = false);
 
-/// The best stored configuration for (dtype, op, n) on `device`, graded: the fastest valid row
-/// measured at n on this device (exact); else at the nearest tuned size on this device
-/// (|log2 ratio|, ties to the larger size); else the same over the other devices of the same
-/// compute capability; else the built-in default. Rows are re-validated (their key must parse and
-/// be valid for the device) and must meet `req`; a row that does not is passed over for the next
-/// fastest at the same size, then the next size, before the grade drops. Never throws for lack of
-/// tuning; n = 0 is looked up as 1.
+/// The best stored configuration for (dtype, op, problem, shape) on `device`, graded: the
+/// fastest valid row measured at this shape on this device (exact); else at the nearest tuned
+/// shape on this device (db::nearer: log space of length and count); else the same over the
+/// other devices of the same compute capability; else the built-in default. Rows are
+/// re-validated (their key must parse and be valid for the device and problem) and must meet
+/// `req`; a row that does not is passed over for the next fastest at the same shape, then the
+/// next shape, before the grade drops. Never throws for lack of tuning. A shape length of 0
+/// (segments: lengths unknown on the host) grades by the count alone and is exact when the count
+/// matches; a count of 0 is looked up as 1.
+Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op, Problem problem,
+              Shape shape, const Requirements& req);
+/// The array problem of n elements (n = 0 is looked up as 1).
 Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op,
               std::uint64_t n, const Requirements& req);
 
 /// The built-in default as a Choice, with `note` saying why it was used.
+Choice builtin_choice(Problem problem, DType dtype, Shape shape, std::string note,
+                      bool deterministic = false);
 Choice builtin_choice(DType dtype, std::uint64_t n, std::string note);
 
 /// Opens the store at `path` if the file exists; never creates one. Returns null, with the reason

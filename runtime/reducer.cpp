@@ -21,7 +21,10 @@
 #include <deque>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <shared_mutex>
+#include <tuple>
 #include <optional>
 #include <vector>
 
@@ -162,6 +165,11 @@ struct Reducer::Impl {
   std::mutex entries_mu; ///< guards `owned`
   std::vector<std::unique_ptr<Entry>> owned;
 
+  /// Segmented problems: one entry per (problem, dtype, op, count bucket, length bucket), made on
+  /// first use; found under a shared lock afterwards (no allocation).
+  std::shared_mutex segmented_mu;
+  std::map<std::tuple<Problem, DType, Op, int, int>, std::unique_ptr<Entry>> segmented;
+
   std::mutex pool_mu;
   std::deque<std::unique_ptr<Lease>> pool; ///< idle leases, least recently used first
 
@@ -187,7 +195,10 @@ struct Reducer::Impl {
   /// The lookup for a bucket, at its lower end 2^k (where sweeps measure). A store that cannot be
   /// read gives the built-in default, as no store does.
   Choice choose(DType dtype, Op op, std::uint64_t at, bool device_result) {
-    if (!store) return builtin_choice(dtype, at, no_store);
+    return choose(dtype, op, Problem::array, Shape{1, at}, device_result);
+  }
+  Choice choose(DType dtype, Op op, Problem problem, Shape at, bool device_result) {
+    if (!store) return builtin_choice(problem, dtype, at, no_store, options.deterministic);
     DeviceKey device;
     device.uuid = info.uuid;
     device.cc_major = info.cc_major;
@@ -200,11 +211,60 @@ struct Reducer::Impl {
     req.device_result = device_result;
     std::lock_guard lock(store_mu);
     try {
-      return lookup(*store, device, dtype, op, at, req);
+      return lookup(*store, device, dtype, op, problem, at, req);
     } catch (const db::StoreError& e) {
-      return builtin_choice(dtype, at, std::string("the tuning store could not be read: ") + e.what());
+      return builtin_choice(problem, dtype, at,
+                            std::string("the tuning store could not be read: ") + e.what(),
+                            options.deterministic);
     }
   }
+
+  /// A segmented shape's bucket: [2^i, 2^(i+1)) in count and in length (0: unknown), looked up at
+  /// its lower ends.
+  static Shape bucket_start(Shape s) {
+    return {std::bit_floor(std::max<std::uint64_t>(s.count, 1)),
+            s.length ? std::bit_floor(s.length) : 0};
+  }
+
+  /// The entry of a segmented call, its kernel loaded (first use only; needs the context current).
+  const Entry& segmented_entry(Problem problem, DType dtype, Op op, Shape shape) {
+    const Shape at = bucket_start(shape);
+    const auto k = std::make_tuple(problem, dtype, op, int(std::bit_width(at.count)),
+                                   int(std::bit_width(at.length)));
+    Entry* e = nullptr;
+    {
+      std::shared_lock lock(segmented_mu);
+      if (auto it = segmented.find(k); it != segmented.end()) e = it->second.get();
+    }
+    if (!e) {
+      std::unique_lock lock(segmented_mu);
+      auto& slot = segmented[k];
+      if (!slot) slot = std::make_unique<Entry>();
+      e = slot.get();
+    }
+    if (e->ready.load(std::memory_order_acquire)) return *e;
+    std::lock_guard lock(e->mu);
+    if (e->ready.load(std::memory_order_relaxed)) return *e;
+    if (!e->choice) e->choice = choose(dtype, op, problem, at, true);
+    try {
+      e->kernel = loader.load(e->choice->config, dtype, op);
+    } catch (const std::exception& err) {
+      if (e->choice->match == Match::builtin) throw;
+      std::string why = err.what();
+      why = why.substr(0, why.find('\n'));
+      e->choice = builtin_choice(problem, dtype, at, "the stored configuration " +
+                                                         key(e->choice->config) +
+                                                         " failed to load: " + why,
+                                 options.deterministic);
+      e->kernel = loader.load(e->choice->config, dtype, op);
+    }
+    e->ready.store(true, std::memory_order_release);
+    return *e;
+  }
+
+  /// Enqueues a segmented reduction whose arguments were checked: the entry's kernel, on a lease
+  /// whose workspace holds the plan's state, ordered on `stream` like reduce_async.
+  void run_segmented(Problem problem, DType dtype, Op op, const SegmentedArgs& a, CUstream stream);
 
   static std::uint64_t bucket_start(std::uint64_t n) {
     return std::bit_floor(std::max<std::uint64_t>(n, 1));
@@ -318,6 +378,21 @@ struct Reducer::Impl {
   };
 };
 
+void Reducer::Impl::run_segmented(Problem problem, DType dtype, Op op, const SegmentedArgs& a, CUstream stream) {
+  const Entry& e = segmented_entry(problem, dtype, op, a.shape);
+  Target t = target(dtype, op);
+  t.problem = problem;
+  const SegmentedPlan p = segmented_plan(e.kernel.config, t, a.shape);
+  Borrowed lease(*this, stream);
+  lease.run(stream, [&](Lease& l) {
+    l.ws.reserve(p);
+    enqueue(e.kernel, p, a, l.ws, stream);
+    l.done.record(stream);
+    l.stream = stream;
+    l.pending = true;
+  });
+}
+
 Reducer::Reducer(int ordinal, Options options) {
   const RestoreContext restore; // the primary context is made current while setting up
   impl_ = std::make_unique<Impl>(ordinal, std::move(options));
@@ -345,6 +420,92 @@ Choice Reducer::async_config_for(DType dtype, Op op, std::uint64_t n) const {
 }
 
 std::string Reducer::device_name() const { return impl_->info.name; }
+
+Choice Reducer::config_for(DType dtype, Op op, Problem problem, Shape shape) const {
+  if (problem == Problem::array) return async_config_for(dtype, op, shape.length);
+  check_problem(dtype, op);
+  const RestoreContext restore;
+  restore.enter(impl_->ctx);
+  Choice c = *impl_->segmented_entry(problem, dtype, op, shape).choice;
+  if (c.match == Match::exact || c.match == Match::nearest_size)
+    c.match = c.tuned_shape == shape ? Match::exact : Match::nearest_size;
+  return c;
+}
+
+namespace {
+
+/// The checks every segmented call makes; returns the shape. `rows` x `cols` with `stride`
+/// (already defaulted) for rows and columns.
+SegmentedArgs matrix_args(Problem problem, DType dtype, const void* d_in, std::uint64_t rows,
+                          std::uint64_t cols, void* d_out, std::uint64_t stride, int ordinal) {
+  const char* what = problem == Problem::rows ? "reduce_rows" : "reduce_columns";
+  if (stride < cols)
+    throw InvalidArgument(std::string("reduce_tune: ") + what + ": row_stride " +
+                          std::to_string(stride) + " is below cols " + std::to_string(cols));
+  const std::uint64_t max = ~std::uint64_t(0) / size_of(dtype);
+  if (rows > 0 && (stride > (max - cols) / rows))
+    throw InvalidArgument(std::string("reduce_tune: ") + what + ": " + std::to_string(rows) +
+                          " rows of stride " + std::to_string(stride) +
+                          " overflow a 64-bit byte count");
+  const std::uint64_t elements = rows == 0 ? 0 : (rows - 1) * stride + cols;
+  const std::uint64_t results = problem == Problem::rows ? rows : cols;
+  check_pointer("d_in", d_in, elements, dtype, ordinal);
+  check_pointer("d_out", d_out, results, dtype, ordinal);
+  SegmentedArgs a;
+  a.in = reinterpret_cast<CUdeviceptr>(d_in);
+  a.out = reinterpret_cast<CUdeviceptr>(d_out);
+  a.shape = problem == Problem::rows ? Shape{rows, cols} : Shape{cols, rows};
+  a.stride = stride;
+  return a;
+}
+
+} // namespace
+
+void Reducer::reduce_rows(DType dtype, Op op, const void* d_in, std::uint64_t rows,
+                          std::uint64_t cols, void* d_out, CUstream stream,
+                          std::uint64_t row_stride) {
+  check_problem(dtype, op);
+  if (rows == 0) return;
+  const RestoreContext restore;
+  restore.enter(impl_->ctx);
+  const SegmentedArgs a = matrix_args(Problem::rows, dtype, d_in, rows, cols, d_out,
+                                      row_stride ? row_stride : cols, impl_->context.ordinal());
+  impl_->run_segmented(Problem::rows, dtype, op, a, stream);
+}
+
+void Reducer::reduce_columns(DType dtype, Op op, const void* d_in, std::uint64_t rows,
+                             std::uint64_t cols, void* d_out, CUstream stream,
+                             std::uint64_t row_stride) {
+  check_problem(dtype, op);
+  if (cols == 0) return;
+  const RestoreContext restore;
+  restore.enter(impl_->ctx);
+  const SegmentedArgs a = matrix_args(Problem::columns, dtype, d_in, rows, cols, d_out,
+                                      row_stride ? row_stride : cols, impl_->context.ordinal());
+  impl_->run_segmented(Problem::columns, dtype, op, a, stream);
+}
+
+void Reducer::reduce_segments(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
+                              std::uint64_t segments, void* d_out, CUstream stream) {
+  check_problem(dtype, op);
+  if (segments == 0) return;
+  if (segments >= (std::uint64_t(1) << 40))
+    throw InvalidArgument("reduce_tune: reduce_segments: " + std::to_string(segments) +
+                          " segments: at most 2^40 are supported");
+  const RestoreContext restore;
+  restore.enter(impl_->ctx);
+  const int ordinal = impl_->context.ordinal();
+  // The lengths are in device memory: the input is checked to be device memory, not its extent.
+  check_pointer("d_in", d_in, 0, dtype, ordinal);
+  check_pointer("d_offsets", d_offsets, segments + 1, DType::i64, ordinal);
+  check_pointer("d_out", d_out, segments, dtype, ordinal);
+  SegmentedArgs a;
+  a.in = reinterpret_cast<CUdeviceptr>(d_in);
+  a.offsets = reinterpret_cast<CUdeviceptr>(d_offsets);
+  a.out = reinterpret_cast<CUdeviceptr>(d_out);
+  a.shape = {segments, 0};
+  impl_->run_segmented(Problem::segments, dtype, op, a, stream);
+}
 
 void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n, void* h_out,
                           CUstream stream) {

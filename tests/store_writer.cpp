@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+using namespace reduce_tune;
 using namespace reduce_tune::db;
 
 namespace {
@@ -39,7 +40,7 @@ int write(const std::string& path, const std::string& uuid, int count, int batch
       m.key = "unrolling.b256.u" + std::to_string(1 << (written % 4)) + ".host";
       m.variant = "unrolling";
       m.block = 256, m.unroll = 1 << (written % 4);
-      m.tail = "none", m.finish = "host", m.dtype = "float32", m.op = "sum";
+      m.tail = "none", m.finish = "host", m.dtype = DType::f32, m.op = Op::sum;
       m.n = std::uint64_t(1) << (10 + written % 16);
       m.median_us = m.min_us = m.max_us = 1.0 + written;
       m.reps = 1, m.valid = true;

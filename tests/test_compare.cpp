@@ -33,12 +33,12 @@ db::DeviceRecord device(const std::string& uuid, const std::string& name, double
 }
 
 db::Measurement meas(const std::string& key, double us, std::uint64_t n = kN, bool valid = true,
-                     const std::string& dtype = "float32") {
+                     DType dtype = DType::f32) {
   db::Measurement m;
   m.key = key;
   m.variant = key.substr(0, key.find('.'));
   m.dtype = dtype;
-  m.op = "sum";
+  m.op = Op::sum;
   m.n = n;
   m.median_us = us;
   m.gbps = double(n) * 4 / us / 1e3;
@@ -57,7 +57,7 @@ std::vector<GpuData> fixture() {
                        meas("interleaved.b256.atomic", 400),
                        meas("interleaved.b512.atomic", 300),                // same variant, another configuration
                        meas("unrolling.b256.u2.atomic", 1, kN / 2),         // another size: not this table
-                       meas("unrolling.b256.u2.atomic", 260, kN, true, "int32"), // another dtype
+                       meas("unrolling.b256.u2.atomic", 260, kN, true, DType::i32), // another dtype
                        meas("vectorized.b512.u4.v4.g0.shfl.atomic", 250)};
   GpuData titan{device("GPU-titan", "Titan V", 651), {}};
   titan.measurements = {meas("atomic_global.b256.atomic", 90000), meas("neighbored.b256.atomic", 3000)};
@@ -216,7 +216,7 @@ TEST_CASE("compare: tuned rows, other documents, no published tables", "[compare
   CHECK(c.ms == Approx(0.3));
 
   o = {};
-  o.dtype = "int32", o.n = 1 << 24, o.doc = "000";
+  o.dtype = DType::i32, o.n = 1 << 24, o.doc = "000";
   const CompareTable lecture = compare_table(fixture(), published(), o);
   CHECK(lecture.doc == "000_87c89a01dbc85d13.txt");
   CHECK(lecture.rows.front().kernel == "reduceNeighboredGmem_1");
@@ -259,13 +259,13 @@ TEST_CASE("compare formats: md, csv and json label published columns", "[compare
 TEST_CASE("bandwidth curves: the best configuration per size and GPU", "[compare][plot]") {
   auto gpus = fixture();
   gpus[0].measurements.push_back(meas("vectorized.b512.u4.v4.g0.shfl.atomic", 5, 1 << 20));
-  const auto curves = bandwidth_curves(gpus, "float32", "sum");
+  const auto curves = bandwidth_curves(gpus, DType::f32, Op::sum);
   REQUIRE(curves.size() == 3);
   CHECK(curves[0].label == "NVIDIA H200");
   REQUIRE(curves[0].points.size() == 3); // 2^20, 2^27, 2^28
   CHECK(curves[0].points[0].first == 1u << 20);
   CHECK(curves[0].points[2].second == Approx(double(kN) * 4 / 250 / 1e3));
-  CHECK(bandwidth_curves(gpus, "float64", "sum").empty());
+  CHECK(bandwidth_curves(gpus, DType::f64, Op::sum).empty());
 }
 
 TEST_CASE("plots: a PNG and an SVG with gnuplot", "[compare][plot]") {
@@ -278,11 +278,11 @@ TEST_CASE("plots: a PNG and an SVG with gnuplot", "[compare][plot]") {
   fs::create_directories(dir);
   const auto gpus = fixture();
   const CompareTable t = compare_table(gpus, published(), CompareOptions{});
-  plot_compare(t, bandwidth_curves(gpus, "float32", "sum"), (dir / "cmp.png").string());
+  plot_compare(t, bandwidth_curves(gpus, DType::f32, Op::sum), (dir / "cmp.png").string());
   const std::string png = bytes_of(dir / "cmp.png");
   CHECK(png.size() > 10000);
   CHECK(png.substr(0, 8) == "\x89PNG\r\n\x1a\n");
-  plot_compare(t, bandwidth_curves(gpus, "float32", "sum"), (dir / "cmp.svg").string());
+  plot_compare(t, bandwidth_curves(gpus, DType::f32, Op::sum), (dir / "cmp.svg").string());
   const std::string svg = bytes_of(dir / "cmp.svg");
   CHECK_THAT(svg, Catch::Contains("<svg") && Catch::Contains("NVIDIA H200") && Catch::Contains("published: Titan V"));
   // Nothing measured: still a plot, of the published staircase.

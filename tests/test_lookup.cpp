@@ -29,7 +29,7 @@ db::DeviceRecord device(const std::string& uuid, const std::string& name, int ma
 
 /// A measured row; the parameter columns follow the key where it parses (as the tuner writes them).
 db::Measurement row(const std::string& key, std::uint64_t n, double median_us,
-                    const std::string& dtype = "float32", const std::string& op = "sum") {
+                    DType dtype = DType::f32, Op op = Op::sum) {
   db::Measurement m;
   m.key = key;
   if (const auto c = parse_key(key)) {
@@ -100,7 +100,7 @@ db::Store fixture() {
       {failed, row(kAtomic, k20, 8.0), row(kInPlace, k20, 8.5), row(kUnknown, k20, 9.0),
        row(kUnsafe, k20, 9.5), row(kHost, k20, 10.0), row(kVector, k20, 11.0),
        row("vectorized.b512.u4.v4.g0.shfl.lastblock", k24, 100.0),
-       row("unrolling.b256.u2.host", k20, 7.0, "int32", "min")});
+       row("unrolling.b256.u2.host", k20, 7.0, DType::i32, Op::min)});
   return s;
 }
 
@@ -228,6 +228,71 @@ TEST_CASE("lookup: the built-in default", "[lookup]") {
   }
 }
 
+TEST_CASE("lookup: the built-in defaults of the segmented problems", "[lookup][segmented]") {
+  CHECK(builtin_config(Problem::rows, DType::f32, {1 << 20, 4}).variant == "rows_group");
+  CHECK(builtin_config(Problem::rows, DType::f32, {1 << 12, 4096}).variant == "rows_block");
+  CHECK(builtin_config(Problem::rows, DType::f32, {4, 1 << 22}).variant == "rows_split");
+  CHECK(builtin_config(Problem::rows, DType::f32, {4, 1 << 22}, true).variant == "rows_block");
+  CHECK(builtin_config(Problem::columns, DType::f32, {16, 1 << 20}).variant == "columns_split");
+  CHECK(builtin_config(Problem::columns, DType::f32, {1 << 14, 1024}).variant == "columns_tile");
+  CHECK(builtin_config(Problem::segments, DType::f32, {1 << 14, 0}).variant == "segments_binned");
+  // Valid for every dtype, op, shape and GPU; deterministic when asked.
+  for (Problem p : {Problem::rows, Problem::columns, Problem::segments})
+    for (DType d : {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64})
+      for (Shape shape : {Shape{1 << 20, 1}, Shape{1 << 14, 300}, Shape{64, 1 << 20}, Shape{3, 1 << 24}})
+        for (bool det : {false, true}) {
+          const Config c = builtin_config(p, d, shape, det);
+          INFO(name(p) << " " << name(d) << " " << shape.count << "x" << shape.length << " " << key(c));
+          CHECK(find_variant(c.variant)->problem == p);
+          if (det) CHECK(deterministic(c, d));
+          for (Op o : {Op::sum, Op::min, Op::max})
+            for (int cc : {75, 90}) {
+              Target t;
+              t.dtype = d, t.op = o, t.cc = cc, t.problem = p;
+              CHECK_FALSE(invalid_reason(c, t));
+            }
+        }
+}
+
+TEST_CASE("lookup: segmented problems graded by shape", "[lookup][segmented]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  s.upsert_device(device(B.uuid, "H100 B", 9, 0));
+  auto seg = [](const std::string& k, Problem p, Shape shape, double us) {
+    db::Measurement m = row(k, shape.length, us);
+    m.problem = p;
+    m.count = shape.count;
+    return m;
+  };
+  const std::string group = "rows_group.b256.w8.u2.v4.direct", block = "rows_block.b256.u4.v4.direct";
+  add(s, A.uuid, {seg(group, Problem::rows, {1 << 16, 64}, 5), seg(block, Problem::rows, {1 << 16, 64}, 9),
+                  seg(block, Problem::rows, {64, 1 << 16}, 6),
+                  seg("unrolling.b256.u2.host", Problem::array, {1, 1 << 22}, 1)});
+  add(s, B.uuid, {seg("segments_group.b256.w32.u2.v4.direct", Problem::segments, {1 << 12, 256}, 3)});
+  Requirements req;
+  req.device_result = true;
+  Choice c = lookup(s, A, DType::f32, Op::sum, Problem::rows, {1 << 16, 64}, req);
+  CHECK(c.match == Match::exact);
+  CHECK(key(c.config) == group);
+  CHECK(c.problem == Problem::rows);
+  CHECK(c.tuned_shape == Shape{1 << 16, 64});
+  CHECK(c.tuned_n == (1u << 22));
+  c = lookup(s, A, DType::f32, Op::sum, Problem::rows, {32, 100000}, req);
+  CHECK(c.match == Match::nearest_size);
+  CHECK(key(c.config) == block);
+  // Another problem's rows never answer: columns are not tuned anywhere.
+  c = lookup(s, A, DType::f32, Op::sum, Problem::columns, {1 << 16, 64}, req);
+  CHECK(c.match == Match::builtin);
+  CHECK(c.config.variant.starts_with("columns_"));
+  // Offsets, lengths unknown: graded by count; B's tuning serves A as the same architecture.
+  c = lookup(s, A, DType::f32, Op::sum, Problem::segments, {1 << 12, 0}, req);
+  CHECK(c.match == Match::same_arch);
+  c = lookup(s, B, DType::f32, Op::sum, Problem::segments, {1 << 12, 0}, req);
+  CHECK(c.match == Match::exact);
+  c = lookup(s, B, DType::f32, Op::sum, Problem::segments, {1 << 13, 0}, req);
+  CHECK(c.match == Match::nearest_size);
+}
+
 TEST_CASE("lookup: deterministic passes over floating-point atomic finishes", "[lookup]") {
   const db::Store s = fixture();
   Requirements req;
@@ -244,7 +309,7 @@ TEST_CASE("lookup: deterministic passes over floating-point atomic finishes", "[
   // Integer atomics are deterministic: the same row stays.
   db::Store t(":memory:");
   t.upsert_device(device(A.uuid, "H100 A", 9, 0));
-  add(t, A.uuid, {row(kAtomic, k20, 5.0, "int32", "sum"), row(kHost, k20, 6.0, "int32", "sum")});
+  add(t, A.uuid, {row(kAtomic, k20, 5.0, DType::i32, Op::sum), row(kHost, k20, 6.0, DType::i32, Op::sum)});
   CHECK(key_of(lookup(t, A, DType::i32, Op::sum, k20, req)) == kAtomic);
 }
 
@@ -316,8 +381,8 @@ TEST_CASE("lookup: a configuration invalid on this GPU is passed over", "[lookup
   // rules) is passed over.
   db::Store s(":memory:");
   s.upsert_device(device("GPU-t", "T4", 7, 5));
-  add(s, "GPU-t", {row("unroll_warps.b256.u4.redux.host", k20, 3.0, "int32", "sum"),
-                   row("unroll_warps.b256.u4.shfl.host", k20, 4.0, "int32", "sum")});
+  add(s, "GPU-t", {row("unroll_warps.b256.u4.redux.host", k20, 3.0, DType::i32, Op::sum),
+                   row("unroll_warps.b256.u4.shfl.host", k20, 4.0, DType::i32, Op::sum)});
   const Choice c = lookup(s, key_of("GPU-t", 7, 5), DType::i32, Op::sum, k20, {});
   CHECK(key_of(c) == "unroll_warps.b256.u4.shfl.host");
   CHECK_THAT(c.note, Catch::Contains("__reduce_*_sync needs sm_80"));

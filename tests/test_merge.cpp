@@ -13,6 +13,7 @@
 #include <iterator>
 #include <map>
 
+using namespace reduce_tune;
 using namespace reduce_tune::db;
 namespace fs = std::filesystem;
 
@@ -44,6 +45,30 @@ void raw_exec(const std::string& path, const std::string& sql) {
   REQUIRE(rc == SQLITE_OK);
 }
 
+/// Turns a store of this build into one of schema 2, as the code before segmented problems wrote
+/// it: no problem or count columns, best keyed by (device, dtype, op, n).
+void downgrade_to_v2(const std::string& path) {
+  raw_exec(path, R"sql(
+DROP INDEX measurements_lookup;
+ALTER TABLE measurements DROP COLUMN problem;
+ALTER TABLE measurements DROP COLUMN count;
+CREATE INDEX measurements_lookup ON measurements (device_uuid, dtype, op, n);
+CREATE TABLE best_v2 (
+  device_uuid TEXT NOT NULL REFERENCES devices (uuid),
+  dtype TEXT NOT NULL,
+  op TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  measurement_id INTEGER NOT NULL REFERENCES measurements (id),
+  PRIMARY KEY (device_uuid, dtype, op, n)
+) WITHOUT ROWID;
+INSERT INTO best_v2 SELECT device_uuid, dtype, op, n, measurement_id FROM best;
+DROP TABLE best;
+ALTER TABLE best_v2 RENAME TO best;
+PRAGMA user_version = 2;
+PRAGMA journal_mode = DELETE;
+)sql");
+}
+
 DeviceRecord gpu(const std::string& uuid, const std::string& name, const std::string& host) {
   DeviceRecord d = reduce_tune::testing::h100_record(uuid);
   d.name = name;
@@ -58,8 +83,8 @@ Measurement meas(const std::string& key, std::uint64_t n, double median_us, std:
   m.block = 256;
   m.tail = "shfl";
   m.finish = "atomic";
-  m.dtype = "float32";
-  m.op = "sum";
+  m.dtype = DType::f32;
+  m.op = Op::sum;
   m.n = n;
   m.median_us = m.min_us = m.max_us = median_us;
   m.reps = 20;
@@ -143,12 +168,12 @@ TEST_CASE("merging brings devices, runs and measurements in once, keeping proven
   CHECK(runs[0].id == a_runs[0].id);
   CHECK(a.device("GPU-h200")->host == "node2");
   // The best rows of the merged GPU: the invalid faster measurement is never best.
-  const auto best = a.best("GPU-h200", "float32", "sum", 1 << 20);
+  const auto best = a.best("GPU-h200", DType::f32, Op::sum, Problem::array, Shape{1, 1 << 20});
   REQUIRE(best);
   CHECK(best->m.key == "vectorized.b512.u4.v4.g0.shfl.atomic");
   CHECK(best->m.median_us == 3.0);
   CHECK(best->run_id == runs[1].id);
-  CHECK(a.best("GPU-h100", "float32", "sum", 1 << 20)->m.median_us == 6.0);
+  CHECK(a.best("GPU-h100", DType::f32, Op::sum, Problem::array, Shape{1, 1 << 20})->m.median_us == 6.0);
 
   // Idempotent: the second merge adds nothing.
   const MergeStats again = a.merge_from(b_path);
@@ -193,7 +218,7 @@ TEST_CASE("merging a copy that grew adds only what is new", "[store][merge]") {
   CHECK(s.duplicates == 3);
   CHECK(count_measurements(a) == 6);
   CHECK(a.runs().back().status == "interrupted");
-  CHECK(a.best("GPU-h100", "float32", "sum", 1 << 22)->m.median_us == 40);
+  CHECK(a.best("GPU-h100", DType::f32, Op::sum, Problem::array, Shape{1, 1 << 22})->m.median_us == 40);
   CHECK(a.merge_from(copy_path).total() == 0);
 }
 
@@ -244,8 +269,9 @@ TEST_CASE("an older store is merged without being migrated", "[store][merge]") {
     Store s(old);
     fill(s, "GPU-old", "Tesla V100", "node3");
   }
-  // Schema 1: no published table.
-  raw_exec(old, "DROP TABLE published; PRAGMA user_version = 1; PRAGMA journal_mode = DELETE");
+  // Schema 1: no published table, no problem kinds.
+  downgrade_to_v2(old);
+  raw_exec(old, "DROP TABLE published; PRAGMA user_version = 1");
   const std::string before = bytes_of(old);
   Store store(ours);
   const MergeStats s = store.merge_from(old);
@@ -257,6 +283,50 @@ TEST_CASE("an older store is merged without being migrated", "[store][merge]") {
   CHECK(migrated.user_version() == Store::schema_version());
   CHECK(migrated.published().empty());
   CHECK(count_measurements(migrated) == 3);
+}
+
+TEST_CASE("a schema-2 store opens migrated to segmented problems, its data kept", "[store][migration]") {
+  TempDir dir;
+  const std::string path = dir.file("v2.db");
+  {
+    Store s(path);
+    fill(s, "GPU-old", "NVIDIA H100 80GB HBM3", "node1");
+  }
+  downgrade_to_v2(path);
+  Store s(path);
+  CHECK(s.user_version() == 3);
+  CHECK(Store::schema_version() == 3);
+  const auto ms = s.measurements("GPU-old");
+  REQUIRE(ms.size() == 3);
+  for (const auto& m : ms) {
+    CHECK(m.problem == Problem::array);
+    CHECK(m.count == 1);
+    CHECK(m.n == 1u << 20);
+  }
+  const auto b = s.best("GPU-old", DType::f32, Op::sum, Problem::array, Shape{1, 1 << 20});
+  REQUIRE(b);
+  CHECK(b->m.key == "vectorized.b512.u4.v4.g0.shfl.atomic");
+  CHECK(b->shape == Shape{1, 1 << 20});
+  // The migrated store takes segmented rows beside the array ones: same n, another problem.
+  const auto run = s.begin_run({0, "GPU-old", "0.2.0", "13.0", "reduce-tune tune --problem rows", "events", "", "", ""});
+  Measurement rows = meas("rows_block.b256.u4.v4.direct", 1 << 20, 2.0);
+  rows.problem = Problem::rows;
+  rows.count = 16;
+  s.add_measurements(run, {rows});
+  CHECK(s.best("GPU-old", DType::f32, Op::sum, Problem::array, Shape{1, 1 << 20})->m.median_us == 6);
+  CHECK(s.best("GPU-old", DType::f32, Op::sum, Problem::rows, Shape{16, 1 << 20})->m.median_us == 2);
+  CHECK_FALSE(s.best("GPU-old", DType::f32, Op::sum, Problem::rows, Shape{1, 1 << 20}));
+  // Merging the original v2 file again finds nothing new (identity includes the problem kind).
+  const std::string copy = dir.file("v2-copy.db");
+  {
+    Store c(copy);
+    fill(c, "GPU-old", "NVIDIA H100 80GB HBM3", "node1");
+  }
+  downgrade_to_v2(copy);
+  const MergeStats first = s.merge_from(copy);
+  CHECK(first.measurements + first.duplicates == 3); // new, unless both runs started in one second
+  CHECK(s.merge_from(copy).measurements == 0);
+  CHECK(s.merge_from(copy).duplicates == 3);
 }
 
 TEST_CASE("published rows: idempotent import, own table, merged along", "[store][published]") {

@@ -114,8 +114,8 @@ void write_store(const fs::path& path, const cuda::DeviceInfo& info) {
         db::Measurement m;
         m.key = k;
         m.variant = m.key.substr(0, m.key.find('.'));
-        m.dtype = std::string(name(dt));
-        m.op = std::string(name(op));
+        m.dtype = dt;
+        m.op = op;
         m.n = 1ull << 20;
         m.median_us = m.min_us = m.max_us = us;
         m.reps = 1;

@@ -159,8 +159,8 @@ TEST_CASE("reducer: stored half configurations, and those a half sum cannot use 
           db::Measurement m;
           m.key = k;
           m.variant = m.key.substr(0, m.key.find('.'));
-          m.dtype = std::string(name(d));
-          m.op = std::string(name(op));
+          m.dtype = d;
+          m.op = op;
           m.n = 1ull << 20;
           m.median_us = m.min_us = m.max_us = us;
           m.reps = 1;

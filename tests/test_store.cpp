@@ -16,6 +16,7 @@
 #include <regex>
 #include <thread>
 
+using namespace reduce_tune;
 using namespace reduce_tune::db;
 namespace fs = std::filesystem;
 
@@ -67,8 +68,8 @@ Measurement meas(const std::string& key, std::uint64_t n, double median_us, bool
   m.key = key;
   m.variant = "unrolling";
   m.block = 256;
-  m.dtype = "float32";
-  m.op = "sum";
+  m.dtype = DType::f32;
+  m.op = Op::sum;
   m.n = n;
   m.median_us = median_us;
   m.valid = valid;
@@ -172,8 +173,8 @@ TEST_CASE("measurements round-trip every field", "[store]") {
   m.grid = 1056;
   m.tail = "masked";
   m.finish = "host";
-  m.dtype = "float64";
-  m.op = "max";
+  m.dtype = DType::f64;
+  m.op = Op::max;
   m.n = 3ull * (1ull << 32) + 5;
   m.median_us = 1234.5;
   m.min_us = 1200.25;
@@ -220,11 +221,11 @@ TEST_CASE("measurements round-trip every field", "[store]") {
   CHECK(g.cold == m.cold);
   CHECK(std::isnan(got[1].median_us));
 
-  CHECK(f.store.measurements("GPU-a", "float64").size() == 1);
-  CHECK(f.store.measurements("GPU-a", "", "sum").size() == 1);
-  CHECK(f.store.measurements("GPU-a", "", "", m.n).size() == 1);
+  CHECK(f.store.measurements("GPU-a", db::MeasurementFilter{DType::f64, std::nullopt, std::nullopt, std::nullopt}).size() == 1);
+  CHECK(f.store.measurements("GPU-a", db::MeasurementFilter{std::nullopt, Op::sum, std::nullopt, std::nullopt}).size() == 1);
+  CHECK(f.store.measurements("GPU-a", db::MeasurementFilter{std::nullopt, std::nullopt, Problem::array, Shape{1, m.n}}).size() == 1);
   CHECK(f.store.measurements("GPU-b").empty());
-  CHECK(f.store.measured_keys("GPU-a", "float64", "max", m.n) == std::vector<std::string>{m.key});
+  CHECK(f.store.measured_keys("GPU-a", DType::f64, Op::max, Problem::array, Shape{1, m.n}) == std::vector<std::string>{m.key});
   CHECK_THROWS_AS(f.store.add_measurements(f.run + 1, {m}), StoreError);
   CHECK_THROWS_AS(f.store.add_measurements(f.run, {meas("zero", 0, 1.0)}), StoreError);
 }
@@ -232,26 +233,26 @@ TEST_CASE("measurements round-trip every field", "[store]") {
 TEST_CASE("best is the valid measurement with the lowest median", "[store]") {
   Fixture f;
   const std::uint64_t n = 1 << 20;
-  CHECK_FALSE(f.store.best("GPU-a", "float32", "sum", n));
+  CHECK_FALSE(f.store.best("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, n}));
   f.store.add_measurements(f.run, {meas("slow", n, 30), meas("fast", n, 10), meas("wrong", n, 1, false),
                                    meas("tie", n, 10)});
-  auto b = f.store.best("GPU-a", "float32", "sum", n);
+  auto b = f.store.best("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, n});
   REQUIRE(b);
   CHECK(b->m.key == "fast"); // not the invalid faster one, not the later tie
   CHECK(b->run_id == f.run);
   CHECK(b->device_uuid == "GPU-a");
-  CHECK(b->dtype == "float32");
-  CHECK(b->op == "sum");
-  CHECK(b->n == n);
+  CHECK(b->dtype == DType::f32);
+  CHECK(b->op == Op::sum);
+  CHECK(b->shape.length == n);
 
   f.store.add_measurements(f.run, {meas("only-invalid", 2 * n, 1, false)});
-  CHECK_FALSE(f.store.best("GPU-a", "float32", "sum", 2 * n));
+  CHECK_FALSE(f.store.best("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, 2 * n}));
 
   const auto run2 = f.store.begin_run({0, "GPU-a", "0.2", "13.0", "", "", "", "", ""});
   f.store.add_measurements(run2, {meas("worse", n, 20), meas("wrong2", n, 0.5, false)});
-  CHECK(f.store.best("GPU-a", "float32", "sum", n)->m.key == "fast");
+  CHECK(f.store.best("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, n})->m.key == "fast");
   f.store.add_measurements(run2, {meas("faster", n, 5)});
-  b = f.store.best("GPU-a", "float32", "sum", n);
+  b = f.store.best("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, n});
   REQUIRE(b);
   CHECK(b->m.key == "faster");
   CHECK(b->run_id == run2);
@@ -282,14 +283,14 @@ TEST_CASE("best kept row by row is the best of all rows", "[store]") {
     for (const auto& m : all) // in insertion (id) order: a later tie never replaces
       if (m.n == n && m.valid && !std::isnan(m.median_us) && (!want || m.median_us < want->median_us))
         want = &m;
-    const auto got = f.store.best("GPU-a", "float32", "sum", n);
+    const auto got = f.store.best("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, n});
     REQUIRE(want);
     REQUIRE(got);
     INFO("n = " << n);
     CHECK(got->m.key == want->key);
     CHECK(got->m.median_us == want->median_us);
     // The earliest of the ties: no stored row of that median comes before it.
-    for (const auto& m : f.store.measurements("GPU-a", "float32", "sum", n))
+    for (const auto& m : f.store.measurements("GPU-a", db::MeasurementFilter{DType::f32, Op::sum, Problem::array, Shape{1, n}}))
       if (m.valid && m.median_us == want->median_us) {
         CHECK(m.key == got->m.key);
         break;
@@ -300,13 +301,13 @@ TEST_CASE("best kept row by row is the best of all rows", "[store]") {
 TEST_CASE("nearest picks the tuned size nearest in log2, ties to the larger", "[store]") {
   Fixture f;
   f.store.add_measurements(f.run, {meas("at20", 1 << 20, 10), meas("at24", 1 << 24, 100)});
-  CHECK_FALSE(f.store.nearest("GPU-a", "float32", "max", 1 << 20));
-  CHECK(f.store.nearest("GPU-a", "float32", "sum", 1 << 20)->n == 1 << 20);
-  CHECK(f.store.nearest("GPU-a", "float32", "sum", 1 << 21)->n == 1 << 20);
-  CHECK(f.store.nearest("GPU-a", "float32", "sum", 1 << 23)->n == 1 << 24);
-  CHECK(f.store.nearest("GPU-a", "float32", "sum", 1 << 22)->n == 1 << 24);
-  CHECK(f.store.nearest("GPU-a", "float32", "sum", 1)->n == 1 << 20);
-  CHECK(f.store.nearest("GPU-a", "float32", "sum", 1ull << 40)->m.key == "at24");
+  CHECK_FALSE(f.store.nearest("GPU-a", DType::f32, Op::max, Problem::array, Shape{1, 1 << 20}));
+  CHECK(f.store.nearest("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, 1 << 20})->shape.length == 1 << 20);
+  CHECK(f.store.nearest("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, 1 << 21})->shape.length == 1 << 20);
+  CHECK(f.store.nearest("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, 1 << 23})->shape.length == 1 << 24);
+  CHECK(f.store.nearest("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, 1 << 22})->shape.length == 1 << 24);
+  CHECK(f.store.nearest("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, 1})->shape.length == 1 << 20);
+  CHECK(f.store.nearest("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, 1ull << 40})->m.key == "at24");
 }
 
 TEST_CASE("nearest_same_arch looks across devices of one compute capability", "[store]") {
@@ -319,15 +320,15 @@ TEST_CASE("nearest_same_arch looks across devices of one compute capability", "[
   f.store.add_measurements(run_b, {meas("b20", 1 << 20, 8), meas("b26", 1 << 26, 200)});
   f.store.add_measurements(run_c, {meas("c22", 1 << 22, 1)});
 
-  auto b = f.store.nearest_same_arch(9, 0, "float32", "sum", 1 << 20);
+  auto b = f.store.nearest_same_arch(9, 0, DType::f32, Op::sum, Problem::array, Shape{1, 1 << 20});
   REQUIRE(b);
   CHECK(b->m.key == "b20"); // both devices tuned 2^20: the lower median wins
   CHECK(b->device_uuid == "GPU-b");
-  CHECK(f.store.nearest_same_arch(9, 0, "float32", "sum", 1 << 22)->m.key == "a24"); // not GPU-c's 2^22
-  CHECK(f.store.nearest_same_arch(9, 0, "float32", "sum", 1 << 25)->m.key == "b26");
-  CHECK(f.store.nearest_same_arch(8, 6, "float32", "sum", 1 << 20)->m.key == "c22");
-  CHECK_FALSE(f.store.nearest_same_arch(8, 0, "float32", "sum", 1 << 20));
-  CHECK_FALSE(f.store.nearest_same_arch(9, 0, "float64", "sum", 1 << 20));
+  CHECK(f.store.nearest_same_arch(9, 0, DType::f32, Op::sum, Problem::array, Shape{1, 1 << 22})->m.key == "a24"); // not GPU-c's 2^22
+  CHECK(f.store.nearest_same_arch(9, 0, DType::f32, Op::sum, Problem::array, Shape{1, 1 << 25})->m.key == "b26");
+  CHECK(f.store.nearest_same_arch(8, 6, DType::f32, Op::sum, Problem::array, Shape{1, 1 << 20})->m.key == "c22");
+  CHECK_FALSE(f.store.nearest_same_arch(8, 0, DType::f32, Op::sum, Problem::array, Shape{1, 1 << 20}));
+  CHECK_FALSE(f.store.nearest_same_arch(9, 0, DType::f64, Op::sum, Problem::array, Shape{1, 1 << 20}));
 }
 
 TEST_CASE("a file store survives reopening, in a directory it creates", "[store]") {
@@ -343,8 +344,8 @@ TEST_CASE("a file store survives reopening, in a directory it creates", "[store]
   CHECK(s.user_version() == Store::schema_version());
   CHECK(s.devices().size() == 1);
   CHECK(s.runs().at(0).status == "done");
-  REQUIRE(s.best("GPU-a", "float32", "sum", 4096));
-  CHECK(s.best("GPU-a", "float32", "sum", 4096)->m.median_us == 2.5);
+  REQUIRE(s.best("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, 4096}));
+  CHECK(s.best("GPU-a", DType::f32, Op::sum, Problem::array, Shape{1, 4096})->m.median_us == 2.5);
 }
 
 TEST_CASE("files that are not usable reduce-tune stores are refused unchanged", "[store]") {
@@ -405,4 +406,47 @@ TEST_CASE("two writers on one file serialize", "[store]") {
   CHECK(s.measurements("GPU-0").size() == 200);
   CHECK(s.measurements("GPU-1").size() == 200);
   CHECK(s.bests("GPU-0").size() == 20);
+}
+
+TEST_CASE("nearest shape: log space of length and count, exact ratios, ties to more elements", "[store][shape]") {
+  const Shape t{1024, 1024};
+  CHECK(nearer({1024, 1024}, {1024, 2048}, t));      // exact beats anything
+  CHECK(nearer({1024, 2048}, {1024, 256}, t));       // x2 beats /4 in length
+  CHECK(nearer({2048, 1024}, {1024, 512}, t));       // equal distance (one octave): more elements
+  CHECK_FALSE(nearer({1024, 512}, {2048, 1024}, t));
+  CHECK(nearer({2048, 2048}, {1024, 8192}, t));      // 1 + 1 octaves beat 3
+  CHECK(nearer({4096, 1024}, {2048, 4096}, t));      // 2 octaves beat 1 + 2
+  CHECK(nearer({1000, 1024}, {1024, 1000}, Shape{1000, 1000})); // exact ratios tie: longer segments
+  // Length 0 (offsets: lengths unknown on the host): the count alone.
+  CHECK(nearer({4096, 1}, {8192, 1 << 20}, Shape{4096, 0}));
+  CHECK(nearer({4096, 1 << 20}, {4096, 16}, Shape{4096, 0}));
+}
+
+TEST_CASE("store: segmented bests per problem and shape, nearest by shape", "[store][shape]") {
+  Fixture f;
+  auto seg = [](const std::string& key, Problem p, Shape s, double us) {
+    Measurement m = meas(key, s.length, us);
+    m.problem = p;
+    m.count = s.count;
+    return m;
+  };
+  f.store.add_measurements(f.run, {seg("rows_group.b256.w32.u2.v4.direct", Problem::rows, {1 << 16, 256}, 9),
+                                   seg("rows_block.b256.u4.v4.direct", Problem::rows, {1 << 16, 256}, 12),
+                                   seg("rows_block.b256.u4.v4.direct", Problem::rows, {256, 1 << 16}, 11),
+                                   seg("columns_tile.b256.u4.v4.direct", Problem::columns, {1 << 16, 256}, 30)});
+  const auto b = f.store.best("GPU-a", DType::f32, Op::sum, Problem::rows, {1 << 16, 256});
+  REQUIRE(b);
+  CHECK(b->m.key == "rows_group.b256.w32.u2.v4.direct");
+  CHECK(b->problem == Problem::rows);
+  CHECK(b->shape == Shape{1 << 16, 256});
+  CHECK(f.store.best("GPU-a", DType::f32, Op::sum, Problem::columns, {1 << 16, 256})->m.median_us == 30);
+  CHECK_FALSE(f.store.best("GPU-a", DType::f32, Op::sum, Problem::array, {1, 1 << 24}));
+  // Short rows go to the short-row shape, long rows to the long-row one.
+  CHECK(f.store.nearest("GPU-a", DType::f32, Op::sum, Problem::rows, {1 << 15, 300})->shape == Shape{1 << 16, 256});
+  CHECK(f.store.nearest("GPU-a", DType::f32, Op::sum, Problem::rows, {100, 1 << 17})->shape == Shape{256, 1 << 16});
+  CHECK_FALSE(f.store.nearest("GPU-a", DType::f32, Op::sum, Problem::segments, {100, 0}));
+  CHECK(f.store.measurements("GPU-a", MeasurementFilter{std::nullopt, std::nullopt, Problem::rows, std::nullopt}).size() == 3);
+  CHECK(f.store.measurements("GPU-a", MeasurementFilter{std::nullopt, std::nullopt, Problem::rows, Shape{256, 1 << 16}}).size() == 1);
+  CHECK(f.store.measured_keys("GPU-a", DType::f32, Op::sum, Problem::rows, {1 << 16, 256}).size() == 2);
+  CHECK(f.store.bests("GPU-a").size() == 3);
 }

@@ -125,9 +125,11 @@ int cmd_compare(const std::vector<std::string>& args) {
   const Format fmt = parse_format(format);
   if (is_static) return compare_static(archs, nvrtc_paths, doc, dtype, op, threads, fmt);
   CompareOptions o;
-  o.dtype = dtype, o.op = op;
-  if (!parse_dtype(dtype)) usage("unknown dtype '" + dtype + "'");
-  if (!parse_op(op)) usage("unknown op '" + op + "'");
+  const auto d = parse_dtype(dtype);
+  const auto op_ = parse_op(op);
+  if (!d) usage("unknown dtype '" + dtype + "'");
+  if (!op_) usage("unknown op '" + op + "'");
+  o.dtype = *d, o.op = *op_;
   std::string why;
   const auto n = parse_size(n_text, &why);
   if (!n) usage(why);
@@ -143,13 +145,13 @@ int cmd_compare(const std::vector<std::string>& args) {
   std::vector<GpuData> gpus;
   if (std::filesystem::exists(path)) { // compare never creates a store
     store = std::make_unique<db::Store>(path);
-    for (const auto& d : store->devices()) gpus.push_back({d, store->measurements(d.uuid, dtype, op)});
+    for (const auto& d : store->devices()) gpus.push_back({d, store->measurements(d.uuid, {o.dtype, o.op, Problem::array, std::nullopt})});
   } else {
     std::fprintf(stderr, "no tuning database at %s: published figures only\n", path.c_str());
   }
   std::string source;
   auto published = load_published(reference, store.get(), source);
-  if (o.doc.empty()) o.doc = doc.empty() ? default_doc(o.dtype, o.n, published) : doc;
+  if (o.doc.empty()) o.doc = doc.empty() ? default_doc(dtype, o.n, published) : doc;
   if (no_published) published.clear();
   else std::fprintf(stderr, "published figures: %zu rows from %s\n", published.size(), source.c_str());
   CompareTable t;
@@ -165,7 +167,7 @@ int cmd_compare(const std::vector<std::string>& args) {
     std::fprintf(stderr, "no GPU in %s has a valid measurement of %s %s n=%s\n", path.c_str(), dtype.c_str(),
                  op.c_str(), format_size(o.n).c_str());
   if (!plot.empty()) {
-    plot_compare(t, bandwidth_curves(gpus, dtype, op), plot);
+    plot_compare(t, bandwidth_curves(gpus, o.dtype, o.op), plot);
     std::fprintf(stderr, "plot: %s\n", plot.c_str());
   }
   return 0;

@@ -208,7 +208,7 @@ CompareTable compare_table(const std::vector<GpuData>& gpus, const std::vector<d
                            const CompareOptions& o) {
   CompareTable t;
   t.dtype = o.dtype, t.op = o.op, t.n = o.n, t.config = o.config;
-  const std::string prefix = o.doc.empty() ? default_doc(o.dtype, o.n, published) : o.doc;
+  const std::string prefix = o.doc.empty() ? default_doc(std::string(name(o.dtype)), o.n, published) : o.doc;
   for (const MaterialKernel& k : material_kernels())
     if (k.doc.starts_with(prefix)) {
       if (t.doc.empty()) t.doc = k.doc;
@@ -226,7 +226,7 @@ CompareTable compare_table(const std::vector<GpuData>& gpus, const std::vector<d
   std::vector<const GpuData*> measured;
   for (const GpuData& g : gpus)
     if (std::any_of(g.measurements.begin(), g.measurements.end(), [&](const db::Measurement& m) {
-          return m.valid && m.dtype == o.dtype && m.op == o.op && m.n == o.n;
+          return m.valid && m.problem == Problem::array && m.dtype == o.dtype && m.op == o.op && m.n == o.n;
         }))
       measured.push_back(&g);
   for (const GpuData* g : measured) {
@@ -235,7 +235,7 @@ CompareTable compare_table(const std::vector<GpuData>& gpus, const std::vector<d
     if (std::count_if(measured.begin(), measured.end(), [&](const GpuData* h) { return h->device.name == g->device.name; }) > 1)
       c.label += " (" + g->device.uuid.substr(0, std::min<std::size_t>(g->device.uuid.size(), 12)) + ")";
     c.uuid = g->device.uuid;
-    c.dtype = o.dtype, c.n = o.n;
+    c.dtype = std::string(name(o.dtype)), c.n = o.n;
     c.peak_gbps = g->device.peak_gbps;
     t.columns.push_back(c);
   }
@@ -261,7 +261,7 @@ CompareTable compare_table(const std::vector<GpuData>& gpus, const std::vector<d
       CompareCell& c = t.cells[r][col];
       const db::Measurement* best = nullptr;
       for (const db::Measurement& m : g.measurements) {
-        if (!m.valid || m.dtype != o.dtype || m.op != o.op || m.n != o.n) continue;
+        if (!m.valid || m.problem != Problem::array || m.dtype != o.dtype || m.op != o.op || m.n != o.n) continue;
         const bool match = o.config == RowConfig::material ? m.key == t.rows[r].key : cfg && m.variant == cfg->variant;
         if (!match) continue;
         ++c.measurements;
@@ -271,7 +271,7 @@ CompareTable compare_table(const std::vector<GpuData>& gpus, const std::vector<d
     }
     CompareCell& b = t.best[col];
     for (const db::Measurement& m : g.measurements)
-      if (m.valid && m.dtype == o.dtype && m.op == o.op && m.n == o.n) {
+      if (m.valid && m.problem == Problem::array && m.dtype == o.dtype && m.op == o.op && m.n == o.n) {
         ++b.measurements;
         if (!b.present || m.median_us / 1e3 < b.ms)
           b.present = true, b.key = m.key, b.ms = m.median_us / 1e3, b.gbps = m.gbps, b.pct_peak = m.pct_peak;
@@ -300,7 +300,7 @@ std::string format_compare(const CompareTable& t, Format f) {
   std::ostringstream o;
   const std::string cfg = t.config == RowConfig::material ? "material" : "tuned";
   if (f == Format::md) {
-    o << "### " << t.dtype << " " << t.op << ", n = " << format_size(t.n) << ": the kernels of " << t.doc << "\n\n"
+    o << "### " << name(t.dtype) << " " << name(t.op) << ", n = " << format_size(t.n) << ": the kernels of " << t.doc << "\n\n"
       << "Each cell: time, bandwidth (% of that GPU's peak), step speedup / cumulative speedup. "
       << (t.config == RowConfig::material ? "Measured cells are the document's own configuration"
                                           : "Measured cells are the fastest configuration of the row's variant")
@@ -308,7 +308,7 @@ std::string format_compare(const CompareTable& t, Format f) {
          "never measurements of this store.\n\n| # | kernel | configuration |";
     for (const auto& c : t.columns) {
       o << " " << c.label;
-      if (c.published && (c.dtype != t.dtype || c.n != t.n)) o << ", " << c.dtype << " n = " << format_size(c.n);
+      if (c.published && (c.dtype != name(t.dtype) || c.n != t.n)) o << ", " << c.dtype << " n = " << format_size(c.n);
       o << " |";
     }
     o << "\n|---:|---|---|";
@@ -356,7 +356,7 @@ std::string format_compare(const CompareTable& t, Format f) {
     auto line = [&](const std::string& row, const std::string& kernel, const std::string& key, std::size_t c,
                     const CompareCell& x) {
       const CompareColumn& col = t.columns[c];
-      o << csv_field(t.doc) << ',' << t.dtype << ',' << t.op << ',' << t.n << ',' << row << ',' << csv_field(kernel)
+      o << csv_field(t.doc) << ',' << name(t.dtype) << ',' << name(t.op) << ',' << t.n << ',' << row << ',' << csv_field(kernel)
         << ',' << key << ',' << csv_field(col.label) << ',' << (col.published ? "published" : "measured") << ','
         << csv_field(col.gpu) << ',' << col.uuid << ',' << col.dtype << ',' << col.n << ','
         << (col.published ? "" : cfg) << ',' << csv_number(x.ms) << ',' << csv_number(x.gbps) << ','
@@ -387,8 +387,8 @@ std::string format_compare(const CompareTable& t, Format f) {
         s += ", \"measurements\": " + std::to_string(x.measurements);
       return s + "}";
     };
-    o << "{\"doc\": " << json_string(t.doc) << ", \"dtype\": " << json_string(t.dtype)
-      << ", \"op\": " << json_string(t.op) << ", \"n\": " << t.n << ", \"config\": " << json_string(cfg)
+    o << "{\"doc\": " << json_string(t.doc) << ", \"dtype\": " << json_string(name(t.dtype))
+      << ", \"op\": " << json_string(name(t.op)) << ", \"n\": " << t.n << ", \"config\": " << json_string(cfg)
       << ",\n \"columns\": [";
     for (std::size_t c = 0; c < t.columns.size(); ++c) {
       const CompareColumn& col = t.columns[c];
@@ -563,13 +563,12 @@ std::string format_static(const StaticTable& t, Format f) {
 
 // ---- plots -------------------------------------------------------------------------------
 
-std::vector<BandwidthCurve> bandwidth_curves(const std::vector<GpuData>& gpus, const std::string& dtype,
-                                             const std::string& op) {
+std::vector<BandwidthCurve> bandwidth_curves(const std::vector<GpuData>& gpus, DType dtype, Op op) {
   std::vector<BandwidthCurve> out;
   for (const GpuData& g : gpus) {
     std::map<std::uint64_t, const db::Measurement*> best;
     for (const db::Measurement& m : g.measurements)
-      if (m.valid && m.dtype == dtype && m.op == op && !std::isnan(m.gbps)) {
+      if (m.valid && m.problem == Problem::array && m.dtype == dtype && m.op == op && !std::isnan(m.gbps)) {
         const db::Measurement*& b = best[m.n];
         if (!b || m.median_us < b->median_us) b = &m;
       }
@@ -641,7 +640,7 @@ void plot_compare(const CompareTable& t, const std::vector<BandwidthCurve>& curv
   gp << "set terminal " << terminal << "\nset output " << gp_string(fs::absolute(path).string()) << "\n"
      << "set encoding utf8\nset termoption noenhanced\nset key outside bottom center vertical noautotitle\n"
      << "set grid\nset multiplot layout 1,2 title "
-     << gp_string("reduce-tune: " + t.dtype + " " + t.op + " (best configuration per size; the kernels of " + t.doc + ")")
+     << gp_string("reduce-tune: " + std::string(name(t.dtype)) + " " + std::string(name(t.op)) + " (best configuration per size; the kernels of " + t.doc + ")")
      << "\n";
   // Left: GB/s against size, one curve per GPU.
   gp << "set title 'Bandwidth against size'\nset logscale x 2\nset format x '2^%L'\n"

@@ -32,7 +32,8 @@ std::string published_label(const db::PublishedRecord& r);
 
 // ---- measured comparison -----------------------------------------------------------------
 
-/// One GPU of a store and its measurements (any dtype, op and n; filtered by compare_table).
+/// One GPU of a store and its measurements (any dtype, op and n; filtered by compare_table; the
+/// array problem only is compared).
 struct GpuData {
   db::DeviceRecord device;
   std::vector<db::Measurement> measurements;
@@ -45,7 +46,8 @@ enum class RowConfig {
 };
 
 struct CompareOptions {
-  std::string dtype = "float32", op = "sum";
+  DType dtype = DType::f32;
+  Op op = Op::sum;
   std::uint64_t n = std::uint64_t(1) << 28;
   std::string doc;               ///< document prefix ("004"); empty: default_doc()
   RowConfig config = RowConfig::material;
@@ -84,7 +86,9 @@ struct CompareRow {
 };
 
 struct CompareTable {
-  std::string doc, dtype, op;
+  std::string doc;
+  DType dtype = DType::f32;
+  Op op = Op::sum;
   std::uint64_t n = 0;
   RowConfig config = RowConfig::material;
   std::vector<CompareRow> rows;
@@ -150,8 +154,7 @@ struct BandwidthCurve {
   std::vector<std::pair<std::uint64_t, double>> points; ///< (n, GB/s), n ascending
 };
 /// Per GPU with valid measurements of (dtype, op): the best configuration's GB/s per size.
-std::vector<BandwidthCurve> bandwidth_curves(const std::vector<GpuData>& gpus, const std::string& dtype,
-                                             const std::string& op);
+std::vector<BandwidthCurve> bandwidth_curves(const std::vector<GpuData>& gpus, DType dtype, Op op);
 
 /// Draws, with gnuplot, GB/s against size (one curve per GPU, best configuration) and the
 /// material's staircase (kernel vs time, one line per GPU; published tables dashed) into `path`,

@@ -13,6 +13,7 @@
 #include "tuner/report.h"
 #include "tuner/sizes.h"
 #include "tuner/supervisor.h"
+#include "tuner/segmented_sweep.h"
 #include "tuner/sweep.h"
 
 #include <boost/program_options.hpp>
@@ -277,14 +278,19 @@ std::vector<db::Measurement> run_measurements(const SweepOptions& o, const std::
                                               std::int64_t run_id) {
   db::Store store(o.db_path.empty() ? db::default_store_path() : o.db_path);
   std::vector<db::Measurement> all = store.measurements(uuid), out;
-  std::map<std::tuple<std::string, std::string, std::string, std::uint64_t>, std::size_t> latest;
+  std::map<std::tuple<std::string, DType, Op, std::uint64_t, std::uint64_t>, std::size_t> latest;
+  const bool array = o.problem == Problem::array;
   const auto sizes = o.sizes.empty() ? default_sizes() : o.sizes;
+  const auto shapes = o.shapes.empty() && !array ? default_shapes(o.problem) : o.shapes;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto& m = all[i];
     if (m.run_id != run_id && !o.resume) continue;
-    if (std::find(sizes.begin(), sizes.end(), m.n) == sizes.end()) continue;
-    if (std::find(o.dtypes.begin(), o.dtypes.end(), *parse_dtype(m.dtype)) == o.dtypes.end()) continue;
-    latest[{m.key, m.dtype, m.op, m.n}] = i; // oldest first: the last one wins
+    if (m.problem != o.problem) continue;
+    if (array ? std::find(sizes.begin(), sizes.end(), m.n) == sizes.end()
+              : std::find(shapes.begin(), shapes.end(), m.shape()) == shapes.end())
+      continue;
+    if (std::find(o.dtypes.begin(), o.dtypes.end(), m.dtype) == o.dtypes.end()) continue;
+    latest[{m.key, m.dtype, m.op, m.count, m.n}] = i; // oldest first: the last one wins
   }
   for (const auto& [k, i] : latest) out.push_back(all[i]);
   return out;
@@ -312,9 +318,9 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     const SweepResult r = sweep(t.sweep, [&](const Progress& p) {
       if (p.phase == "stored" || (!tty && p.elapsed_s - last < 5 && p.done != p.total)) return;
       last = p.elapsed_s;
-      std::fprintf(stderr, "%s[%s] %zu/%zu %s %s %s n=%s  elapsed %s eta %s%s", tty ? "\r\033[K" : "",
-                   p.phase.c_str(), p.done, p.total, p.key.c_str(), p.dtype.c_str(), p.op.c_str(),
-                   format_size(p.n).c_str(), format_eta(p.elapsed_s).c_str(), format_eta(p.eta_s).c_str(),
+      std::fprintf(stderr, "%s[%s] %zu/%zu %s %s  elapsed %s eta %s%s", tty ? "\r\033[K" : "",
+                   p.phase.c_str(), p.done, p.total, p.key.c_str(), p.key.empty() ? "" : point_text(p).c_str(),
+                   format_eta(p.elapsed_s).c_str(), format_eta(p.eta_s).c_str(),
                    tty ? "" : "\n");
     }, [] { return g_stop.load(); });
     shown.push_back({r.device, r.run_id, r.interrupted ? "interrupted" : "done", r.times.total_s, 0, {}});
@@ -342,7 +348,7 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
                       q.done, q.total, format_eta(q.eta_s).c_str());
         line += buf;
       }
-      if (latest.size() == 1) line += p.key + " " + p.dtype + " " + p.op + " n=" + format_size(p.n);
+      if (latest.size() == 1 && !p.key.empty()) line += p.key + " " + point_text(p);
       std::fprintf(stderr, "%s%s%s", tty ? "\r\033[K" : "", line.c_str(), tty ? "" : "\n");
     }, [] { return g_stop.load(); });
     if (tty) std::fprintf(stderr, "\n");
@@ -357,8 +363,9 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     if (t.material.empty()) {
       tables = material_tables(ms, s.device.name);
     } else {
-      std::set<std::tuple<std::string, std::string, std::uint64_t>> problems;
-      for (const auto& m : ms) problems.insert({m.dtype, m.op, m.n});
+      std::set<std::tuple<DType, Op, std::uint64_t>> problems;
+      for (const auto& m : ms)
+        if (m.problem == Problem::array) problems.insert({m.dtype, m.op, m.n});
       for (const auto& [d, op, n] : problems)
         tables.push_back(material_doc_table(ms, t.material, d, op, n, s.device.name));
     }
@@ -376,8 +383,7 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     for (const auto& i : s.incidents) std::fprintf(stderr, "  incident: %s\n", i.c_str());
     for (const auto& m : ms)
       if (!m.valid)
-        std::fprintf(stderr, "  FAILED %s %s %s n=%s: %s\n", m.key.c_str(), m.dtype.c_str(), m.op.c_str(),
-                     format_size(m.n).c_str(), m.error.c_str());
+        std::fprintf(stderr, "  FAILED %s %s: %s\n", m.key.c_str(), point_text(m).c_str(), m.error.c_str());
   }
   std::fprintf(stderr, "wall time %.1f s for %zu GPU(s)\n", wall, shown.size());
   if (interrupted) {
@@ -532,25 +538,40 @@ int cmd_compile(const std::vector<std::string>& args) {
 
 int cmd_query(const std::vector<std::string>& args) {
   po::options_description desc("reduce-tune query options");
-  std::string db_path, dtype = "float32", op = "sum", n_text, uuid;
+  std::string db_path, dtype_text = "float32", op_text = "sum", n_text, uuid, problem_text = "array", shape_text;
   int device = -1;
   desc.add_options()
     ("help,h", "this help")
     ("device", po::value(&device), "GPU ordinal (needs the GPU to read its UUID)")
     ("uuid", po::value(&uuid), "GPU UUID as stored (works without a GPU)")
-    ("dtype", po::value(&dtype)->default_value(dtype), "dtype")
-    ("op", po::value(&op)->default_value(op), "op")
-    ("n", po::value(&n_text), "number of elements, e.g. 1000000 or 2^20")
+    ("dtype", po::value(&dtype_text)->default_value(dtype_text), "dtype")
+    ("op", po::value(&op_text)->default_value(op_text), "op")
+    ("problem", po::value(&problem_text)->default_value(problem_text), "array, rows, columns or segments")
+    ("n", po::value(&n_text), "array problem: number of elements, e.g. 1000000 or 2^20")
+    ("shape", po::value(&shape_text), "segmented problems: ROWSxCOLS (rows, columns) or SEGMENTSxMEAN")
     ("db", po::value(&db_path), "tuning database");
   auto vm = parse(args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
   }
-  if (n_text.empty()) throw Usage("query needs --n");
-  const std::uint64_t n = parse_n(n_text);
-  if (!parse_dtype(dtype)) throw Usage("unknown dtype '" + dtype + "'");
-  if (!parse_op(op)) throw Usage("unknown op '" + op + "'");
+  const Problem problem = problem_option(problem_text);
+  Shape shape;
+  if (problem == Problem::array) {
+    if (n_text.empty()) throw Usage("query needs --n");
+    if (!shape_text.empty()) throw Usage("--shape is for --problem rows, columns or segments");
+    shape = {1, parse_n(n_text)};
+  } else {
+    if (shape_text.empty()) throw Usage("query --problem " + problem_text + " needs --shape");
+    if (!n_text.empty()) throw Usage("--n is for the array problem; --shape gives a segmented shape");
+    const auto shapes = parse_shapes(shape_text, problem);
+    if (shapes.size() != 1) throw Usage("--shape takes one shape");
+    shape = shapes[0];
+  }
+  const auto dtype = parse_dtype(dtype_text);
+  const auto op = parse_op(op_text);
+  if (!dtype) throw Usage("unknown dtype '" + dtype_text + "'");
+  if (!op) throw Usage("unknown op '" + op_text + "'");
   if (device >= 0) uuid = cuda::device_info(device).uuid;
   const std::string path = db_path.empty() ? db::default_store_path() : db_path;
   db::Store store(path);
@@ -565,19 +586,19 @@ int cmd_query(const std::vector<std::string>& args) {
   } else {
     devs = store.devices();
   }
+  db::Measurement asked;
+  asked.dtype = *dtype, asked.op = *op, asked.problem = problem, asked.count = shape.count, asked.n = shape.length;
   int found = 0;
   for (const auto& d : devs) {
-    auto b = store.nearest(d.uuid, dtype, op, n);
+    auto b = store.nearest(d.uuid, *dtype, *op, problem, shape);
     if (!b) continue;
     ++found;
-    std::printf("%s (%s): %s %s n=%s -> %s  %.2f us  %.1f GB/s  %.1f%% of peak%s\n", d.name.c_str(),
-                d.uuid.c_str(), dtype.c_str(), op.c_str(), format_size(n).c_str(), b->m.key.c_str(),
-                b->m.median_us, b->m.gbps, b->m.pct_peak,
-                b->n == n ? "  (tuned at this size)"
-                          : ("  (nearest tuned size " + format_size(b->n) + ")").c_str());
+    std::printf("%s (%s): %s -> %s  %.2f us  %.1f GB/s  %.1f%% of peak%s\n", d.name.c_str(), d.uuid.c_str(),
+                point_text(asked).c_str(), b->m.key.c_str(), b->m.median_us, b->m.gbps, b->m.pct_peak,
+                b->shape == shape ? "  (tuned at this shape)" : ("  (nearest tuned: " + point_text(b->m) + ")").c_str());
   }
   if (!found) {
-    std::fprintf(stderr, "no tuning stored for %s %s in %s\n", dtype.c_str(), op.c_str(), path.c_str());
+    std::fprintf(stderr, "no tuning stored for %s in %s\n", point_text(asked).c_str(), path.c_str());
     return 1;
   }
   return 0;

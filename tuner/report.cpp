@@ -19,7 +19,7 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-std::string json_string(const std::string& s) {
+std::string json_string(std::string_view s) {
   std::string r = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') r += '\\';
@@ -42,14 +42,21 @@ void finish(Table& t) {
   if (!t.rows.empty()) t.best.cumulative = t.rows.front().us / t.best.us, t.best.step = 0;
 }
 
+/// "n = 2^20" for the array problem, "rows: 1K x 4K" (results x elements each) otherwise.
+std::string shape_text(const Table& t) {
+  if (t.problem == Problem::array) return "n = " + format_size(t.n);
+  return std::string(name(t.problem)) + ": " + format_size(t.count) + " x " + format_size(t.n);
+}
+
 } // namespace
 
 std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const std::string& device) {
-  // (dtype, op, n) -> variant -> best measurement
-  std::map<std::tuple<std::string, std::string, std::uint64_t>, std::map<std::string, const db::Measurement*>> best;
-  std::map<std::tuple<std::string, std::string, std::uint64_t>, std::pair<std::size_t, std::size_t>> counts;
+  // (dtype, op, problem, count, n) -> variant -> best measurement
+  using Key = std::tuple<DType, Op, Problem, std::uint64_t, std::uint64_t>;
+  std::map<Key, std::map<std::string, const db::Measurement*>> best;
+  std::map<Key, std::pair<std::size_t, std::size_t>> counts;
   for (const auto& m : ms) {
-    const auto k = std::make_tuple(m.dtype, m.op, m.n);
+    const Key k{m.dtype, m.op, m.problem, m.count, m.n};
     auto& c = counts[k];
     ++c.first;
     if (!m.valid) {
@@ -63,9 +70,9 @@ std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const
   for (const auto& [k, per_variant] : best) {
     Table t;
     t.device = device;
-    std::tie(t.dtype, t.op, t.n) = k;
+    std::tie(t.dtype, t.op, t.problem, t.count, t.n) = k;
     std::tie(t.measured, t.failed) = counts[k];
-    for (const Variant& v : variants()) {
+    for (const Variant& v : variants(t.problem)) {
       auto it = per_variant.find(std::string(v.name));
       if (it == per_variant.end()) continue;
       const db::Measurement& m = *it->second;
@@ -78,7 +85,7 @@ std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const
 }
 
 Table material_doc_table(const std::vector<db::Measurement>& ms, const std::string& doc_prefix,
-                         const std::string& dtype, const std::string& op, std::uint64_t n,
+                         DType dtype, Op op, std::uint64_t n,
                          const std::string& device) {
   Table t;
   t.device = device, t.dtype = dtype, t.op = op, t.n = n;
@@ -86,7 +93,7 @@ Table material_doc_table(const std::vector<db::Measurement>& ms, const std::stri
     if (!k.doc.starts_with(doc_prefix)) continue;
     const db::Measurement* found = nullptr;
     for (const auto& m : ms)
-      if (m.key == k.key && m.dtype == dtype && m.op == op && m.n == n) {
+      if (m.key == k.key && m.dtype == dtype && m.op == op && m.problem == Problem::array && m.n == n) {
         ++t.measured;
         t.failed += !m.valid;
         if (m.valid && (!found || m.median_us < found->median_us)) found = &m;
@@ -102,11 +109,11 @@ std::string format_tables(const std::vector<Table>& tables, Format f) {
   std::ostringstream o;
   if (f == Format::json) o << "[";
   if (f == Format::csv)
-    o << "device,dtype,op,n,kernel,key,time_us,gbps,step_speedup,cumulative_speedup,pct_peak\n";
+    o << "device,dtype,op,problem,count,n,kernel,key,time_us,gbps,step_speedup,cumulative_speedup,pct_peak\n";
   bool first_table = true;
   for (const Table& t : tables) {
     if (f == Format::md) {
-      o << "\n### " << t.device << ": " << t.dtype << " " << t.op << ", n = " << format_size(t.n)
+      o << "\n### " << t.device << ": " << name(t.dtype) << " " << name(t.op) << ", " << shape_text(t)
         << " (" << t.measured << " measured, " << t.failed << " failed the check)\n\n"
         << "| kernel | best configuration | time (us) | bandwidth (GB/s) | step speedup | "
            "cumulative speedup | % of peak |\n|---|---|---:|---:|---:|---:|---:|\n";
@@ -119,7 +126,8 @@ std::string format_tables(const std::vector<Table>& tables, Format f) {
         << fixed(t.best.pct_peak, 1) << "** |\n";
     } else if (f == Format::csv) {
       auto row = [&](const TableRow& r, const std::string& kernel) {
-        o << '"' << t.device << "\"," << t.dtype << ',' << t.op << ',' << t.n << ',' << kernel << ','
+        o << '"' << t.device << "\"," << name(t.dtype) << ',' << name(t.op) << ',' << name(t.problem) << ','
+          << t.count << ',' << t.n << ',' << kernel << ','
           << r.key << ',' << fixed(r.us, 3) << ',' << fixed(r.gbps, 2) << ',' << fixed(r.step, 3)
           << ',' << fixed(r.cumulative, 3) << ',' << fixed(r.pct_peak, 2) << '\n';
       };
@@ -127,8 +135,8 @@ std::string format_tables(const std::vector<Table>& tables, Format f) {
       row(t.best, "best");
     } else {
       o << (first_table ? "" : ",") << "\n {\"device\": " << json_string(t.device)
-        << ", \"dtype\": " << json_string(t.dtype) << ", \"op\": " << json_string(t.op)
-        << ", \"n\": " << t.n << ", \"measured\": " << t.measured << ", \"failed\": " << t.failed
+        << ", \"dtype\": " << json_string(name(t.dtype)) << ", \"op\": " << json_string(name(t.op))
+        << ", \"problem\": " << json_string(name(t.problem)) << ", \"count\": " << t.count << ", \"n\": " << t.n << ", \"measured\": " << t.measured << ", \"failed\": " << t.failed
         << ", \"best\": " << json_string(t.best.key) << ", \"rows\": [";
       for (const TableRow& r : t.rows)
         o << (&r == &t.rows.front() ? "" : ", ") << "{\"kernel\": " << json_string(r.kernel)

@@ -76,8 +76,8 @@ std::string describe_exit(int status, bool timed_out, double timeout_s) {
 std::string progress_line(const Progress& p) {
   std::ostringstream o;
   o << "rt-progress " << p.phase << ' ' << p.done << ' ' << p.total << ' ' << p.elapsed_s << ' '
-    << p.eta_s << ' ' << (p.key.empty() ? "-" : p.key) << ' ' << (p.dtype.empty() ? "-" : p.dtype)
-    << ' ' << (p.op.empty() ? "-" : p.op) << ' ' << p.n << '\n';
+    << p.eta_s << ' ' << (p.key.empty() ? "-" : p.key) << ' ' << name(p.dtype) << ' ' << name(p.op)
+    << ' ' << name(p.problem) << ' ' << p.count << ' ' << p.n << '\n';
   return o.str();
 }
 
@@ -85,12 +85,17 @@ bool parse_progress_line(const std::string& line, Progress& p) {
   std::istringstream in(line);
   std::string tag;
   Progress q;
-  if (!(in >> tag >> q.phase >> q.done >> q.total >> q.elapsed_s >> q.eta_s >> q.key >> q.dtype >>
-        q.op >> q.n) ||
+  std::string dtype, op, problem;
+  if (!(in >> tag >> q.phase >> q.done >> q.total >> q.elapsed_s >> q.eta_s >> q.key >> dtype >> op >>
+        problem >> q.count >> q.n) ||
       tag != "rt-progress")
     return false;
-  for (std::string* s : {&q.key, &q.dtype, &q.op})
-    if (*s == "-") s->clear();
+  const auto d = parse_dtype(dtype);
+  const auto o = parse_op(op);
+  const auto pr = parse_problem(problem);
+  if (!d || !o || !pr) return false;
+  q.dtype = *d, q.op = *o, q.problem = *pr;
+  if (q.key == "-") q.key.clear();
   p = q;
   return true;
 }
@@ -177,7 +182,8 @@ std::vector<DeviceOutcome> supervise(const SweepOptions& o, const SupervisorOpti
         const bool on_point = w.busy || code == kWorkerCudaFault;
         if (on_point) {
           const auto& c = w.current;
-          const auto held = store.measured_keys(d.device.uuid, c.dtype, c.op, c.n, d.run_id);
+          const auto held = store.measured_keys(d.device.uuid, c.dtype, c.op, c.problem, Shape{c.count, c.n},
+                                                d.run_id);
           if (std::find(held.begin(), held.end(), c.key) == held.end()) {
             db::Measurement m;
             m.key = c.key;
@@ -186,13 +192,13 @@ std::vector<DeviceOutcome> supervise(const SweepOptions& o, const SupervisorOpti
               m.vec = cfg->vec, m.grid = cfg->grid;
               m.tail = name(cfg->tail), m.finish = name(cfg->finish);
             }
-            m.dtype = c.dtype, m.op = c.op, m.n = c.n;
+            m.dtype = c.dtype, m.op = c.op, m.problem = c.problem, m.count = c.count, m.n = c.n;
             m.valid = false;
             m.error = why;
             m.cold = !o.hot;
             store.add_measurements(d.run_id, {m});
           }
-          d.incidents.push_back(c.key + " " + c.dtype + " " + c.op + " n=" + std::to_string(c.n) + ": " + why);
+          d.incidents.push_back(c.key + " " + point_text(c) + ": " + why);
         } else {
           d.incidents.push_back("not on a point: " + why);
         }

@@ -3,6 +3,7 @@
 
 #include "kernels/runner.h"
 #include "tuner/eta.h"
+#include "tuner/segmented_sweep.h"
 #include "tuner/sizes.h"
 
 #include <unistd.h>
@@ -57,7 +58,7 @@ std::vector<Config> selected(const SweepOptions& o) {
     }
     return out;
   }
-  for (const Variant& v : variants()) {
+  for (const Variant& v : variants(o.problem)) {
     if (!in(o.variants, std::string(v.name))) continue;
     for (const Config& c : space(v))
       if (in(o.blocks, c.block) && in(o.unrolls, c.unroll) && in(o.tails, c.tail) &&
@@ -82,7 +83,7 @@ std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm
   const std::vector<Config> configs = selected(o);
   for (DType d : o.dtypes)
     for (Op op : o.ops) {
-      const Target t{d, op, cc, max_block, sm_count, o.allow_unsafe};
+      const Target t{d, op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
       for (const Config& c : configs) {
         if (auto why = invalid_reason(c, t)) {
           if (skipped) skipped->push_back({key(c), std::string(name(d)), std::string(name(op)), 0, *why});
@@ -97,6 +98,17 @@ std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm
 } // namespace
 
 std::optional<std::string> too_large(const SweepOptions& o, std::int64_t total_mem) {
+  if (o.problem != Problem::array) { // the input and one result per segment
+    for (DType d : o.dtypes)
+      for (const Shape& sh : o.shapes.empty() ? default_shapes(o.problem) : o.shapes) {
+        const double need = double(sh.elements() + sh.count) * double(size_of(d));
+        if (need > double(total_mem))
+          return std::to_string(sh.count) + " x " + std::to_string(sh.length) + " of " +
+                 std::string(name(d)) + " needs " + std::to_string(std::uint64_t(need / (1 << 30))) +
+                 " GiB of GPU memory; the GPU has " + std::to_string(total_mem >> 30) + " GiB";
+      }
+    return std::nullopt;
+  }
   bool in_place = false;
   for (const Config& c : selected(o)) in_place |= find_variant(c.variant)->in_place;
   for (DType d : o.dtypes)
@@ -143,7 +155,8 @@ std::size_t precompile(const SweepOptions& o, int cc, int max_block, int sm_coun
               [&](std::size_t done, std::size_t total) {
                 if (progress) {
                   const double el = seconds_since(t0);
-                  progress({done, total, "compile", "", "", "", 0, el, compile_eta(done, total, el)});
+                  progress({.done = done, .total = total, .phase = "compile", .elapsed_s = el,
+                            .eta_s = compile_eta(done, total, el)});
                 }
               });
   return cache.misses();
@@ -154,6 +167,18 @@ std::vector<std::uint64_t> default_sizes() {
   for (int e = 10; e <= 28; e += 2) s.push_back(std::uint64_t(1) << e);
   return s;
 }
+
+namespace {
+std::string point_text(DType dtype, Op op, Problem problem, Shape shape) {
+  std::string s = std::string(name(dtype)) + " " + std::string(name(op));
+  if (problem == Problem::array) return s + " n=" + format_size(shape.length);
+  return s + " " + std::string(name(problem)) + " " + format_size(shape.count) + " x " +
+         format_size(shape.length);
+}
+} // namespace
+
+std::string point_text(const Progress& p) { return point_text(p.dtype, p.op, p.problem, {p.count, p.n}); }
+std::string point_text(const db::Measurement& m) { return point_text(m.dtype, m.op, m.problem, m.shape()); }
 
 SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress&)>& progress,
                   const std::function<bool()>& stop) {
@@ -177,7 +202,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   {
     const auto outcomes = compile_all(loader, jobs, 0, [&](std::size_t done, std::size_t total) {
       if (progress)
-        progress({done, total, "compile", "", "", "", 0, seconds_since(t_start),
+        progress({.done = done, .total = total, .phase = "compile", .elapsed_s = seconds_since(t_start), .eta_s =
                   compile_eta(done, total, seconds_since(t_compile))});
     });
     res.compiled = cache.misses();
@@ -192,6 +217,15 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
     jobs = std::move(ok);
   }
   res.times.compile_s = seconds_since(t_compile);
+
+  if (o.problem != Problem::array) {
+    SweepSetup setup{info, loader, store, progress, stop,
+                     std::chrono::duration<double>(t_start.time_since_epoch()).count()};
+    measure_segmented(o, jobs, setup, res);
+    if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");
+    res.times.total_s = seconds_since(t_start);
+    return res;
+  }
 
   std::vector<std::uint64_t> sizes = o.sizes.empty() ? default_sizes() : o.sizes;
   const std::size_t total = jobs.size() * sizes.size();
@@ -248,23 +282,24 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         const Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe};
         // Points this run already holds (a restarted worker), or any run (--resume), are done.
         std::set<std::string> stored;
-        const std::string dn(name(d)), on(name(op));
         if (o.resume || o.run_id)
-          for (const auto& k : store.measured_keys(info.uuid, dn, on, n, o.resume ? 0 : o.run_id))
+          for (const auto& k : store.measured_keys(info.uuid, d, op, Problem::array, Shape{1, n},
+                                                   o.resume ? 0 : o.run_id))
             stored.insert(k);
         if (!stored.empty())
-          for (const auto& m : store.measurements(info.uuid, dn, on, n))
+          for (const auto& m : store.measurements(info.uuid, {d, op, Problem::array, Shape{1, n}}))
             if (stored.count(m.key) && (o.resume || m.run_id == o.run_id)) res.measurements.push_back(m);
         double best_us = 1e300;
         for (const auto& m : res.measurements)
-          if (m.valid && m.dtype == dn && m.op == on && m.n == n) best_us = std::min(best_us, m.median_us);
+          if (m.valid && m.dtype == d && m.op == op && m.problem == Problem::array && m.n == n) best_us = std::min(best_us, m.median_us);
         // Each measurement is committed as it completes: a crash or kill -9 loses none.
         auto keep = [&](const db::Measurement& m) {
           store.add_measurements(res.run_id, {m});
           res.measurements.push_back(m);
           eta.measured(double(n) * double(es));
           if (progress)
-            progress({done, total, "stored", m.key, dn, on, n, seconds_since(t_start), eta.remaining_s()});
+            progress({.done = done, .total = total, .phase = "stored", .key = m.key, .dtype = d, .op = op, .n = n,
+                      .elapsed_s = seconds_since(t_start), .eta_s = eta.remaining_s()});
         };
         // The catalogue runs from the material's slowest kernels to the fastest: measure in
         // reverse, so the best time is known early and slow configurations get few repetitions.
@@ -282,14 +317,15 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             continue;
           }
           if (progress)
-            progress({done, total, "measure", k, dn, on, n, seconds_since(t_start), eta.remaining_s()});
+            progress({.done = done, .total = total, .phase = "measure", .key = k, .dtype = d, .op = op, .n = n,
+                      .elapsed_s = seconds_since(t_start), .eta_s = eta.remaining_s()});
           db::Measurement m;
           m.key = k;
           m.variant = j.config.variant;
           m.block = j.config.block, m.unroll = j.config.unroll, m.vec = j.config.vec,
           m.grid = j.config.grid;
           m.tail = name(j.config.tail), m.finish = name(j.config.finish);
-          m.dtype = name(d), m.op = name(op);
+          m.dtype = d, m.op = op;
           m.n = n;
           m.seed = seed;
           m.cold = !o.hot;

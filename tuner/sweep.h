@@ -50,11 +50,19 @@ struct Skip {
 struct Progress {
   std::size_t done = 0, total = 0;
   std::string phase;              ///< "compile", "measure" (before a point) or "stored" (after it)
-  std::string key, dtype, op;     ///< the point being measured
-  std::uint64_t n = 0;
+  std::string key;                ///< the point being measured; empty while compiling
+  DType dtype = DType::f32;       ///< the problem it is measured on (when key is set)
+  Op op = Op::sum;
+  Problem problem = Problem::array;
+  std::uint64_t count = 1, n = 0; ///< shape: results x elements each
   double elapsed_s = 0;
   double eta_s = -1;               ///< seconds left (see tuner/eta.h); negative while unknown
 };
+
+/// "float32 sum n=1M", or "float32 sum rows 1K x 4K" (results x elements each): the point of a
+/// progress event, for messages.
+std::string point_text(const Progress& p);
+std::string point_text(const db::Measurement& m);
 
 /// Where the time went.
 struct SweepTimes {

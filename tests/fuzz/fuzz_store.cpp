@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+using namespace reduce_tune;
 using namespace reduce_tune::db;
 namespace fs = std::filesystem;
 
@@ -51,7 +52,7 @@ Measurement measurement(std::uint64_t n, double us) {
   m.key = "unrolling.b256.u4.host";
   m.variant = "unrolling";
   m.block = 256, m.unroll = 4;
-  m.tail = "none", m.finish = "host", m.dtype = "float32", m.op = "sum";
+  m.tail = "none", m.finish = "host", m.dtype = DType::f32, m.op = Op::sum;
   m.n = n, m.median_us = m.min_us = m.max_us = us, m.reps = 3, m.valid = true;
   return m;
 }
@@ -63,9 +64,9 @@ void exercise(Store& s) {
     (void)s.device(d.uuid);
     (void)s.bests(d.uuid);
     (void)s.measurements(d.uuid);
-    (void)s.nearest(d.uuid, "float32", "sum", 1000);
-    (void)s.nearest_same_arch(d.cc_major, d.cc_minor, "float32", "sum", 1u << 20);
-    (void)s.measured_keys(d.uuid, "float32", "sum", 1024);
+    (void)s.nearest(d.uuid, DType::f32, Op::sum, Problem::array, Shape{1, 1000});
+    (void)s.nearest_same_arch(d.cc_major, d.cc_minor, DType::f32, Op::sum, Problem::array, Shape{1, 1u << 20});
+    (void)s.measured_keys(d.uuid, DType::f32, Op::sum, Problem::array, Shape{1, 1024});
   }
   (void)s.runs();
   DeviceRecord d;
@@ -75,7 +76,7 @@ void exercise(Store& s) {
   const std::int64_t run = s.begin_run({0, d.uuid, "0", "0", "", "", "", "", ""});
   s.add_measurements(run, {measurement(1024, 2.0), measurement(4096, 3.0)});
   s.end_run(run, "done");
-  (void)s.nearest(d.uuid, "float32", "sum", 2000);
+  (void)s.nearest(d.uuid, DType::f32, Op::sum, Problem::array, Shape{1, 2000});
 }
 
 } // namespace

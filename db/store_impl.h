@@ -1,0 +1,76 @@
+// reduce-tune store: the open database (Store::Impl) and the row formats the store's files share.
+// Internal to db/.
+#pragma once
+
+#include "db/sqlite.h"
+#include "db/store.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace reduce_tune::db {
+
+/// Marks a database as ours (PRAGMA application_id), so a foreign one is recognised even when it
+/// happens to use user_version too.
+inline constexpr int kApplicationId = 0x52447475; // "RDtu"
+
+// Column lists, in the order the row readers below expect them.
+extern const std::string kDeviceCols;
+extern const std::string kRunCols;
+extern const std::string kMeasurementCols; ///< of measurements as `m`
+extern const std::string kSelectBest;      ///< device, run and kMeasurementCols of best `b` JOIN `m`
+
+DeviceRecord read_device(const sql::Stmt& s);
+RunRecord read_run(const sql::Stmt& s);
+/// Reads kMeasurementCols starting at column c; nullopt for a dtype, op or problem this build
+/// does not know (a newer build's row).
+std::optional<Measurement> read_measurement(const sql::Stmt& s, int c);
+std::optional<Best> read_best(const sql::Stmt& s);
+
+struct Store::Impl {
+  std::unique_ptr<sqlite3, sql::CloseDb> db;
+  std::unordered_map<std::string, sql::Stmt> cache; // declared after db: finalized before the close
+
+  /// Opens (creating) the file, refuses an unusable one, migrates an older one (schema.cpp).
+  explicit Impl(const std::string& path);
+
+  /// Binds args to ?1, ?2, ... of the cached statement for sql.
+  template <class... A> sql::Query query(const std::string& text, const A&... args) {
+    sql::Query q(&cache.try_emplace(text, db.get(), text).first->second);
+    int i = 0;
+    (q->bind(++i, args), ...);
+    return q;
+  }
+
+  /// Runs body in a write transaction, under retry_busy.
+  template <class F> void write(F&& body) {
+    sql::retry_busy([&] {
+      sql::Transaction tx(db.get());
+      body();
+      tx.commit();
+    });
+  }
+
+  /// Recomputes the best row of (device, dtype, op, problem, count, n) from its measurements: the
+  /// valid one with the lowest median wins, ties to the earliest row; an invalid one never does.
+  /// Names are as stored (writes.cpp).
+  void refresh_best(const std::string& uuid, const std::string& dtype, const std::string& op,
+                    const std::string& problem, std::int64_t count, std::int64_t n);
+
+  /// Throws unless the database is empty or a reduce-tune one this build can read; returns its
+  /// user_version (schema.cpp).
+  int refuse_unusable();
+  /// Applies the missing migrations (schema.cpp).
+  void migrate();
+
+  template <class... A> std::optional<Best> best_where(const std::string& where, const A&... args) {
+    const auto q = query(kSelectBest + where, args...);
+    while (q->step())
+      if (auto b = read_best(*q)) return b;
+    return std::nullopt;
+  }
+};
+
+} // namespace reduce_tune::db

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The segmented problems on the lent GPU machine in one call: their GPU tests, the default
+# segmented sweep of each problem (timed: the issue asks <= 120 s each on the H100), lookups from
+# the store it wrote, and the segmented bench when it is built. Logs under $OUT; a summary last.
+# From the repository root on the GPU machine, after scripts/device-build.sh here:
+#   scripts/device-segmented.sh [tests|sweep|bench ...]   (default: all three)
+set -uo pipefail
+OUT=${OUT:-/tmp/rt-out}
+L=$OUT/logs
+mkdir -p "$L"
+B=build-device
+export REDUCE_TUNE_CACHE=/tmp/rt-cache REDUCE_TUNE_DB="$L/segmented.db"
+steps=${*:-tests sweep bench}
+summary=()
+note() { summary+=("$*"); echo "== $*"; }
+since() { echo $(( $(date +%s) - $1 )); }
+has() { [[ " $steps " == *" $1 "* ]]; }
+
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$L/gpu.txt" 2>&1
+note "gpu: $(head -1 "$L/gpu.txt")"
+if has tests; then
+  t0=$(date +%s)
+  $B/tests/reduce_tune_gpu_tests "[segmented]" > "$L/gpu-tests-segmented.log" 2>&1
+  note "segmented GPU tests exit $? ($(since $t0) s): $(tail -2 "$L/gpu-tests-segmented.log" | tr '\n' ' ')"
+  t0=$(date +%s)
+  $B/tests/reduce_tune_gpu_tests "~[segmented]" > "$L/gpu-tests-other.log" 2>&1
+  note "other GPU tests exit $? ($(since $t0) s): $(tail -2 "$L/gpu-tests-other.log" | tr '\n' ' ')"
+fi
+if has sweep; then
+  for p in rows columns segments; do
+    t0=$(date +%s)
+    timeout 150 $B/reduce-tune tune --device 0 --problem $p > "$L/sweep-$p.md" 2> "$L/sweep-$p.err"
+    rc=$?
+    note "default $p sweep exit $rc in $(since $t0) s: $(grep -E 'run [0-9]+|wall time' "$L/sweep-$p.err" | tr '\n' ' ' | cut -c1-300)"
+  done
+  for q in "rows --shape 4096x4096" "rows --shape 2^20x16" "rows --shape 16x2^20" "columns --shape 2^14x1024" \
+           "columns --shape 1024x16" "segments --shape 2^16x256"; do
+    $B/reduce-tune query --device 0 --problem $q >> "$L/queries.txt" 2>&1
+  done
+  note "queries: $(wc -l < "$L/queries.txt") lines"
+fi
+if has bench && [ -x $B/bench/reduce_bench_segmented ]; then
+  t0=$(date +%s)
+  $B/bench/reduce_bench_segmented --csv "$L/bench-segmented.csv" > "$L/bench-segmented.md" 2>&1
+  note "segmented bench exit $? ($(since $t0) s)"
+fi
+tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
+echo
+echo "==== summary"
+printf '%s\n' "${summary[@]}"

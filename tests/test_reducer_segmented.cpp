@@ -1,0 +1,211 @@
+// GPU tests of the library's segmented calls (Reducer::reduce_rows / reduce_columns /
+// reduce_segments and their typed helpers): every dtype and op against the CPU reference with the
+// built-in defaults and with stored configurations, strided and unaligned rows, empty segments,
+// bad input. test_gpu_main.cpp skips them (exit 4) where there is no GPU.
+#include <catch2/catch.hpp>
+
+#include "db/store.h"
+#include "kernels/catalogue.h"
+#include "kernels/driver.h"
+#include "kernels/reference.h"
+#include "reduce_tune/reducer.h"
+#include "runtime/lookup.h"
+#include "tests/fixtures.h"
+
+#include <filesystem>
+#include <vector>
+
+using namespace reduce_tune;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr DType kDTypes[] = {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64};
+constexpr Op kOps[] = {Op::sum, Op::min, Op::max};
+
+struct Gpu {
+  cuda::Context ctx{0};
+  cuda::DeviceInfo info = cuda::device_info(0);
+};
+
+using reduce_tune::testing::TempDir;
+
+cuda::Buffer upload(const void* p, std::size_t bytes) {
+  cuda::Buffer b(std::max<std::size_t>(bytes, 16));
+  RT_CU(cuMemcpyHtoD(b.get(), p, bytes));
+  return b;
+}
+
+/// One segmented call on `in` (elements `a`), checked against the CPU. Returns "" when right.
+std::string run_and_check(Reducer& r, const Gpu& g, Problem p, DType d, Op op, const HostArray& a,
+                          CUdeviceptr in, const Segmentation& seg, CUdeviceptr offsets = 0) {
+  const std::uint64_t results = seg.shape.count;
+  cuda::Buffer out(std::max<std::size_t>(results * size_of(d), 16));
+  RT_CU(cuMemsetD8Async(out.get(), 0xA5, results * size_of(d), nullptr));
+  const void* d_in = reinterpret_cast<const void*>(in);
+  void* d_out = reinterpret_cast<void*>(out.get());
+  if (p == Problem::rows)
+    r.reduce_rows(d, op, d_in, seg.shape.count, seg.shape.length, d_out, nullptr, seg.stride);
+  else if (p == Problem::columns)
+    r.reduce_columns(d, op, d_in, seg.shape.length, seg.shape.count, d_out, nullptr, seg.stride);
+  else
+    r.reduce_segments(d, op, d_in, reinterpret_cast<const std::int64_t*>(offsets), results, d_out);
+  RT_CU(cuCtxSynchronize());
+  HostArray got;
+  got.dtype = d;
+  got.n = results;
+  got.bytes.resize(results * size_of(d));
+  RT_CU(cuMemcpyDtoH(got.bytes.data(), out.get(), got.bytes.size()));
+  const Choice c = r.config_for(d, op, p, p == Problem::segments ? Shape{results, 0} : seg.shape);
+  Target t{d, op, g.info.cc(), g.info.max_threads_per_block, g.info.sm_count, false, p};
+  const Check k = check_segmented(segmented_reference(a, seg, op), got, seg, op, [&](std::uint64_t len) {
+    return segment_depth(c.config, t, seg.shape, len);
+  });
+  if (k.ok) return "";
+  return key(c.config) + " " + std::string(name(p)) + " " + std::string(name(d)) + " " +
+         std::string(name(op)) + " " + std::to_string(seg.shape.count) + "x" +
+         std::to_string(seg.shape.length) + ": " + k.expected + ", got " + k.observed;
+}
+
+/// Every dtype and op of the three problems at a few awkward shapes, through reducer `r`.
+void check_all(Reducer& r, const Gpu& g) {
+  struct Case { Problem p; Shape shape; std::uint64_t stride; };
+  const Case cases[] = {
+      {Problem::rows, {1000, 1}, 1},          {Problem::rows, {333, 77}, 80},
+      {Problem::rows, {5, 300001}, 300003},   {Problem::rows, {4096, 1024}, 1024},
+      {Problem::columns, {1, 5000}, 1},       {Problem::columns, {3001, 7}, 3005},
+      {Problem::columns, {33, 100003}, 33},   {Problem::segments, {1, 0}, 0},
+      {Problem::segments, {5000, 0}, 0},      {Problem::segments, {17, 0}, 0},
+  };
+  for (const Case& cs : cases)
+    for (DType d : kDTypes) {
+      Segmentation seg;
+      seg.problem = cs.p;
+      seg.shape = cs.shape;
+      seg.stride = cs.stride;
+      cuda::Buffer offsets;
+      if (cs.p == Problem::segments) {
+        const std::uint64_t total = cs.shape.count * 300 + 11;
+        seg.offsets = skewed_offsets(cs.shape.count, total, 99 + cs.shape.count);
+        seg.shape.length = total / cs.shape.count;
+        offsets = upload(seg.offsets.data(), seg.offsets.size() * sizeof(std::int64_t));
+      }
+      const HostArray a = make_input(d, seg.input_elements(), 5 + cs.shape.count);
+      const cuda::Buffer in = upload(a.bytes.data(), a.bytes.size());
+      for (Op op : kOps) {
+        const std::string bad = run_and_check(r, g, cs.p, d, op, a, in.get(), seg, offsets.get());
+        INFO(bad);
+        CHECK(bad.empty());
+      }
+    }
+}
+
+} // namespace
+
+TEST_CASE("reducer: segmented calls match the CPU with the built-in defaults", "[gpu][segmented]") {
+  const Gpu g;
+  const TempDir dir;
+  Options o;
+  o.store_path = (dir.path / "absent.db").string();
+  for (bool det : {false, true}) {
+    o.deterministic = det;
+    Reducer r(0, o);
+    CHECK(r.config_for(DType::f32, Op::sum, Problem::rows, {4096, 1024}).match == Match::builtin);
+    check_all(r, g);
+  }
+}
+
+TEST_CASE("reducer: segmented calls match the CPU with stored configurations", "[gpu][segmented]") {
+  const Gpu g;
+  const TempDir dir;
+  const fs::path path = dir.path / "tuning.db";
+  {
+    db::Store s(path.string());
+    db::DeviceRecord d;
+    d.uuid = g.info.uuid, d.name = g.info.name, d.cc_major = g.info.cc_major, d.cc_minor = g.info.cc_minor;
+    d.sm_count = g.info.sm_count;
+    s.upsert_device(d);
+    db::RunRecord run;
+    run.device_uuid = g.info.uuid, run.tool_version = "test", run.nvrtc_version = "13.0";
+    run.timing_method = "fixture";
+    const auto id = s.begin_run(run);
+    std::vector<db::Measurement> rows;
+    auto add = [&](const char* k, Problem p, Shape shape) {
+      for (DType dt : kDTypes)
+        for (Op op : kOps) {
+          db::Measurement m;
+          m.key = k;
+          m.variant = m.key.substr(0, m.key.find('.'));
+          m.dtype = dt, m.op = op, m.problem = p, m.count = shape.count, m.n = shape.length;
+          m.median_us = m.min_us = m.max_us = 1;
+          m.reps = 1;
+          m.valid = true;
+          rows.push_back(m);
+        }
+    };
+    add("rows_group.b256.w4.u2.v2.direct", Problem::rows, {1024, 64});
+    add("rows_split.b512.u2.v4.g2.atomic", Problem::rows, {8, 1 << 20});
+    add("columns_split.b256.u2.v2.g4.atomic", Problem::columns, {64, 1 << 16});
+    add("segments_block.b128.u4.v1.direct", Problem::segments, {4096, 300});
+    s.add_measurements(id, rows);
+    s.end_run(id, "done");
+  }
+  Options o;
+  o.store_path = path.string();
+  Reducer r(0, o);
+  const Choice c = r.config_for(DType::f32, Op::sum, Problem::rows, {1024, 64});
+  CHECK(c.match == Match::exact);
+  CHECK(key(c.config) == "rows_group.b256.w4.u2.v2.direct");
+  CHECK(r.config_for(DType::f32, Op::sum, Problem::rows, {3, 1 << 21}).config.variant == "rows_split");
+  check_all(r, g);
+}
+
+TEST_CASE("reducer: segmented typed helpers, zero counts and bad input", "[gpu][segmented]") {
+  const Gpu g;
+  const TempDir dir;
+  Options o;
+  o.store_path = (dir.path / "absent.db").string();
+  Reducer r(0, o);
+  std::vector<float> h(12 * 5);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = float(i % 7) - 2.5f;
+  const cuda::Buffer in = upload(h.data(), h.size() * sizeof(float));
+  const cuda::Buffer out(64 * sizeof(float));
+  const auto* d_in = reinterpret_cast<const float*>(in.get());
+  auto* d_out = reinterpret_cast<float*>(out.get());
+  std::vector<float> got(12);
+  r.max_rows(d_in, 12, 5, d_out);
+  RT_CU(cuMemcpyDtoH(got.data(), out.get(), 12 * sizeof(float)));
+  for (std::size_t i = 0; i < 12; ++i)
+    CHECK(got[i] == *std::max_element(h.begin() + long(i * 5), h.begin() + long(i * 5 + 5)));
+  r.sum_columns(d_in, 12, 5, d_out);
+  RT_CU(cuMemcpyDtoH(got.data(), out.get(), 5 * sizeof(float)));
+  for (std::size_t j = 0; j < 5; ++j) {
+    float s = 0;
+    for (std::size_t i = 0; i < 12; ++i) s += h[i * 5 + j];
+    CHECK(got[j] == Approx(s));
+  }
+  const std::vector<std::int64_t> offs = {0, 0, 7, 7, 60};
+  const cuda::Buffer d_offs = upload(offs.data(), offs.size() * sizeof(std::int64_t));
+  const auto* offsets = reinterpret_cast<const std::int64_t*>(d_offs.get());
+  r.min_segments(d_in, offsets, 4, d_out);
+  RT_CU(cuMemcpyDtoH(got.data(), out.get(), 4 * sizeof(float)));
+  CHECK(got[0] == std::numeric_limits<float>::infinity()); // empty: the identity of min
+  CHECK(got[1] == *std::min_element(h.begin(), h.begin() + 7));
+  CHECK(got[2] == std::numeric_limits<float>::infinity());
+  CHECK(got[3] == *std::min_element(h.begin() + 7, h.end()));
+
+  // Nothing to do: no launch, no error, even with null pointers.
+  r.sum_rows<float>(nullptr, 0, 5, nullptr);
+  r.sum_columns<float>(nullptr, 5, 0, nullptr);
+  r.sum_segments<float>(nullptr, nullptr, 0, nullptr);
+  // Bad input names the problem.
+  CHECK_THROWS_WITH(r.sum_rows(d_in, 12, 5, d_out, nullptr, 4), Catch::Contains("row_stride"));
+  CHECK_THROWS_AS(r.sum_rows<float>(nullptr, 3, 5, d_out), InvalidArgument);
+  CHECK_THROWS_AS(r.sum_rows(h.data(), 12, 5, d_out), InvalidArgument); // host memory
+  CHECK_THROWS_WITH(r.sum_rows(d_in, std::uint64_t(1) << 62, 8, d_out), Catch::Contains("overflow"));
+  CHECK_THROWS_AS(r.sum_segments(d_in, offs.data(), 4, d_out), InvalidArgument); // host offsets
+  CHECK_THROWS_AS(r.sum_columns(d_in, 12, 5, static_cast<float*>(nullptr)), InvalidArgument);
+  // The reducer is still usable.
+  r.sum_rows(d_in, 12, 5, d_out);
+  RT_CU(cuCtxSynchronize());
+}

@@ -1,0 +1,255 @@
+// reduce-tune: the sweep of a segmented problem.
+#include "tuner/segmented_sweep.h"
+
+#include "kernels/segmented.h"
+#include "tuner/eta.h"
+#include "tuner/sizes.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+namespace reduce_tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+double median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? double(v[m]) : (double(v[m - 1]) + double(v[m])) / 2;
+}
+
+/// A checked launch longer than this and 4x the best is timing enough (as the array sweep).
+constexpr double kSingleTimingUs = 200;
+
+/// One shape's input and layout on the host and the device.
+struct ShapeData {
+  Segmentation seg;
+  cuda::Buffer offsets;
+};
+
+ShapeData layout(Problem problem, Shape shape, std::uint64_t seed) {
+  ShapeData s;
+  s.seg.problem = problem;
+  s.seg.shape = shape;
+  if (problem == Problem::segments) {
+    s.seg.offsets = skewed_offsets(shape.count, shape.elements(), seed);
+    s.offsets = cuda::Buffer(s.seg.offsets.size() * sizeof(std::int64_t));
+    RT_CU(cuMemcpyHtoD(s.offsets.get(), s.seg.offsets.data(), s.seg.offsets.size() * sizeof(std::int64_t)));
+  } else {
+    s.seg.stride = problem == Problem::rows ? shape.length : shape.count; // dense rows
+  }
+  return s;
+}
+
+} // namespace
+
+std::vector<Shape> default_shapes(Problem problem) {
+  std::vector<Shape> out;
+  if (problem == Problem::segments) {
+    for (std::uint64_t total : {1ull << 20, 1ull << 24})
+      for (int e = 8; e <= 18; e += 2) out.push_back({1ull << e, total >> e});
+    for (int e : {12, 16}) out.push_back({1ull << e, (1ull << 28) >> e});
+    return out;
+  }
+  std::vector<std::uint64_t> lengths = {3, 100, 1000};
+  for (int e = 0; e <= 24; e += 2) lengths.push_back(1ull << e);
+  std::sort(lengths.begin(), lengths.end());
+  for (std::uint64_t total : {1ull << 16, 1ull << 20, 1ull << 24, 1ull << 28})
+    for (std::uint64_t len : lengths) {
+      if (len > total || (total == 1ull << 28 && len < 256)) continue;
+      out.push_back({std::max<std::uint64_t>(1, (total + len / 2) / len), len});
+    }
+  return out;
+}
+
+void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& jobs, SweepSetup& setup,
+                       SweepResult& res) {
+  const cuda::DeviceInfo& info = setup.info;
+  const std::vector<Shape> shapes = o.shapes.empty() ? default_shapes(o.problem) : o.shapes;
+  const int reps = std::max(3, o.reps);
+  cuda::Stream stream;
+  const CUstream s = stream.get();
+  std::vector<cuda::Event> ev_start(static_cast<std::size_t>(reps)), ev_stop(static_cast<std::size_t>(reps));
+  const std::size_t flush_bytes = std::size_t(std::max<std::int64_t>(info.l2_bytes, 1 << 24));
+  cuda::Buffer flush(o.hot ? 0 : flush_bytes);
+  Workspace ws;
+
+  // Every point's input is read once by each repetition and the checked launch.
+  Eta eta(double(reps + 1) / (std::max(info.peak_gbps(), 1.0) * 1e9));
+  std::size_t total = 0, done = 0;
+  for (DType d : o.dtypes) {
+    const auto per = std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) { return j.dtype == d; }));
+    for (const Shape& sh : shapes) eta.plan(double(sh.elements()) * double(size_of(d)), per);
+    total += per * shapes.size();
+  }
+  eta.start();
+
+  for (DType d : o.dtypes) {
+    const std::size_t es = size_of(d);
+    for (const Shape& shape : shapes) {
+      if (res.interrupted) break;
+      const double bytes = double(shape.elements()) * double(es);
+      const auto of_dtype = std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) { return j.dtype == d; }));
+      std::size_t free_b = 0, total_b = 0;
+      RT_CU(cuMemGetInfo(&free_b, &total_b));
+      const double need = bytes + double(shape.count) * double(es) + (64 << 20);
+      if (need > double(free_b)) {
+        res.skipped.push_back({"*", std::string(name(d)), "*", shape.elements(),
+                               "needs " + std::to_string(std::uint64_t(need) >> 20) + " MiB of GPU memory, " +
+                                   std::to_string(free_b >> 20) + " MiB free"});
+        done += of_dtype;
+        eta.skipped(bytes, of_dtype);
+        continue;
+      }
+      const auto t_data = Clock::now();
+      const std::uint64_t seed = o.seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20) ^ std::uint64_t(d);
+      ShapeData sd = layout(o.problem, shape, seed);
+      const std::uint64_t elements = sd.seg.input_elements();
+      const HostArray data = make_input(d, elements, seed);
+      cuda::Buffer d_in(std::max<std::size_t>(elements * es, 16));
+      RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), elements * es));
+      cuda::Buffer d_out(std::max<std::size_t>(shape.count * es, 16));
+      HostArray got;
+      got.dtype = d;
+      got.n = shape.count;
+      got.bytes.resize(shape.count * es);
+      SegmentedArgs args;
+      args.in = d_in.get();
+      args.offsets = sd.offsets.get();
+      args.out = d_out.get();
+      args.shape = shape;
+      args.stride = sd.seg.stride;
+      res.times.data_s += std::chrono::duration<double>(Clock::now() - t_data).count();
+
+      for (Op op : o.ops) {
+        const auto t_ref = Clock::now();
+        const std::vector<Reference> refs = segmented_reference(data, sd.seg, op);
+        res.times.data_s += std::chrono::duration<double>(Clock::now() - t_ref).count();
+        Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe, o.problem};
+        std::set<std::string> stored;
+        if (o.resume || o.run_id)
+          for (const auto& k : setup.store.measured_keys(info.uuid, d, op, o.problem, shape, o.resume ? 0 : o.run_id))
+            stored.insert(k);
+        double best_us = 1e300;
+        auto keep = [&](const db::Measurement& m) {
+          setup.store.add_measurements(res.run_id, {m});
+          res.measurements.push_back(m);
+          eta.measured(bytes);
+          if (setup.progress)
+            setup.progress({.done = done, .total = total, .phase = "stored", .key = m.key, .dtype = d,
+                            .op = op, .problem = o.problem, .count = shape.count, .n = shape.length,
+                            .elapsed_s = now_s() - setup.started_s, .eta_s = eta.remaining_s()});
+        };
+        for (const CompileJob& j : jobs) {
+          if (j.dtype != d || j.op != op) continue;
+          if (setup.stop && setup.stop()) {
+            res.interrupted = true;
+            break;
+          }
+          const std::string k = key(j.config);
+          ++done;
+          if (stored.count(k)) {
+            eta.skipped(bytes);
+            continue;
+          }
+          if (auto why = pointless(j.config, shape)) {
+            res.skipped.push_back({k, std::string(name(d)), std::string(name(op)), shape.elements(),
+                                   "pointless at " + std::to_string(shape.count) + " x " +
+                                       std::to_string(shape.length) + ": " + *why});
+            eta.skipped(bytes);
+            continue;
+          }
+          if (setup.progress)
+            setup.progress({.done = done, .total = total, .phase = "measure", .key = k, .dtype = d,
+                            .op = op, .problem = o.problem, .count = shape.count, .n = shape.length,
+                            .elapsed_s = now_s() - setup.started_s, .eta_s = eta.remaining_s()});
+          db::Measurement m;
+          m.key = k;
+          m.variant = j.config.variant;
+          m.block = j.config.block, m.unroll = j.config.unroll, m.vec = j.config.vec, m.grid = j.config.grid;
+          m.tail = name(j.config.tail), m.finish = name(j.config.finish);
+          m.dtype = d, m.op = op, m.problem = o.problem;
+          m.count = shape.count, m.n = shape.length;
+          m.seed = seed;
+          m.cold = !o.hot;
+          try {
+            const Kernel kernel = setup.loader.load(j.config, d, op);
+            const SegmentedPlan p = segmented_plan(j.config, t, shape);
+            ws.reserve(p);
+            auto queue_timed = [&](int r) {
+              if (!o.hot) RT_CU(cuMemsetD32Async(flush.get(), unsigned(r), flush_bytes / 4, s));
+              ev_start[r].record(s);
+              enqueue(kernel, p, args, ws, s);
+              ev_stop[r].record(s);
+            };
+            // The checked launch, poisoned output first, timed like a repetition.
+            const auto t_val = Clock::now();
+            RT_CU(cuMemsetD8Async(d_out.get(), 0xA5, shape.count * es, s));
+            queue_timed(0);
+            RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), d_out.get(), got.bytes.size(), s));
+            RT_CU(cuStreamSynchronize(s));
+            const Check chk = check_segmented(refs, got, sd.seg, op, [&](std::uint64_t len) {
+              return segment_depth(j.config, t, shape, len);
+            });
+            res.times.validate_s += std::chrono::duration<double>(Clock::now() - t_val).count();
+            m.expected = chk.expected, m.observed = chk.observed;
+            m.valid = chk.ok;
+            if (!chk.ok) {
+              m.error = "wrong result: got " + chk.observed + ", expected " + chk.expected +
+                        (chk.bound > 0 ? " (error " + std::to_string(chk.error) + " > bound " +
+                                             std::to_string(chk.bound) + ")"
+                                       : "");
+              keep(m);
+              continue;
+            }
+            const auto t_time = Clock::now();
+            std::vector<float> ms;
+            auto batch = [&](int from, int to) {
+              for (int r = from; r < to; ++r) queue_timed(r);
+              for (int r = from; r < to; ++r) ms.push_back(ev_stop[r].since(ev_start[r]));
+            };
+            const float check_ms = ev_stop[0].since(ev_start[0]);
+            if (check_ms * 1e3 > std::max(4 * best_us, kSingleTimingUs)) {
+              ms.push_back(check_ms);
+            } else {
+              batch(0, 3);
+              if (median(ms) * 1e3 <= 4 * best_us) {
+                batch(3, std::min(5, reps));
+                if (median(ms) * 1e3 <= 1.25 * best_us) batch(std::min(5, reps), reps);
+              }
+            }
+            res.times.timing_s += std::chrono::duration<double>(Clock::now() - t_time).count();
+            m.median_us = median(ms) * 1e3;
+            m.min_us = *std::min_element(ms.begin(), ms.end()) * 1e3;
+            m.max_us = *std::max_element(ms.begin(), ms.end()) * 1e3;
+            m.reps = int(ms.size());
+            m.gbps = bytes / (m.median_us * 1e-6) / 1e9;
+            m.pct_peak = 100 * m.gbps / info.peak_gbps();
+            best_us = std::min(best_us, m.median_us);
+          } catch (const cuda::CudaError& e) {
+            m.valid = false;
+            m.error = e.what();
+            keep(m);
+            if (!o.run_id) setup.store.end_run(res.run_id, "failed");
+            throw; // the context is lost: the supervisor restarts the worker
+          }
+          keep(m);
+        }
+        if (res.interrupted) break;
+      }
+      HostArray after;
+      after.bytes.resize(elements * es);
+      RT_CU(cuMemcpyDtoH(after.bytes.data(), d_in.get(), elements * es));
+      if (after.bytes != data.bytes)
+        throw std::runtime_error("the input buffer was modified during the sweep of " +
+                                 std::string(name(d)) + " " + std::to_string(shape.count) + " x " +
+                                 std::to_string(shape.length));
+    }
+  }
+}
+
+} // namespace reduce_tune
