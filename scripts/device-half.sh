@@ -9,7 +9,8 @@ set -uo pipefail
 OUT=${OUT:-/tmp/rt-out}
 L=$OUT/logs
 mkdir -p "$L"
-B=build-device
+B=${B:-build-device}  # where the binaries are (B=DIR: a copy carried from another checkout)
+FW=${FW:-bench/frameworks.py}
 export REDUCE_TUNE_CACHE=/tmp/rt-cache
 steps=${*:-tests sweep bench frameworks}
 summary=()
@@ -45,7 +46,7 @@ if has bench; then
 fi
 if has frameworks; then
   t0=$(date +%s)
-  timeout 10 python3 bench/frameworks.py --dtypes bfloat16,float16 --sizes "$sizes" \
+  timeout 10 python3 "$FW" --dtypes bfloat16,float16 --sizes "$sizes" \
     --csv "$L/bench-bf16-sum.csv" --csv "$L/bench-half-builtin.csv" > "$L/frameworks.md" 2>&1
   note "frameworks exit $? ($(since $t0) s): $(tail -1 "$L/frameworks.md" | cut -c1-200)"
 fi
