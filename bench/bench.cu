@@ -10,8 +10,11 @@
 // chunks' medians, and the min of the event times. Every result is
 // checked against a CPU reference. Exit code: 0 all checks passed, 1 a check FAILED, 2 no CUDA
 // device, 3 error.
+#include "bench/ceiling.cuh"
+#include "bench/common.h"
 #include "bench/data.h"
 #include "bench/overhead.h"
+#include "bench/timer.cuh"
 #include "kernels/driver.h"
 #include "kernels/reference.h"
 #include "reduce_tune/reducer.h"
@@ -21,8 +24,6 @@
 #include <cuda/functional>
 #include <cuda/std/functional>
 #include <cuda/std/limits>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,309 +50,22 @@ namespace {
 using reduce_tune::DType;
 using reduce_tune::Op;
 
-// ---- errors -------------------------------------------------------------------------------
-
-/// A failed CUDA runtime call. Fatal for the run: a fault leaves the context unusable.
-struct CudaRuntimeError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void check_cuda(cudaError_t e, const char* call, int line) {
-  if (e != cudaSuccess)
-    throw CudaRuntimeError(std::string("bench.cu:") + std::to_string(line) + ": " + call +
-                             ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
-#define CK(call) check_cuda((call), #call, __LINE__)
-
-/// Bad command line: message and usage, exit code 3.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// ---- device code --------------------------------------------------------------------------
-
-/// Spins for `ns` nanoseconds of the GPU's global timer: holds the stream while the host
-/// enqueues the timed call, so the events measure the GPU's work, not the host's.
-__global__ void spin_kernel(unsigned long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
-
-/// The 16-byte vector of T: 4 elements of the 4-byte types, 2 of the 8-byte ones.
-template <typename T> struct Vec16;
-template <> struct Vec16<int> { using type = int4; };
-template <> struct Vec16<unsigned> { using type = uint4; };
-template <> struct Vec16<long long> { using type = longlong2; };
-template <> struct Vec16<float> { using type = float4; };
-template <> struct Vec16<double> { using type = double2; };
-
-template <Op O, typename T> __device__ __forceinline__ T identity() {
-  using L = cuda::std::numeric_limits<T>;
-  if constexpr (O == Op::sum) return T(0);
-  else if constexpr (L::has_infinity) return O == Op::min ? L::infinity() : -L::infinity();
-  else return O == Op::min ? L::max() : L::lowest();
-}
-
-/// Integer sums wrap (added as unsigned: signed overflow is undefined); float min/max are
-/// fmin/fmax, as before.
-template <Op O, typename T> __device__ __forceinline__ T combine(T a, T b) {
-  if constexpr (O == Op::sum && std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return T(U(a) + U(b));
-  } else if constexpr (O == Op::sum) return a + b;
-  else if constexpr (std::is_same_v<T, float>) return O == Op::min ? fminf(a, b) : fmaxf(a, b);
-  else if constexpr (std::is_same_v<T, double>) return O == Op::min ? fmin(a, b) : fmax(a, b);
-  else return O == Op::min ? (a < b ? a : b) : (a < b ? b : a);
-}
-
-template <Op O, typename V> __device__ __forceinline__ auto combine_vec(V v) {
-  if constexpr (sizeof(V) == 4 * sizeof(v.x))
-    return combine<O>(combine<O>(v.x, v.y), combine<O>(v.z, v.w));
-  else
-    return combine<O>(v.x, v.y);
-}
-
-template <Op O, typename T> __device__ __forceinline__ T warp_reduce(T v) {
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) v = combine<O>(v, __shfl_down_sync(0xffffffffu, v, d));
-  return v;
-}
-
-/// Float min/max through integer atomics (any data without NaN): non-negative floats order like
-/// their bits as signed integers, negative ones inversely to their bits as unsigned integers.
-template <Op O, typename T> __device__ __forceinline__ void atomic_minmax_float(T* out, T v) {
-  using S = std::conditional_t<sizeof(T) == 4, int, long long>;
-  using U = std::make_unsigned_t<S>;
-  S s;
-  memcpy(&s, &v, sizeof v);
-  if (s >= 0) {
-    if constexpr (O == Op::min) atomicMin(reinterpret_cast<S*>(out), s);
-    else atomicMax(reinterpret_cast<S*>(out), s);
-  } else {
-    if constexpr (O == Op::min) atomicMax(reinterpret_cast<U*>(out), U(s));
-    else atomicMin(reinterpret_cast<U*>(out), U(s));
-  }
-}
-
-/// One block's result into *out: native atomicAdd/Min/Max for int, unsigned and long long
-/// (64-bit min/max: sm_35+), the long long sum as the unsigned long long atomicAdd (the same
-/// bits in two's complement), atomicAdd for float and double (double: sm_60+), float and double
-/// min/max through atomic_minmax_float.
-template <Op O, typename T> __device__ __forceinline__ void atomic_combine(T* out, T v) {
-  if constexpr (O == Op::sum && std::is_same_v<T, long long>)
-    atomicAdd(reinterpret_cast<unsigned long long*>(out), static_cast<unsigned long long>(v));
-  else if constexpr (O == Op::sum) atomicAdd(out, v);
-  else if constexpr (std::is_floating_point_v<T>) atomic_minmax_float<O>(out, v);
-  else if constexpr (O == Op::min) atomicMin(out, v);
-  else atomicMax(out, v);
-}
-
-constexpr int kCeilBlock = 256;
-constexpr int kCeilUnroll = 4; // 16-byte loads in flight per thread
-
-/// The streaming-read ceiling: 16-byte loads, plain or evict-first (`EvictFirst`: ld.global.cs;
-/// each wins at some sizes, docs/PERFORMANCE.md), grid-stride with kCeilUnroll independent loads in
-/// flight per thread, warp-shuffle block reduction, one atomic per block into `out` (which the
-/// caller sets to the identity). cudaMalloc'd input is 256-byte aligned; n need not be a
-/// multiple of the elements per vector (the last n % per elements are read as scalars).
-template <bool EvictFirst, typename V> __device__ __forceinline__ V ceiling_load(const V* p) {
-  if constexpr (EvictFirst) return __ldcs(p);
-  else return __ldg(p);
-}
-
-template <Op O, typename T, bool EvictFirst>
-__global__ void __launch_bounds__(kCeilBlock)
-    ceiling_kernel(const T* __restrict__ in, unsigned long long n, T* __restrict__ out) {
-  using V = typename Vec16<T>::type;
-  constexpr unsigned per = sizeof(V) / sizeof(T);
-  const V* __restrict__ vin = reinterpret_cast<const V*>(in);
-  const unsigned long long nv = n / per;
-  const unsigned long long tid = (unsigned long long)blockIdx.x * kCeilBlock + threadIdx.x;
-  const unsigned long long stride = (unsigned long long)gridDim.x * kCeilBlock;
-  T acc = identity<O, T>();
-  unsigned long long i = tid;
-  for (; i + (kCeilUnroll - 1) * stride < nv; i += kCeilUnroll * stride) {
-    V v[kCeilUnroll];
-#pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) v[u] = ceiling_load<EvictFirst>(vin + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine_vec<O>(v[u]));
-  }
-  for (; i < nv; i += stride) acc = combine<O>(acc, combine_vec<O>(ceiling_load<EvictFirst>(vin + i)));
-  if (tid < n - nv * per) acc = combine<O>(acc, in[nv * per + tid]);
-
-  __shared__ T warp_part[kCeilBlock / 32];
-  acc = warp_reduce<O>(acc);
-  if ((threadIdx.x & 31) == 0) warp_part[threadIdx.x / 32] = acc;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    acc = threadIdx.x < kCeilBlock / 32 ? warp_part[threadIdx.x] : identity<O, T>();
-    acc = warp_reduce<O>(acc);
-    if (threadIdx.x == 0) atomic_combine<O>(out, acc);
-  }
-}
-
-/// Stores an 8-byte identity: cuMemsetD32 repeats one 32-bit pattern, which no 8-byte min/max
-/// identity is.
-__global__ void store_kernel(unsigned long long* out, unsigned long long bits) { *out = bits; }
-
-/// Grid for the ceiling: every block resident at once (occupancy x SMs), or fewer when the data
-/// gives each thread less than one round of loads.
-template <Op O, typename T, bool EvictFirst> unsigned ceiling_grid(std::uint64_t n, int sm_count) {
-  static const int per_sm = [] {
-    int b = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_kernel<O, T, EvictFirst>, kCeilBlock, 0));
-    return std::max(b, 1);
-  }();
-  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * (16 / sizeof(T));
-  const std::uint64_t data = (n + per_block - 1) / per_block;
-  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(data, std::uint64_t(per_sm) * sm_count)));
-}
-
-/// One ceiling call: the output set to the identity (it is part of any real call) by one small
-/// operation, then the kernel. The operation is a memset, except for int64/float64 min/max: there
-/// store_kernel, which costs about 0.6 us more (a memset added 0.7 us to a small kernel, a
-/// one-thread kernel or an 8-byte device-to-device copy 1.3 us, two memsets 1.4 us; H200).
-template <Op O, typename T, bool EvictFirst>
-void ceiling_call(DType dt, const T* in, std::uint64_t n, T* out, int sm_count, cudaStream_t s) {
-  const std::uint64_t bits = reduce_tune::identity(dt, O).bits;
-  if constexpr (sizeof(T) == 4 || O == Op::sum) {
-    RT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(out), unsigned(bits), sizeof(T) / 4, s));
-  } else {
-    store_kernel<<<1, 1, 0, s>>>(reinterpret_cast<unsigned long long*>(out), bits);
-    CK(cudaGetLastError());
-  }
-  ceiling_kernel<O, T, EvictFirst>
-      <<<ceiling_grid<O, T, EvictFirst>(n, sm_count), kCeilBlock, 0, s>>>(in, n, out);
-  CK(cudaGetLastError());
-}
-
-// ---- the ceiling for bf16 and f16 ----------------------------------------------------------
-
-/// CUDA's type for the library's host bf16_t / f16_t (the same bits); other types unchanged.
-template <typename T> struct CudaType { using type = T; };
-template <> struct CudaType<reduce_tune::bf16_t> { using type = __nv_bfloat16; };
-template <> struct CudaType<reduce_tune::f16_t> { using type = __half; };
-
-__device__ __forceinline__ float to_float(__nv_bfloat16 h) { return __bfloat162float(h); }
-__device__ __forceinline__ float to_float(__half h) { return __half2float(h); }
-__device__ __forceinline__ void from_float(float v, __nv_bfloat16* out) { *out = __float2bfloat16_rn(v); }
-__device__ __forceinline__ void from_float(float v, __half* out) { *out = __float2half_rn(v); }
-
-/// The 8 elements of a 16-byte vector of H, combined in float as a pairwise tree.
-template <Op O, typename H> __device__ __forceinline__ float combine8(const uint4& v) {
-  const H* h = reinterpret_cast<const H*>(&v);
-  float f[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) f[e] = to_float(h[e]);
-  return combine<O>(combine<O>(combine<O>(f[0], f[1]), combine<O>(f[2], f[3])),
-                    combine<O>(combine<O>(f[4], f[5]), combine<O>(f[6], f[7])));
-}
-
-/// The ceiling of bf16 and f16 (H = __nv_bfloat16 or __half), as ceiling_kernel with 8 elements
-/// a load, in float: each block's float is combined atomically into `acc` (set to the identity
-/// by the call), and the last block to take a ticket rounds it once into `out` and resets the
-/// ticket (an atomic into a 2-byte result would round at every block).
-template <Op O, typename H, bool EvictFirst>
-__global__ void __launch_bounds__(kCeilBlock)
-    ceiling_half_kernel(const H* __restrict__ in, unsigned long long n, H* __restrict__ out,
-                        float* acc_out, unsigned* ticket) {
-  const uint4* __restrict__ vin = reinterpret_cast<const uint4*>(in);
-  constexpr unsigned per = 8;
-  const unsigned long long nv = n / per;
-  const unsigned long long tid = (unsigned long long)blockIdx.x * kCeilBlock + threadIdx.x;
-  const unsigned long long stride = (unsigned long long)gridDim.x * kCeilBlock;
-  float acc = identity<O, float>();
-  unsigned long long i = tid;
-  for (; i + (kCeilUnroll - 1) * stride < nv; i += kCeilUnroll * stride) {
-    uint4 v[kCeilUnroll];
-#pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) v[u] = ceiling_load<EvictFirst>(vin + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine8<O, H>(v[u]));
-  }
-  for (; i < nv; i += stride) acc = combine<O>(acc, combine8<O, H>(ceiling_load<EvictFirst>(vin + i)));
-  if (tid < n - nv * per) acc = combine<O>(acc, to_float(in[nv * per + tid]));
-
-  __shared__ float warp_part[kCeilBlock / 32];
-  acc = warp_reduce<O>(acc);
-  if ((threadIdx.x & 31) == 0) warp_part[threadIdx.x / 32] = acc;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    acc = threadIdx.x < kCeilBlock / 32 ? warp_part[threadIdx.x] : identity<O, float>();
-    acc = warp_reduce<O>(acc);
-    if (threadIdx.x == 0) {
-      atomic_combine<O>(acc_out, acc);
-      __threadfence();
-      if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
-        __threadfence();
-        from_float(*reinterpret_cast<volatile float*>(acc_out), out);
-        *ticket = 0;
-      }
-    }
-  }
-}
-
-template <Op O, typename H, bool EvictFirst> unsigned ceiling_half_grid(std::uint64_t n, int sm_count) {
-  static const int per_sm = [] {
-    int b = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_half_kernel<O, H, EvictFirst>, kCeilBlock, 0));
-    return std::max(b, 1);
-  }();
-  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * 8;
-  const std::uint64_t data = (n + per_block - 1) / per_block;
-  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(data, std::uint64_t(per_sm) * sm_count)));
-}
-
-/// One bf16/f16 ceiling call: the float accumulator set to the identity by a memset (as the other
-/// ceilings set their result), then the kernel. Its accumulator and ticket are one small buffer
-/// per instantiation, the ticket zeroed once.
-template <Op O, typename H, bool EvictFirst>
-void ceiling_half_call(const H* in, std::uint64_t n, H* out, int sm_count, cudaStream_t s) {
-  static unsigned* state = [] {
-    unsigned* p = nullptr;
-    CK(cudaMalloc(&p, 2 * sizeof(unsigned)));
-    CK(cudaMemset(p, 0, 2 * sizeof(unsigned)));
-    return p;
-  }();
-  constexpr float inf = std::numeric_limits<float>::infinity();
-  const float id = O == Op::sum ? 0.f : O == Op::min ? inf : -inf;
-  unsigned bits = 0;
-  std::memcpy(&bits, &id, 4);
-  RT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(state), bits, 1, s));
-  ceiling_half_kernel<O, H, EvictFirst><<<ceiling_half_grid<O, H, EvictFirst>(n, sm_count), kCeilBlock, 0, s>>>(
-      in, n, out, reinterpret_cast<float*>(state), state + 1);
-  CK(cudaGetLastError());
-}
-
-template <bool EvictFirst>
-void ceiling(DType dt, Op op, const void* in, std::uint64_t n, void* out, int sm_count,
-             cudaStream_t s) {
-  rt_bench::visit(dt, [&](auto t) {
-    using T = decltype(t);
-    if constexpr (reduce_tune::is_half_float_v<T>) {
-      using H = typename CudaType<T>::type;
-      const H* i = static_cast<const H*>(in);
-      H* o = static_cast<H*>(out);
-      switch (op) {
-      case Op::sum: return ceiling_half_call<Op::sum, H, EvictFirst>(i, n, o, sm_count, s);
-      case Op::min: return ceiling_half_call<Op::min, H, EvictFirst>(i, n, o, sm_count, s);
-      case Op::max: return ceiling_half_call<Op::max, H, EvictFirst>(i, n, o, sm_count, s);
-      }
-    } else {
-      const T* i = static_cast<const T*>(in);
-      T* o = static_cast<T*>(out);
-      switch (op) {
-      case Op::sum: return ceiling_call<Op::sum, T, EvictFirst>(dt, i, n, o, sm_count, s);
-      case Op::min: return ceiling_call<Op::min, T, EvictFirst>(dt, i, n, o, sm_count, s);
-      case Op::max: return ceiling_call<Op::max, T, EvictFirst>(dt, i, n, o, sm_count, s);
-      }
-    }
-  });
-}
+using rt_bench::CudaRuntimeError;
+using rt_bench::Device;
+using rt_bench::Stats;
+using rt_bench::Timer;
+using rt_bench::UsageError;
+using rt_bench::ceiling;
+using rt_bench::dtype_name;
+using rt_bench::fmt;
+using rt_bench::gib;
+using rt_bench::int_arg;
+using rt_bench::op_name;
+using rt_bench::sizes_arg;
+using rt_bench::split;
+using rt_bench::today;
+using rt_bench::us_str;
+using rt_bench::kCeilUnroll;
 
 // ---- CUB ----------------------------------------------------------------------------------
 
@@ -388,7 +102,7 @@ template <typename T>
 cudaError_t cub_reduce(Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
                        std::uint64_t n, cudaStream_t s) {
   if constexpr (reduce_tune::is_half_float_v<T>) {
-    using H = typename CudaType<T>::type;
+    using H = typename rt_bench::CudaType<T>::type;
     const H* i = static_cast<const H*>(in);
     H* o = static_cast<H*>(out);
     if (n <= std::uint64_t(INT_MAX)) return cub_reduce_half_n(op, tmp, bytes, i, o, int(n), s);
@@ -454,29 +168,8 @@ const char* kUsage =
     "  --csv PATH            also write every measurement as CSV\n"
     "exit code: 0 all results correct, 1 a result FAILED its check, 2 no CUDA device, 3 error\n";
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
-std::vector<std::uint64_t> sizes_arg(const std::string& flag, const std::string& text) {
-  if (text == "none") return {};
-  std::string why;
-  auto v = reduce_tune::parse_sizes(text, &why);
-  if (!v) throw UsageError(flag + ": " + why);
-  return *v;
-}
 
-int int_arg(const std::string& flag, const std::string& text, int lo) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end || v < lo || v > 1000000)
-    throw UsageError(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" + text + "'");
-  return int(v);
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -508,21 +201,9 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--sizes") {
       o.sizes = sizes_arg(flag, next());
     } else if (flag == "--dtypes") {
-      o.dtypes.clear();
-      for (const auto& t : split(next())) {
-        auto d = reduce_tune::parse_dtype(t);
-        if (!d)
-          throw UsageError("--dtypes: '" + t +
-                           "': expected int32, uint32, int64, float32, float64, bfloat16 or float16");
-        o.dtypes.push_back(*d);
-      }
+      o.dtypes = rt_bench::dtypes_arg(flag, next());
     } else if (flag == "--ops") {
-      o.ops.clear();
-      for (const auto& t : split(next())) {
-        auto op = reduce_tune::parse_op(t);
-        if (!op) throw UsageError("--ops: '" + t + "': expected sum, min or max");
-        o.ops.push_back(*op);
-      }
+      o.ops = rt_bench::ops_arg(flag, next());
     } else if (flag == "--reps") {
       o.reps = int_arg(flag, next(), 1);
     } else if (flag == "--warmup") {
@@ -558,102 +239,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// ---- timing -------------------------------------------------------------------------------
-
-struct Stats {
-  double median_us = 0;     ///< the lowest chunk median (each contestant in its best launch state)
-  double all_median_us = 0; ///< the median of every timed call
-  double min_us = 0;
-};
-
-struct Device {
-  int ordinal = 0;
-  cudaDeviceProp prop{};
-  int sm_count = 0, l2_bytes = 0, mem_clock_khz = 0, bus_bits = 0;
-  double peak_gbps = 0;
-};
-
-/// The timing loop every contestant goes through.
-class Timer {
-public:
-  Timer(const Device& dev, const Options& o, void* d_out) : o_(o), d_out_(d_out) {
-    CK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CK(cudaEventCreate(&start_));
-    CK(cudaEventCreate(&stop_));
-    flush_bytes_ = std::size_t(2) * std::size_t(std::max(dev.l2_bytes, 1 << 20));
-    CK(cudaMalloc(&flush_, flush_bytes_));
-  }
-  ~Timer() {
-    cudaFree(flush_);
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-    cudaStreamDestroy(stream_);
-  }
-  Timer(const Timer&) = delete;
-  Timer& operator=(const Timer&) = delete;
-
-  cudaStream_t stream() const { return stream_; }
-
-  /// Warm-up, then reps timed calls in kChunks chunks; `call` enqueues one call on stream() and
-  /// writes an es-byte result. The median is the lowest of the chunks' medians.
-  ///
-  /// Why chunks: on an H100 a call of two dependent kernels (CUB's two passes, a two-pass finish)
-  /// took ~0.9 us longer in some runs of consecutive calls than in others, the same all through a
-  /// run and changed by what was enqueued before it (an odd count of calls per contestant made it
-  /// alternate between sizes; one empty kernel between runs could switch it). A memset and one
-  /// kernel were not affected. Before chunk c the stream gets (c & 1) empty kernels and (c >> 1)
-  /// 4-byte memsets, so each contestant is timed in more than one such state, and each is
-  /// reported in its best (docs/PERFORMANCE.md, "Timing two-kernel calls").
-  static constexpr int kChunks = 4;
-  template <typename F> Stats time(bool cold, std::size_t es, F&& call) {
-    std::vector<double> us;
-    std::vector<double> chunk_medians;
-    const int per_chunk = std::max(1, o_.reps / kChunks);
-    int chunk = 0, in_chunk = 0;
-    for (int r = 0; r < o_.warmup + o_.reps; ++r) {
-      if (r >= o_.warmup && in_chunk == 0) {
-        for (int k = 0; k < (chunk & 1); ++k) spin_kernel<<<1, 32, 0, stream_>>>(0);
-        for (int k = 0; k < (chunk >> 1); ++k) CK(cudaMemsetAsync(d_out_, 0, es, stream_));
-      }
-      if (cold) CK(cudaMemsetAsync(flush_, r & 0xff, flush_bytes_, stream_));
-      CK(cudaMemsetAsync(d_out_, 0xff, es, stream_)); // poison: each call must write its result
-      if (o_.idle) {
-        CK(cudaStreamSynchronize(stream_));
-      } else {
-        spin_kernel<<<1, 32, 0, stream_>>>((unsigned long long)(o_.spin_us * 1e3));
-        CK(cudaGetLastError());
-      }
-      CK(cudaEventRecord(start_, stream_));
-      call();
-      CK(cudaEventRecord(stop_, stream_));
-      CK(cudaEventSynchronize(stop_));
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, start_, stop_));
-      if (r < o_.warmup) continue;
-      us.push_back(ms * 1e3);
-      // A chunk ends after per_chunk calls; the last one takes the remainder.
-      if (++in_chunk == per_chunk && chunk + 1 < kChunks) {
-        chunk_medians.push_back(rt_bench::median({us.end() - in_chunk, us.end()}));
-        ++chunk, in_chunk = 0;
-      }
-    }
-    if (in_chunk > 0) chunk_medians.push_back(rt_bench::median({us.end() - in_chunk, us.end()}));
-    Stats s;
-    s.median_us = *std::min_element(chunk_medians.begin(), chunk_medians.end());
-    s.all_median_us = rt_bench::median(us);
-    s.min_us = *std::min_element(us.begin(), us.end());
-    return s;
-  }
-
-private:
-  const Options& o_;
-  void* d_out_;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  void* flush_ = nullptr;
-  std::size_t flush_bytes_ = 0;
-};
-
 // ---- results ------------------------------------------------------------------------------
 
 enum Who { RT = 0, CUB = 1, CEIL = 2, kWho = 3 };
@@ -682,21 +267,11 @@ struct OverheadRow {
   std::string error, detail;
 };
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
-std::string gib(double bytes) { return fmt("%.2f GiB", bytes / (1024.0 * 1024 * 1024)); }
 
-/// "12.3" / "1234" style microseconds.
-std::string us_str(double us) { return us < 100 ? fmt("%.2f", us) : us < 1000 ? fmt("%.1f", us) : fmt("%.0f", us); }
 
 bool failed(const Cell& c) { return c.ran && (!c.error.empty() || !c.v.ok); }
 
-std::string dtype_name(DType d) { return std::string(reduce_tune::name(d)); }
-std::string op_name(Op o) { return std::string(reduce_tune::name(o)); }
 
 void print_table(const Device& dev, DType dt, Op op, int mode, const std::vector<Row>& rows) {
   std::printf("\n### %s %s, %s L2\n\n", dtype_name(dt).c_str(), op_name(op).c_str(),
@@ -744,12 +319,6 @@ void print_table(const Device& dev, DType dt, Op op, int mode, const std::vector
   }
 }
 
-std::string today() {
-  char buf[64];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
-  return buf;
-}
 
 int run(const Options& o) {
   // ---- device ----
@@ -766,19 +335,8 @@ int run(const Options& o) {
   if (o.device >= count)
     throw UsageError("--device " + std::to_string(o.device) + ": only " + std::to_string(count) +
                      " device(s)");
-  Device dev;
-  dev.ordinal = o.device;
-  CK(cudaSetDevice(o.device));
-  CK(cudaFree(nullptr)); // creates the primary context and makes it current on this thread
-  CK(cudaGetDeviceProperties(&dev.prop, o.device));
-  CK(cudaDeviceGetAttribute(&dev.sm_count, cudaDevAttrMultiProcessorCount, o.device));
-  CK(cudaDeviceGetAttribute(&dev.l2_bytes, cudaDevAttrL2CacheSize, o.device));
-  CK(cudaDeviceGetAttribute(&dev.mem_clock_khz, cudaDevAttrMemoryClockRate, o.device));
-  CK(cudaDeviceGetAttribute(&dev.bus_bits, cudaDevAttrGlobalMemoryBusWidth, o.device));
-  dev.peak_gbps = 2.0 * dev.mem_clock_khz * 1e3 * dev.bus_bits / 8 / 1e9;
-  int drv = 0, rtv = 0;
-  CK(cudaDriverGetVersion(&drv));
-  CK(cudaRuntimeGetVersion(&rtv));
+  const Device dev = rt_bench::open_device(o.device);
+  const int drv = dev.driver_version, rtv = dev.runtime_version;
 
   reduce_tune::Options ro;
   ro.store_path = o.db;
@@ -841,7 +399,12 @@ int run(const Options& o) {
 
   void* d_out = nullptr;
   CK(cudaMalloc(&d_out, 8));
-  Timer timer(dev, o, d_out);
+  rt_bench::TimerOptions to;
+  to.reps = o.reps;
+  to.warmup = o.warmup;
+  to.spin_us = o.spin_us;
+  to.idle = o.idle;
+  Timer timer(dev, to);
   const cudaStream_t s = timer.stream();
 
   std::map<std::pair<DType, Op>, std::vector<Row>> tables;
@@ -926,7 +489,7 @@ int run(const Options& o) {
                 // Times `call`, then checks the result it left.
                 auto measure = [&](auto&& call) {
                   std::pair<Stats, rt_bench::Verdict> r;
-                  r.first = timer.time(mode == 0, es, call);
+                  r.first = timer.time(mode == 0, d_out, es, call);
                   std::uint64_t got = 0; // the es result bytes in its low bytes (bench/data.h)
                   CK(cudaMemcpy(&got, d_out, es, cudaMemcpyDeviceToHost));
                   r.second = rt_bench::check(ref, got);

@@ -174,6 +174,10 @@ double result_tolerance(DType dtype) {
   return reduce_tune::is_half(dtype) ? reduce_tune::half_unit_roundoff(dtype) : sum_tolerance(dtype);
 }
 
+void parallel_for(std::uint64_t n, const std::function<void(std::uint64_t, std::uint64_t)>& f) {
+  for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t) { f(first, last); });
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t m = v.size() / 2;
@@ -182,16 +186,20 @@ double median(std::vector<double> v) {
 
 std::unique_ptr<std::byte[]> make_data(DType dtype, std::uint64_t n, std::uint64_t seed) {
   std::unique_ptr<std::byte[]> a(new std::byte[n * reduce_tune::size_of(dtype)]);
+  fill_data(dtype, n, seed, a.get()); // new[] of bytes is aligned for any scalar type
+  return a;
+}
+
+void fill_data(DType dtype, std::uint64_t n, std::uint64_t seed, void* out) {
   rt_bench::visit(dtype, [&](auto t) {
     using T = decltype(t);
-    T* p = reinterpret_cast<T*>(a.get()); // new[] of bytes is aligned for any scalar type
+    T* p = static_cast<T*>(out);
     for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t c) {
       std::uint64_t s = seed ^ (c * 0xd1b54a32d192ed03ull);
       splitmix64(s);
       for (std::uint64_t i = first; i < last; ++i) p[i] = element<T>(splitmix64(s));
     });
   });
-  return a;
 }
 
 Reference reference(const void* data, std::uint64_t n, DType dtype, Op op) {

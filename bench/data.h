@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,8 @@ template <typename F> decltype(auto) visit(reduce_tune::DType d, F&& f) {
 /// first touched by the filling threads.
 std::unique_ptr<std::byte[]> make_data(reduce_tune::DType dtype, std::uint64_t n,
                                        std::uint64_t seed);
+/// The same n elements written to `out` (n * size_of(dtype) bytes, aligned for the dtype).
+void fill_data(reduce_tune::DType dtype, std::uint64_t n, std::uint64_t seed, void* out);
 
 /// Results travel as bit patterns: the value's bytes in the low bytes of a uint64 (upper bytes 0
 /// for 4-byte types), as an es-byte copy from the device into a zeroed uint64 gives them.
@@ -72,6 +75,9 @@ double sum_tolerance(reduce_tune::DType dtype);
 /// eps_r of the float-sum check: the one rounding of the result, sum_tolerance() except for bf16
 /// (2^-8) and f16 (2^-11), whose result is the float32 sum rounded to them.
 double result_tolerance(reduce_tune::DType dtype);
+
+/// Calls f(first, last) for fixed chunks of [0, n) on all cores.
+void parallel_for(std::uint64_t n, const std::function<void(std::uint64_t, std::uint64_t)>& f);
 
 /// The median of `v` (the mean of the middle two for an even count); v must not be empty.
 double median(std::vector<double> v);

@@ -58,6 +58,58 @@ def read_csv(path):
     return peak, rt
 
 
+def gpu_figures(torch, cupy):
+    """(device properties, L2 bytes, SM clock kHz, peak GB/s or None) of the current device."""
+    dev = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(dev)
+    l2 = getattr(props, "L2_cache_size", 0) or 0
+    clock_khz, peak = 0, None
+    if cupy is not None:
+        try:
+            rt_api = cupy.cuda.runtime
+            if not l2:
+                l2 = rt_api.deviceGetAttribute(38, dev)  # cudaDevAttrL2CacheSize
+            clock_khz = rt_api.deviceGetAttribute(13, dev)  # cudaDevAttrClockRate
+            mem_khz = rt_api.deviceGetAttribute(36, dev)  # cudaDevAttrMemoryClockRate
+            bus = rt_api.deviceGetAttribute(37, dev)  # cudaDevAttrGlobalMemoryBusWidth
+            peak = 2.0 * mem_khz * 1e3 * bus / 8 / 1e9
+        except Exception:  # noqa: BLE001
+            pass
+    return props, l2 or 50 << 20, clock_khz or 2_000_000, peak
+
+
+class Timer:
+    """reduce_bench's method in Python: per call a fill of a 2 x L2 buffer (cold), a spin kernel
+    (torch.cuda._sleep) that hides Python's dispatch, CUDA events around the call; warm-up calls,
+    then `reps` timed calls (fewer, not below `min_reps`, where they would take over budget_s)."""
+
+    def __init__(self, torch, l2_bytes, clock_khz, spin_us, warmup, reps, budget_s, min_reps=10):
+        self.flush = torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
+        self.spin_cycles = int(spin_us * clock_khz / 1000)
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.stop = torch.cuda.Event(enable_timing=True)
+        self.torch, self.warmup, self.reps, self.budget_s, self.min_reps = torch, warmup, reps, budget_s, min_reps
+
+    def time(self, fn, cold=True):
+        """(median us, min us, timed calls, last output)."""
+        times, out, reps, r = [], None, self.reps, 0
+        while r < self.warmup + reps:
+            if cold:
+                self.flush.fill_(r & 0xFF)
+            self.torch.cuda._sleep(self.spin_cycles)
+            self.start.record()
+            out = fn()
+            self.stop.record()
+            self.stop.synchronize()
+            t = self.start.elapsed_time(self.stop) * 1e3
+            if r >= self.warmup:
+                times.append(t)
+            elif r == self.warmup - 1 and t * 1e-6 * reps > self.budget_s:
+                reps = max(min(self.min_reps, self.reps), int(self.budget_s / (t * 1e-6)))
+            r += 1
+        return statistics.median(times), min(times), len(times), out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default=DEFAULT_SIZES)
@@ -84,20 +136,7 @@ def main():
     except Exception as e:  # noqa: BLE001
         cupy, cupy_err = None, e
 
-    dev = torch.cuda.current_device()
-    props = torch.cuda.get_device_properties(dev)
-    l2 = getattr(props, "L2_cache_size", 0) or 0
-    clock_khz = 0
-    if cupy is not None:
-        try:
-            rt_api = cupy.cuda.runtime
-            if not l2:
-                l2 = rt_api.deviceGetAttribute(38, dev)  # cudaDevAttrL2CacheSize
-            clock_khz = rt_api.deviceGetAttribute(13, dev)  # cudaDevAttrClockRate
-        except Exception:  # noqa: BLE001
-            pass
-    l2 = l2 or 50 << 20
-    clock_khz = clock_khz or 2_000_000
+    props, l2, clock_khz, peak_here = gpu_figures(torch, cupy)
     peak, rt_times = (None, {})
     for path in args.csv:
         try:
@@ -107,39 +146,14 @@ def main():
                 rt_times.setdefault(k, v)  # the first file that has a size wins
         except OSError as e:
             print(f"(cannot read {path}: {e})", file=sys.stderr)
-    if peak is None and cupy is not None:
-        try:
-            mem_khz = cupy.cuda.runtime.deviceGetAttribute(36, dev)  # cudaDevAttrMemoryClockRate
-            bus = cupy.cuda.runtime.deviceGetAttribute(37, dev)  # cudaDevAttrGlobalMemoryBusWidth
-            peak = 2.0 * mem_khz * 1e3 * bus / 8 / 1e9
-        except Exception:  # noqa: BLE001
-            peak = None
+    if peak is None:
+        peak = peak_here
 
     sizes = [parse_size(s) for s in args.sizes.split(",") if s]
     dtypes = [d for d in args.dtypes.split(",") if d]
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
-    spin_cycles = int(args.spin_us * clock_khz / 1000)
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
+    timer = Timer(torch, l2, clock_khz, args.spin_us, args.warmup, args.reps, args.budget_s)
+    time_it = timer.time
     free_bytes, _ = torch.cuda.mem_get_info()
-
-    def time_it(fn):
-        """(median us, min us, timed calls, last output)."""
-        times, out, reps, r = [], None, args.reps, 0
-        while r < args.warmup + reps:
-            flush.fill_(r & 0xFF)
-            torch.cuda._sleep(spin_cycles)
-            start.record()
-            out = fn()
-            stop.record()
-            stop.synchronize()
-            t = start.elapsed_time(stop) * 1e3
-            if r >= args.warmup:
-                times.append(t)
-            elif r == args.warmup - 1 and t * 1e-6 * reps > args.budget_s:
-                reps = max(10, int(args.budget_s / (t * 1e-6)))
-            r += 1
-        return statistics.median(times), min(times), len(times), out
 
     print(f"\n## torch.sum / cupy.sum (cold L2, same method)\n")
     print(f"- torch {torch.__version__}, cupy {cupy.__version__ if cupy is not None else f'not available ({cupy_err})'}, "

@@ -88,7 +88,17 @@ std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<
   return out;
 }
 
-void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n) {
+namespace {
+
+/// Zeroes new state: see Workspace::reserve.
+void zero_state(CUdeviceptr p, std::size_t bytes, CUstream fill_on) {
+  RT_CU(cuMemsetD8Async(p, 0, bytes, fill_on));
+  if (!fill_on) RT_CU(cuCtxSynchronize());
+}
+
+} // namespace
+
+void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstream fill_on) {
   const std::size_t es = size_of(dtype);
   // Partials are accumulators: float32 for bf16 and f16.
   const std::size_t ps = size_of(accumulator_of(dtype));
@@ -96,8 +106,7 @@ void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n) {
   if (p.partials && partials_.size() < p.grid * ps) partials_ = cuda::Buffer(p.grid * ps);
   if (p.counter && counter_.size() < kFinishStateBytes) {
     counter_ = cuda::Buffer(kFinishStateBytes);
-    RT_CU(cuMemsetD8Async(counter_.get(), 0, kFinishStateBytes, nullptr));
-    RT_CU(cuCtxSynchronize());
+    zero_state(counter_.get(), kFinishStateBytes, fill_on);
   }
   if (p.scratch && scratch_.size() < n * es) scratch_ = cuda::Buffer(n * es);
   if (p.host_finish && host_partials_.bytes.size() < p.grid * ps) {
@@ -106,11 +115,10 @@ void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n) {
   host_partials_.dtype = accumulator_of(dtype);
 }
 
-void Workspace::reserve(const SegmentedPlan& p) {
+void Workspace::reserve(const SegmentedPlan& p, CUstream fill_on) {
   if (p.work_bytes && segmented_.size() < p.work_bytes) {
     segmented_ = cuda::Buffer(p.work_bytes);
-    RT_CU(cuMemsetD8Async(segmented_.get(), 0, p.work_bytes, nullptr));
-    RT_CU(cuCtxSynchronize());
+    zero_state(segmented_.get(), p.work_bytes, fill_on);
   }
 }
 
@@ -118,8 +126,6 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
              CUstream s) {
   if (p.scratch) RT_CU(cuMemcpyDtoDAsync(w.scratch(), in, n * size_of(k.dtype), s));
 }
-
-namespace {
 
 /// Sets `out` to the identity before an atomic finish. A memset: on the H100 it adds ~0.7 us to a
 /// call, a one-thread init kernel ~1.7 us, cuStreamWriteValue32 ~1.8 us. An init kernel that lets
@@ -142,8 +148,6 @@ void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s) {
     RT_CU(cuMemsetD32Async(out + 4, hi, 1, s));
   }
 }
-
-} // namespace
 
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s, CUdeviceptr out) {

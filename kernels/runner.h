@@ -73,15 +73,20 @@ std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<
 class Workspace {
 public:
   /// Makes room for `p` on a dtype, and for a scratch copy of n elements when p.scratch.
-  void reserve(const LaunchPlan& p, DType dtype, std::uint64_t n);
+  /// State that must start zeroed is zeroed when first made: on the null stream, then the context
+  /// is synchronised (the workspace may be used on any stream next), or, with `fill_on`, enqueued
+  /// on that stream without waiting (the caller uses the workspace on it next; under CUDA graph
+  /// capture the fill becomes part of the graph).
+  void reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstream fill_on = nullptr);
   CUdeviceptr partials() const { return partials_.get(); }
   CUdeviceptr out() const { return out_.get(); }
   /// The last-block and first-block finishes' state: zeroed once, then kept by the kernels.
   CUdeviceptr counter() const { return counter_.get(); }
   CUdeviceptr scratch() const { return scratch_.get(); }
   HostArray& host_partials() { return host_partials_; }
-  /// Makes room for a segmented plan's state (zeroed when first made; the kernels reset it).
-  void reserve(const SegmentedPlan& p);
+  /// Makes room for a segmented plan's state (zeroed when first made, as above; the kernels
+  /// reset it).
+  void reserve(const SegmentedPlan& p, CUstream fill_on = nullptr);
   CUdeviceptr segmented_state() const { return segmented_.get(); }
 
 private:
@@ -99,6 +104,9 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 /// reduction runs and waits for it before reading the partials (~1 us less per call on an H100).
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
              CUstream s, CUdeviceptr out = 0);
+/// Sets one element at `out` to the identity of (dtype, op) on `s`: one or two 32-bit memsets
+/// (capturable in a CUDA graph, unlike a copy from host memory). `out` is aligned to its element.
+void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s);
 /// Waits for the stream and returns the result: copied from the device, or, for the host finish,
 /// the partials copied back and combined here.
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s);

@@ -61,7 +61,7 @@ constexpr int kSplitBlocks[] = {256, 512};
 constexpr int kVecs[] = {1, 2, 4};
 constexpr int kSplitVecs[] = {2, 4};
 constexpr int kSplitGrids[] = {2, 4, 8};
-constexpr int kBinnedWidths[] = {8, 32};
+constexpr int kBinnedWidths[] = {1, 8, 32}; // 1: a thread per segment of a mean length near 1
 constexpr int kBinnedGrids[] = {4, 8};
 constexpr int kNone[] = {0};
 
@@ -101,6 +101,11 @@ std::uint64_t row_slices(const Config& c, const Target& t, Shape shape, std::uin
   const std::uint64_t want = ceil_div(std::uint64_t(c.grid) * t.sm_count, stripes);
   return std::max<std::uint64_t>(1, std::min(want, ceil_div(std::max<std::uint64_t>(shape.length, 1), ty * c.unroll)));
 }
+
+// Fewer lanes than this leave most of any GPU of the catalogue idle (an H100 keeps 270K resident).
+constexpr std::uint64_t kFewLanes = 16384;
+// Elements one lane may loop over before a mapping counts as serialising the work (~0.1 ms).
+constexpr std::uint64_t kLongLane = std::uint64_t(1) << 16;
 
 // The binned variant's chunk list: enough for 2^18 chunks (2^32 elements in the default chunks);
 // past it, segments are reduced by their group (templates/segmented/binned.cu).
@@ -152,8 +157,33 @@ std::vector<Config> segmented_space(const Variant& v) {
   return out;
 }
 
-std::optional<std::string> pointless(const Config& c, Shape shape) {
+std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t longest) {
   const Variant& v = *find_variant(c.variant);
+  // Offsets: a mapping that gives each segment w lanes or a block keeps them on the longest
+  // segment for longest / lanes elements each, while the binned and split mappings cut it.
+  if (v.problem == Problem::segments && !takes(v, P_GRID)) {
+    const std::uint64_t per_segment = std::uint64_t(takes(v, P_WIDTH) ? c.width : c.block);
+    if (longest / per_segment > kLongLane)
+      return "the longest segment (" + std::to_string(longest) + " elements) keeps " +
+             std::to_string(per_segment) + " lanes for " + std::to_string(longest / per_segment) +
+             " elements each";
+  }
+  // Any problem: a data-sized mapping (no grid) whose few lanes each loop over thousands of
+  // elements while the GPU idles; the split mappings spread such work (a single long row costs
+  // a thread-per-row mapping seconds). Offsets are skewed: the longest segments are far above
+  // the mean, so they are cut earlier.
+  if (!takes(v, P_GRID)) {
+    std::uint64_t lanes = 0;
+    if (v.problem == Problem::columns)
+      lanes = ceil_div(std::max<std::uint64_t>(shape.count, 1), std::uint64_t(tile_width(c, shape.count)) * c.vec) *
+              std::uint64_t(c.block);
+    else
+      lanes = shape.count * std::uint64_t(takes(v, P_WIDTH) ? c.width : c.block);
+    const std::uint64_t per_lane = v.problem == Problem::segments ? 1024 : 4096;
+    if (lanes < kFewLanes && shape.elements() / per_lane > lanes)
+      return "only " + std::to_string(lanes) + " lanes for " + std::to_string(shape.elements()) +
+             " elements: a split mapping spreads them";
+  }
   if (v.problem == Problem::columns || v.problem == Problem::segments) return std::nullopt;
   // Rows: more lanes than twice the row's vectors leave most of them idle; a split of a row that
   // one block covers in one pass is the block mapping with an atomic.

@@ -16,7 +16,8 @@ std::span<const Variant> segmented_variants(Problem problem);
 /// The sweep's configurations of a segmented variant.
 std::vector<Config> segmented_space(const Variant& v);
 /// Why measuring `c` at `shape` would tell nothing (another configuration of the sweep does the
-/// same work with fewer idle lanes), or nullopt. Not a validity rule: the configuration is right.
-std::optional<std::string> pointless(const Config& c, Shape shape);
+/// same work with fewer idle lanes, or far sooner), or nullopt. Not a validity rule: the
+/// configuration is right. `longest`: the longest segment of an offsets problem (0: unknown).
+std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t longest = 0);
 
 } // namespace reduce_tune

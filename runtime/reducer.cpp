@@ -120,6 +120,30 @@ private:
   CUcontext caller_ = nullptr;
 };
 
+/// Whether `stream` is being captured into a CUDA graph; while it is, and for the scope of one call,
+/// this thread's capture mode is relaxed, so that what a first use does on the host (loading a
+/// module, growing a workspace) is allowed and stays out of the graph. Construct after the
+/// reducer's context is current.
+class CaptureScope {
+public:
+  explicit CaptureScope(CUstream stream) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    RT_CU(cuStreamIsCapturing(stream, &status));
+    active_ = status != CU_STREAM_CAPTURE_STATUS_NONE;
+    if (active_) RT_CU(cuThreadExchangeStreamCaptureMode(&mode_));
+  }
+  ~CaptureScope() {
+    if (active_) driver().cuThreadExchangeStreamCaptureMode(&mode_);
+  }
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+  bool active() const { return active_; }
+
+private:
+  bool active_ = false;
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+};
+
 /// The cached answer for one (dtype, op, size bucket, result on the device or not).
 struct Entry {
   std::mutex mu;                  ///< held while looking up and loading
@@ -172,6 +196,9 @@ struct Reducer::Impl {
 
   std::mutex pool_mu;
   std::deque<std::unique_ptr<Lease>> pool; ///< idle leases, least recently used first
+  /// Leases whose workspace a captured CUDA graph uses: never reused, kept while the reducer lives
+  /// (the graph may be replayed at any time).
+  std::vector<std::unique_ptr<Lease>> captured;
 
   Impl(int ordinal, Options opts)
       : options(std::move(opts)), info(cuda::device_info(ordinal)), context(ordinal),
@@ -352,14 +379,36 @@ struct Reducer::Impl {
   /// A lease for the length of one call, idle when taken and back in the pool at the end. A
   /// failure after work was enqueued synchronizes the stream first, so a lease never goes back
   /// with work in flight that its next user does not know of.
+  ///
+  /// Under CUDA graph capture (`capture`: a CaptureScope is active) the lease is the graph's from
+  /// then on: taken from the pool (a new one when the pool is empty), its last asynchronous use
+  /// waited for on the host (an event recorded outside the capture cannot be waited on inside
+  /// it), and never given back (the graph may be replayed at any time). State its workspace grows
+  /// while captured is zeroed by a fill in the graph (Workspace::reserve's fill_on).
   class Borrowed {
   public:
     /// Work on `stream` is ordered after the lease's last asynchronous use: by the stream itself
-    /// when it is the same one, else by a device-side wait on its event (the host never waits).
-    Borrowed(Impl& impl, CUstream stream) : impl_(impl), lease_(impl.take()) {
-      if (lease_->pending && lease_->stream != stream) RT_CU(cuStreamWaitEvent(stream, lease_->done.get(), 0));
+    /// when it is the same one, else by a device-side wait on its event (the host never waits,
+    /// but under capture).
+    Borrowed(Impl& impl, CUstream stream, bool capture = false)
+        : impl_(impl), lease_(impl.take()), capture_(capture) {
+      if (!lease_->pending) return;
+      if (capture_) {
+        RT_CU(cuEventSynchronize(lease_->done.get()));
+        lease_->pending = false;
+      } else if (lease_->stream != stream) {
+        RT_CU(cuStreamWaitEvent(stream, lease_->done.get(), 0));
+      }
     }
-    ~Borrowed() { impl_.give(std::move(lease_)); }
+    ~Borrowed() {
+      if (!capture_) {
+        impl_.give(std::move(lease_));
+        return;
+      }
+      lease_->pending = false; // its event, if recorded, was recorded into the graph
+      std::lock_guard lock(impl_.pool_mu);
+      impl_.captured.push_back(std::move(lease_));
+    }
     Borrowed(const Borrowed&) = delete;
     Borrowed& operator=(const Borrowed&) = delete;
 
@@ -375,17 +424,19 @@ struct Reducer::Impl {
   private:
     Impl& impl_;
     std::unique_ptr<Lease> lease_;
+    bool capture_;
   };
 };
 
 void Reducer::Impl::run_segmented(Problem problem, DType dtype, Op op, const SegmentedArgs& a, CUstream stream) {
+  const CaptureScope capture(stream);
   const Entry& e = segmented_entry(problem, dtype, op, a.shape);
   Target t = target(dtype, op);
   t.problem = problem;
   const SegmentedPlan p = segmented_plan(e.kernel.config, t, a.shape);
-  Borrowed lease(*this, stream);
+  Borrowed lease(*this, stream, capture.active());
   lease.run(stream, [&](Lease& l) {
-    l.ws.reserve(p);
+    l.ws.reserve(p, capture.active() ? stream : nullptr);
     enqueue(e.kernel, p, a, l.ws, stream);
     l.done.record(stream);
     l.stream = stream;
@@ -537,26 +588,23 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
 void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
                            CUstream stream) {
   check_problem(dtype, op);
-  const std::size_t es = size_of(dtype);
   const RestoreContext restore;
   restore.enter(impl_->ctx);
+  const CaptureScope capture(stream);
   const int ordinal = impl_->context.ordinal();
   check_pointer("d_out", d_out, 1, dtype, ordinal);
   const CUdeviceptr out = reinterpret_cast<CUdeviceptr>(d_out);
   if (n == 0) {
-    // A copy, not a launch. From pageable memory the source is staged before the call returns,
-    // so a local is a valid source.
-    const std::uint64_t bits = identity(dtype, op).bits;
-    RT_CU(cuMemcpyHtoDAsync(out, &bits, es, stream));
+    set_identity(out, dtype, op, stream); // a memset, not a launch (and capturable)
     return;
   }
   check_pointer("d_in", d_in, n, dtype, ordinal);
   const Entry& e = impl_->ready_entry(dtype, op, n, true);
   const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
-  Impl::Borrowed lease(*impl_, stream);
+  Impl::Borrowed lease(*impl_, stream, capture.active());
   lease.run(stream, [&](Lease& l) {
-    l.ws.reserve(p, dtype, n);
+    l.ws.reserve(p, dtype, n, capture.active() ? stream : nullptr);
     prepare(e.kernel, p, in, n, l.ws, stream);
     enqueue(e.kernel, p, in, n, l.ws, stream, out); // the finish writes to d_out itself
     l.done.record(stream);

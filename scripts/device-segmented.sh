@@ -8,7 +8,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/rt-out}
 L=$OUT/logs
 mkdir -p "$L"
-B=build-device
+B=${B:-build-device}  # or a smaller copy of what it runs (the device call carries 64 MiB at most)
 export REDUCE_TUNE_CACHE=/tmp/rt-cache REDUCE_TUNE_DB="$L/segmented.db"
 steps=${*:-tests sweep bench}
 summary=()
@@ -27,9 +27,9 @@ if has tests; then
   note "other GPU tests exit $? ($(since $t0) s): $(tail -2 "$L/gpu-tests-other.log" | tr '\n' ' ')"
 fi
 if has sweep; then
-  for p in rows columns segments; do
+  for p in ${PROBLEMS:-rows columns segments}; do
     t0=$(date +%s)
-    timeout 150 $B/reduce-tune tune --device 0 --problem $p > "$L/sweep-$p.md" 2> "$L/sweep-$p.err"
+    timeout -s INT -k 20 200 $B/reduce-tune tune --device 0 --problem $p > "$L/sweep-$p.md" 2> "$L/sweep-$p.err"
     rc=$?
     note "default $p sweep exit $rc in $(since $t0) s: $(grep -E 'run [0-9]+|wall time' "$L/sweep-$p.err" | tr '\n' ' ' | cut -c1-300)"
   done
@@ -39,10 +39,12 @@ if has sweep; then
   done
   note "queries: $(wc -l < "$L/queries.txt") lines"
 fi
-if has bench && [ -x $B/bench/reduce_bench_segmented ]; then
+if has bench; then
+  # The bench with the store the sweep wrote (REDUCE_TUNE_DB): the tuned library against CUB,
+  # torch and the ceiling. BENCH_ARGS narrows it (e.g. --quick).
   t0=$(date +%s)
-  $B/bench/reduce_bench_segmented --csv "$L/bench-segmented.csv" > "$L/bench-segmented.md" 2>&1
-  note "segmented bench exit $? ($(since $t0) s)"
+  B=$B OUT=$L/bench scripts/device-bench-segmented.sh ${BENCH_ARGS:-} > "$L/bench-run.log" 2>&1
+  note "segmented bench exit $? ($(since $t0) s): $(grep -iE 'target|worst' "$L/bench-run.log" | head -12 | tr '\n' ' ' | cut -c1-900)"
 fi
 tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
 echo

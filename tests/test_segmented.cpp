@@ -115,6 +115,19 @@ TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]"
   CHECK_FALSE(pointless(cfg("rows_group.b256.w1.u1.v4.direct"), {1000, 4}));
   CHECK(pointless(cfg("rows_block.b512.u1.v4.direct"), {1000, 100}));
   CHECK_FALSE(pointless(cfg("rows_block.b128.u1.v4.direct"), {1000, 1000}));
+  // Few lanes, each over thousands of elements: the split mappings do it.
+  CHECK(pointless(cfg("rows_group.b256.w1.u1.v1.direct"), {1, 1 << 24}));
+  CHECK(pointless(cfg("rows_block.b512.u1.v4.direct"), {4, 1 << 22}));
+  CHECK_FALSE(pointless(cfg("rows_split.b256.u4.v4.g4.atomic"), {4, 1 << 22}));
+  CHECK_FALSE(pointless(cfg("rows_block.b256.u1.v4.direct"), {256, 1 << 16}));
+  CHECK(pointless(cfg("columns_tile.b256.u4.v4.direct"), {256, 1 << 20}));
+  CHECK_FALSE(pointless(cfg("columns_tile.b256.u4.v4.direct"), {1 << 14, 1024}));
+  CHECK(pointless(cfg("segments_group.b256.w32.u2.v4.direct"), {256, 65536}));
+  CHECK_FALSE(pointless(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), {256, 65536}));
+  // Offsets: the longest segment decides for the per-segment mappings.
+  CHECK(pointless(cfg("segments_block.b256.u4.v4.direct"), {1 << 16, 4096}, 1 << 25));
+  CHECK_FALSE(pointless(cfg("segments_block.b256.u4.v4.direct"), {1 << 16, 4096}, 1 << 20));
+  CHECK_FALSE(pointless(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), {1 << 16, 4096}, 1 << 25));
 }
 
 TEST_CASE("segmented: skewed offsets are many short, a few long, and total exactly", "[segmented]") {

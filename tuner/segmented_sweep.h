@@ -11,10 +11,10 @@
 
 namespace reduce_tune {
 
-/// The default shapes of a problem's sweep: segment lengths 1, 4, ..., 2^24 and 3, 100, 1000,
-/// each with the count that makes 2^16, 2^20 and 2^24 elements, and 2^28 elements for lengths of
-/// 256 and more (rows, columns); for offsets, 2^8..2^18 segments of a skewed length mix over 2^20
-/// and 2^24 elements, and 2^12 and 2^16 segments over 2^28.
+/// The default shapes of a problem's sweep: segment lengths 1, 4, ..., 2^24 and 3, 1000, each
+/// with the count that makes 2^16, 2^20 and 2^24 elements, and 2^28 elements at lengths 2^12 and
+/// 2^20 (rows, columns); for offsets, 2^8..2^20 (2^24) segments of a skewed length mix over 2^20
+/// and 2^24 elements, and 2^16 segments over 2^28.
 std::vector<Shape> default_shapes(Problem problem);
 
 /// What sweep() has set up for measuring: the device, its compiled kernels, the store and the run.

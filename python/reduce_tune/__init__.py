@@ -1,0 +1,135 @@
+"""reduce_tune: tuned GPU reductions for PyTorch, CuPy and any CUDA array.
+
+    import torch, reduce_tune
+    x = torch.rand(1 << 24, device="cuda")
+    s = reduce_tune.sum(x)            # a 0-d tensor on x's device, on torch's current stream
+
+Inputs are anything on a CUDA GPU: torch tensors, CuPy arrays, objects with
+``__cuda_array_interface__`` (v3: its ``stream`` is waited for) or ``__dlpack__``. Results are of
+the input's framework (torch -> tensor, CuPy -> ndarray, others -> :class:`DeviceArray`) and dtype,
+on its device, written asynchronously on the framework's current stream unless ``stream=`` names
+another: nothing waits on the host, so calls compose with the framework's work and CUDA graphs.
+Integer sums wrap in the input's dtype; min/max are exact and skip NaNs; floating-point sums
+(NaN if any element is) are accurate to a bound like a pairwise sum's. An empty reduction gives
+the identity (0; for min the largest value, +inf for floats; for max the lowest, -inf).
+
+The kernel for each (GPU, dtype, op, size) comes from the tuning store that ``reduce-tune tune``
+writes (``$REDUCE_TUNE_DB``, else the default path; ``python -m reduce_tune --help``), else a
+built-in default; :func:`config_for` says which. The first call at a size compiles its kernel
+(NVRTC, cached on disk).
+
+Errors: a host (NumPy) array or an unsupported dtype -> TypeError; a non-contiguous array that no
+row stride expresses, or arrays and stream on different GPUs -> ValueError; no CUDA driver or GPU
+-> RuntimeError (importing works without one).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from . import _arrays, _ext
+from ._api import StreamLike
+from ._api import torch_whole as _torch_whole
+from ._api import config_for as _config_for
+from ._api import devices as _devices
+from ._api import reduce as _reduce
+from ._api import segment_reduce as _segment_reduce
+from ._arrays import DeviceArray
+from ._dtypes import OPS as _OPS
+
+_SUM, _MIN, _MAX = _OPS["sum"], _OPS["min"], _OPS["max"]
+
+__version__: str = _ext.version
+__all__ = ["sum", "min", "max", "segment_sum", "segment_min", "segment_max", "config_for",
+           "devices", "gpu_available", "dtypes", "DeviceArray", "__version__"]
+
+
+def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None) -> Any:  # noqa: A001
+    """The sum of `x`'s elements (``dim=None``), or along a dimension.
+
+    dim: None reduces everything (a 0-d result). For a 2-D array, ``dim=-1`` (or 1) gives one
+        result per row and ``dim=0`` one per column; for N-D arrays dim 0 or -1 of a contiguous
+        array (results of shape ``x.shape[1:]`` or ``x.shape[:-1]``). Strided rows (a slice of
+        columns, ``x[:, a:b]``) and transposed matrices are read in place through a row stride.
+    out: an array of the result's size and x's dtype on x's GPU to write into (returned).
+    stream: the stream to run on (torch.cuda.Stream, cupy.cuda.Stream, an int handle); default:
+        the framework's current stream. The call is ordered after the work that produced `x`.
+    """
+    if dim is None and stream is None and type(x) is _arrays.torch_tensor:
+        r = _torch_whole(_SUM, x, out)
+        if r is not None:
+            return r
+    return _reduce("sum", x, dim, out=out, stream=stream)
+
+
+def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None) -> Any:  # noqa: A001
+    """The minimum of `x`'s elements, or along a dimension (arguments as for :func:`sum`).
+    Floating-point NaNs are skipped (IEEE minNum, like numpy.nanmin; torch.amin propagates them);
+    all-NaN gives +inf, the identity."""
+    if dim is None and stream is None and type(x) is _arrays.torch_tensor:
+        r = _torch_whole(_MIN, x, out)
+        if r is not None:
+            return r
+    return _reduce("min", x, dim, out=out, stream=stream)
+
+
+def max(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None) -> Any:  # noqa: A001
+    """The maximum of `x`'s elements, or along a dimension (arguments as for :func:`sum`); NaNs
+    are skipped as in :func:`min` (all-NaN gives -inf)."""
+    if dim is None and stream is None and type(x) is _arrays.torch_tensor:
+        r = _torch_whole(_MAX, x, out)
+        if r is not None:
+            return r
+    return _reduce("max", x, dim, out=out, stream=stream)
+
+
+def segment_sum(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:
+    """Sums of segments of the 1-D array `x`: ``result[s] = x[offsets[s]:offsets[s+1]].sum()``.
+
+    offsets: int64, on x's GPU, ``segments + 1`` non-decreasing entries within ``[0, len(x)]``
+        (like CSR row pointers); an empty segment gives the identity.
+    Returns ``segments`` results of x's dtype and framework.
+    """
+    return _segment_reduce("sum", x, offsets, out=out, stream=stream)
+
+
+def segment_min(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:
+    """Minima of segments of `x` (see :func:`segment_sum`)."""
+    return _segment_reduce("min", x, offsets, out=out, stream=stream)
+
+
+def segment_max(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:
+    """Maxima of segments of `x` (see :func:`segment_sum`)."""
+    return _segment_reduce("max", x, offsets, out=out, stream=stream)
+
+
+def config_for(dtype: Any, op: str, n: Union[int, Tuple[int, int]], *, problem: str = "array",
+               device: int = 0) -> Dict[str, Any]:
+    """The configuration the calls above use, and why: a dict with ``key`` (the kernel
+    configuration), ``match`` ("exact", "nearest_size", "same_arch" or "builtin"), ``tuned_shape``
+    / ``tuned_n`` (where it was measured), ``median_us`` and ``gbps`` (its measured time),
+    ``device_name`` (the GPU it was measured on), ``note``.
+
+    dtype: a name ("float32"), NumPy/CuPy dtype or torch.dtype. op: "sum", "min" or "max".
+    n: elements for ``problem="array"``; ``(rows, cols)`` for "rows" and "columns";
+    ``(segments, mean segment length)`` for "segments". Raises RuntimeError without a GPU.
+    """
+    return _config_for(dtype, op, n, problem=problem, device=device)
+
+
+def devices() -> List[Dict[str, Any]]:
+    """The GPUs the driver sees: index, name, uuid, compute_capability, sm_count, total_memory,
+    l2_bytes, peak_gbps, driver_version. An empty list without a driver or GPU
+    (:func:`gpu_available` says why)."""
+    return _devices()
+
+
+def gpu_available() -> Tuple[bool, str]:
+    """(True, "") when a CUDA driver and a GPU are present, else (False, the reason)."""
+    ok, why = _ext.gpu_available()
+    return bool(ok), str(why)
+
+
+def dtypes() -> List[str]:
+    """The dtypes this build reduces, by name."""
+    from ._dtypes import BY_NAME
+    return list(BY_NAME)

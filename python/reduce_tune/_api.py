@@ -1,0 +1,312 @@
+"""sum / min / max, the segment reductions, config_for and devices: argument handling and the calls
+into the extension. Everything that can be checked without a GPU is checked before the driver is
+asked anything."""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _arrays, _dtypes, _ext
+from ._arrays import Array, Shape
+
+Dim = Optional[int]
+StreamLike = Any  # int handle, torch.cuda.Stream, cupy.cuda.Stream, or a __cuda_stream__ object
+
+
+# ---- streams ---------------------------------------------------------------------------------
+
+def _stream_arg(stream: StreamLike) -> Optional[Tuple[int, Optional[int]]]:
+    """(handle, its device if the object says) for a stream= argument; None for None."""
+    if stream is None:
+        return None
+    if isinstance(stream, bool):
+        raise TypeError("reduce_tune: stream must be a stream object or an int handle, not a bool")
+    if isinstance(stream, int):
+        if stream < 0:
+            raise ValueError(f"reduce_tune: stream handle {stream} is negative")
+        return stream, None
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:  # the CUDA stream protocol: (version, handle)
+        return int(proto()[1]), None
+    handle = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream / ExternalStream
+    if handle is not None:
+        return int(handle), getattr(stream, "device_index", None)
+    handle = getattr(stream, "ptr", None)  # cupy.cuda.Stream
+    if handle is not None:
+        return int(handle), getattr(stream, "device_id", None)
+    raise TypeError(f"reduce_tune: stream={type(stream).__name__} is not a CUDA stream (an int handle, "
+                    "torch.cuda.Stream, cupy.cuda.Stream or an object with __cuda_stream__)")
+
+
+def _run_stream(arg: Optional[Tuple[int, Optional[int]]], arrays: Sequence[Array], dev: int) -> int:
+    """The stream the call runs on, ordered after the work that wrote the inputs: the one given,
+    else the input framework's current stream (torch, CuPy; a __cuda_array_interface__'s own
+    stream; else the legacy default stream)."""
+    if arg is None:
+        handle = arrays[0].producer or 0
+    else:
+        handle, sdev = arg
+        if sdev is not None and sdev >= 0:
+            if sdev != dev:
+                raise ValueError(f"reduce_tune: the stream is on GPU {sdev}, the array on GPU {dev}")
+        elif not _ext.stream_on_device(dev, handle):
+            raise ValueError(f"reduce_tune: stream {handle:#x} does not belong to GPU {dev} (the "
+                             "array's); pass a stream of the array's GPU")
+    for a in arrays:
+        if a.producer is not None and a.producer != handle:
+            _ext.stream_wait(dev, handle, a.producer)
+    return handle
+
+
+def _same_device(dev: int, others: Sequence[Tuple[str, Array]]) -> None:
+    for what, a in others:
+        d = a.device(dev)
+        if d != dev:
+            raise ValueError(f"reduce_tune: {what} is on GPU {d}, the input on GPU {dev}")
+
+
+# ---- planning: which library call a (shape, strides, dim) is ---------------------------------
+
+def _merge(dims: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """(size, stride) pairs without size-1 dimensions, adjacent ones merged where one stride
+    walks both (row-major order kept)."""
+    out: List[Tuple[int, int]] = []
+    for n, s in dims:
+        if n == 1:
+            continue
+        if out and out[-1][1] == n * s:
+            out[-1] = (out[-1][0] * n, s)
+        else:
+            out.append((n, s))
+    return out
+
+
+def _not_expressible(shape: Shape, strides: Shape, why: str) -> ValueError:
+    return ValueError(f"reduce_tune: an array of shape {shape} and strides {strides} (elements) {why}; "
+                      "make it contiguous first (.contiguous(), cupy.ascontiguousarray)")
+
+
+def _matrix(rows: Tuple[int, int], cols: Tuple[int, int], shape: Shape, strides: Shape
+            ) -> Tuple[str, int, int, int]:
+    """A rows x cols matrix, given (size, stride) of each, as ("rows"|"columns", r, c, row_stride)
+    of the library's row-major problem: "rows" when the columns are adjacent, "columns" of the
+    transposed matrix when the rows are. The first reduces each row, the second each column."""
+    (r, rs), (c, cs) = rows, cols
+    if c == 1 or cs == 1:
+        if r > 1 and rs < c:
+            raise _not_expressible(shape, strides, "has overlapping or reversed rows")
+        return "rows", r, c, rs if r > 1 else c
+    if r == 1 or rs == 1:
+        if c > 1 and cs < r:
+            raise _not_expressible(shape, strides, "has overlapping or reversed columns")
+        return "columns", c, r, cs if c > 1 else r
+    raise _not_expressible(shape, strides, "has no unit stride that a row stride can express")
+
+
+class Plan:
+    """Library calls for one reduction. kind: "array" (n), "rows" / "columns" (rows, cols,
+    row_stride; per-row / per-column results), "rows+array" (rows first into a temporary, then
+    the array problem over it). count results, each of length elements."""
+    __slots__ = ("kind", "args", "result_shape", "count", "length")
+
+    def __init__(self, kind: str, args: Tuple[int, ...], result_shape: Shape, count: int, length: int):
+        self.kind, self.args, self.result_shape, self.count, self.length = \
+            kind, args, result_shape, count, length
+
+
+def _plan(shape: Shape, strides: Optional[Shape], dim: Dim) -> Plan:
+    ndim = len(shape)
+    if dim is not None:
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise TypeError(f"reduce_tune: dim must be None or an int, not {type(dim).__name__}")
+        if not -ndim <= dim < max(ndim, 1):
+            raise ValueError(f"reduce_tune: dim {dim} is out of range for a {ndim}-D array")
+        d = dim % max(ndim, 1)
+        if ndim > 1 and d not in (0, ndim - 1):
+            raise ValueError(f"reduce_tune: dim must be None, 0 or -1 ({ndim - 1}); "
+                             f"got {dim} for a {ndim}-D array")
+        if ndim <= 1:
+            dim = None
+    n = math.prod(shape)
+    if dim is None:
+        if n == 0 or strides is None:
+            return Plan("array", (n,), (), 1, n)
+        dims = _merge(list(zip(shape, strides)))
+        if len(dims) == 1 and dims[0][1] == 1:
+            return Plan("array", (n,), (), 1, n)
+        if len(dims) == 1:  # a strided vector: one column of a matrix with that row stride
+            (m, s), = dims
+            if s < 1:
+                raise _not_expressible(shape, strides, "has a zero or negative stride")
+            return Plan("columns", (m, 1, s), (), 1, m)
+        if len(dims) == 2:  # a matrix: its rows (of it or its transpose) first, then those results
+            _, r, c, rs = _matrix(dims[0], dims[1], shape, strides)
+            return Plan("rows+array", (r, c, rs), (), 1, n)
+        raise _not_expressible(shape, strides, "cannot be read as one matrix")
+    st = strides if strides is not None else _c_strides(shape)
+    if dim % ndim == ndim - 1:
+        outer = _merge(list(zip(shape[:-1], st[:-1]))) or [(1, 0)]
+        if len(outer) > 1:
+            raise _not_expressible(shape, st, "has leading dimensions that are not one stride")
+        kind, r, c, rs = _matrix(outer[0], (shape[-1], st[-1]), shape, st)
+        count, length = (r, c) if kind == "rows" else (c, r)
+        return Plan(kind, (r, c, rs), tuple(shape[:-1]), count, length)
+    inner = _merge(list(zip(shape[1:], st[1:]))) or [(1, 0)]
+    if len(inner) > 1:
+        raise _not_expressible(shape, st, "has trailing dimensions that are not one stride")
+    # Each result reduces along dim 0: the columns of (shape[0] x inner), or rows of its transpose.
+    kind, r, c, rs = _matrix((shape[0], st[0]), inner[0], shape, st)
+    kind = "columns" if kind == "rows" else "rows"
+    count, length = (c, r) if kind == "columns" else (r, c)
+    return Plan(kind, (r, c, rs), tuple(shape[1:]), count, length)
+
+
+def _c_strides(shape: Shape) -> Shape:
+    out, s = [], 1
+    for n in reversed(shape):
+        out.append(s)
+        s *= max(n, 1)
+    return tuple(reversed(out))
+
+
+# ---- results -----------------------------------------------------------------------------------
+
+def _identity(dt: _dtypes.DType, op: str) -> Union[int, float]:
+    if op == "sum":
+        return 0
+    if dt.dlpack[0] in (2, 4):  # floats
+        return math.inf if op == "min" else -math.inf
+    bits, signed = dt.dlpack[1], dt.dlpack[0] == 0
+    hi = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    lo = -(1 << (bits - 1)) if signed else 0
+    return hi if op == "min" else lo
+
+
+def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int, dlpack_stream: Optional[int]
+            ) -> Tuple[Any, int, str]:
+    """(result object, its pointer, its kind): `out` checked, or a new array of a's framework."""
+    if out is None:
+        o, ptr = _arrays.empty(a, shape, dev, stream)
+        return o, ptr, a.kind
+    o = _arrays.read(out, "out", dlpack_stream)
+    want = math.prod(shape)
+    if o.dtype != a.dtype:
+        raise TypeError(f"reduce_tune: out has dtype {o.dtype.name}, the result is {a.dtype.name}")
+    if o.size != want:
+        raise ValueError(f"reduce_tune: out has {o.size} elements (shape {o.shape}); the result "
+                         f"has {want} (shape {shape})")
+    if not o.contiguous():
+        raise ValueError("reduce_tune: out must be contiguous")
+    _same_device(dev, [("out", o)])
+    return out, o.ptr, o.kind
+
+
+# ---- the reductions ----------------------------------------------------------------------------
+
+def torch_whole(opv: int, x: Any, out: Any) -> Any:
+    """The common case on few attribute reads: a contiguous CUDA torch.Tensor (exactly that type)
+    reduced whole on torch's current stream, `out` None or a one-element tensor like it. Returns
+    None for anything else, which the general path then handles (and reports)."""
+    if not x.is_cuda or x.layout is not _arrays.torch_strided or not x.is_contiguous():
+        return None
+    dt = _arrays._torch_dtypes.get(x.dtype)
+    if dt is None:
+        return None
+    dev = x.get_device()
+    if out is None:
+        o = x.new_empty(())
+    elif (type(out) is type(x) and out.dtype == x.dtype and out.is_cuda and out.get_device() == dev
+          and out.numel() == 1 and out.is_contiguous()):
+        o = out
+    else:
+        return None
+    _ext.reduce(dev, dt.value, opv, x.data_ptr(), x.numel(), o.data_ptr(), _arrays._torch_stream(dev))
+    return o
+
+
+def reduce(op: str, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamLike = None) -> Any:
+    """sum, min or max by `op` (see sum)."""
+    opv = _dtypes.op_value(op)
+    sarg = _stream_arg(stream)
+    dls = sarg[0] if sarg else None
+    a = _arrays.read(x, "x", dls)
+    plan = _plan(a.shape, a.strides, dim)
+    dev = a.device(sarg[1] if sarg and sarg[1] is not None else 0)
+    s = _run_stream(sarg, [a], dev)
+    res, rptr, rkind = _result(a, plan.result_shape, out, dev, s, dls)
+    if plan.count == 0:
+        return res
+    dt = a.dtype.value
+    k = plan.kind
+    if k == "array":
+        _ext.reduce(dev, dt, opv, a.ptr, plan.args[0], rptr, s)
+    elif plan.length == 0:  # empty rows or columns: the identity each
+        _arrays.fill(res, rkind, _identity(a.dtype, op), a.dtype, rptr, plan.count, opv, dev, s)
+    elif k == "rows":
+        _ext.reduce_rows(dev, dt, opv, a.ptr, *plan.args[:2], rptr, s, plan.args[2])
+    elif k == "columns":
+        _ext.reduce_columns(dev, dt, opv, a.ptr, *plan.args[:2], rptr, s, plan.args[2])
+    else:  # "rows+array": one partial result per row, then their reduction
+        r, c, rs = plan.args
+        tmp, tptr = _arrays.empty(a, (r,), dev, s)
+        _ext.reduce_rows(dev, dt, opv, a.ptr, r, c, tptr, s, rs)
+        _ext.reduce(dev, dt, opv, tptr, r, rptr, s)
+        del tmp  # frameworks free stream-ordered; a DeviceArray frees after the device is done
+    return res
+
+
+def segment_reduce(op: str, x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:
+    """segment_sum, segment_min or segment_max by `op` (see segment_sum)."""
+    opv = _dtypes.op_value(op)
+    sarg = _stream_arg(stream)
+    dls = sarg[0] if sarg else None
+    a = _arrays.read(x, "x", dls)
+    o = _arrays.read(offsets, "offsets", dls)
+    if o.dtype.name != "int64":
+        raise TypeError(f"reduce_tune: offsets must be int64, not {o.dtype.name}")
+    if len(o.shape) != 1 or o.shape[0] < 1:
+        raise ValueError(f"reduce_tune: offsets must be 1-D with segments + 1 >= 1 entries; shape {o.shape}")
+    if not a.contiguous() or not o.contiguous():
+        raise ValueError("reduce_tune: x and offsets must be contiguous for the segment reductions")
+    segments = o.shape[0] - 1
+    dev = a.device(sarg[1] if sarg and sarg[1] is not None else 0)
+    _same_device(dev, [("offsets", o)])
+    s = _run_stream(sarg, [a, o], dev)
+    res, rptr, rkind = _result(a, (segments,), out, dev, s, dls)
+    if segments and a.size == 0:  # every segment is empty (and x may have no memory at all)
+        _arrays.fill(res, rkind, _identity(a.dtype, op), a.dtype, rptr, segments, opv, dev, s)
+    elif segments:
+        _ext.reduce_segments(dev, a.dtype.value, opv, a.ptr, o.ptr, segments, rptr, s)
+    return res
+
+
+# ---- what the library would choose, and the GPUs -------------------------------------------------
+
+_PROBLEMS: Dict[str, int] = dict(_ext.problems())
+
+
+def config_for(dtype: Any, op: str, n: Union[int, Tuple[int, int]], *, problem: str = "array",
+               device: int = 0) -> Dict[str, Any]:
+    """See reduce_tune.config_for."""
+    dt = _dtypes.from_any(dtype)
+    opv = _dtypes.op_value(op)
+    p = _PROBLEMS.get(problem)
+    if p is None:
+        raise ValueError(f"reduce_tune: unknown problem {problem!r}; one of {', '.join(_PROBLEMS)}")
+    if problem == "array":
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise TypeError(f"reduce_tune: n must be a non-negative int for the array problem, not {n!r}")
+        count, length = 1, n
+    else:
+        if not (isinstance(n, tuple) and len(n) == 2 and all(isinstance(v, int) and v >= 0 for v in n)):
+            raise TypeError(f"reduce_tune: n must be a pair of non-negative ints for {problem}: "
+                            "(rows, cols), or (segments, mean length)")
+        count, length = n if problem in ("rows", "segments") else (n[1], n[0])
+    d = _ext.config_for(device, dt.value, opv, p, count, length)
+    d["dtype"], d["op"], d["device"] = dt.name, op, device
+    return d
+
+
+def devices() -> List[Dict[str, Any]]:
+    """See reduce_tune.devices."""
+    return [_ext.device_info(i) for i in range(_ext.device_count())]

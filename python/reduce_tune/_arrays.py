@@ -1,0 +1,305 @@
+"""Reading GPU arrays and making results in the input's framework.
+
+PyTorch tensors and CuPy arrays are read through their own accessors (what their
+``__cuda_array_interface__`` says, without building the dict); anything else through
+``__cuda_array_interface__`` (v2/v3) or ``__dlpack__``/``__dlpack_device__``. Neither torch nor CuPy
+is imported here: an object is one of theirs only if its module is already loaded.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, Optional, Tuple
+
+from . import _dtypes, _ext
+from ._dtypes import DType
+
+Shape = Tuple[int, ...]
+
+# DLPack device types.
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+# CU_MEMORYTYPE_HOST / _DEVICE.
+_MEM_HOST, _MEM_DEVICE = 1, 2
+
+
+def _host_error(what: str, x: object) -> TypeError:
+    return TypeError(
+        f"reduce_tune: {what} is a host array ({type(x).__module__}.{type(x).__name__}): "
+        "reduce_tune reduces GPU arrays; move it to the GPU first (torch.as_tensor(x, "
+        "device='cuda'), cupy.asarray(x), ...)")
+
+
+class Array:
+    """One input or output, read: a data pointer, shape, strides in elements (None: C-contiguous),
+    dtype, device and the stream its data was written on (`producer`; None: nothing to wait for)."""
+
+    __slots__ = ("obj", "kind", "ptr", "shape", "strides", "dtype", "_device", "producer", "keep")
+
+    def __init__(self, obj: Any, kind: str, ptr: int, shape: Shape, strides: Optional[Shape],
+                 dtype: DType, device: Optional[int], producer: Optional[int], keep: Any = None):
+        self.obj, self.kind, self.ptr, self.shape = obj, kind, ptr, shape
+        self.strides, self.dtype, self._device, self.producer, self.keep = \
+            strides, dtype, device, producer, keep
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def device(self, default: int = 0) -> int:
+        """The GPU ordinal; for __cuda_array_interface__ objects asked of the driver (raises
+        RuntimeError without one, TypeError for host memory)."""
+        if self._device is None:
+            self._device = _pointer_device(self.ptr, self.obj, default)
+        return self._device
+
+    def contiguous(self) -> bool:
+        return self.strides is None or is_c_contiguous(self.shape, self.strides)
+
+
+def is_c_contiguous(shape: Shape, strides: Shape) -> bool:
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _pointer_device(ptr: int, obj: object, default: int) -> int:
+    if ptr == 0:
+        return default  # an empty array: no memory to ask about
+    mem_type, device, managed = _ext.pointer_info(ptr)
+    if mem_type == 0 or (mem_type == _MEM_HOST and not managed):
+        raise _host_error("the array", obj)
+    return device if device >= 0 else default
+
+
+# ---- PyTorch ---------------------------------------------------------------------------------
+
+_torch_dtypes: Dict[Any, DType] = {}
+_torch_stream = None
+#: torch.Tensor and torch.strided once a tensor has been read (for the fast path in _api).
+torch_tensor: Any = None
+torch_strided: Any = None
+
+
+def _torch_setup(torch: Any) -> None:
+    global _torch_stream, torch_tensor, torch_strided
+    torch_tensor, torch_strided = torch.Tensor, torch.strided
+    for d in _dtypes.BY_NAME.values():
+        t = getattr(torch, d.name, None)
+        if t is not None:
+            _torch_dtypes[t] = d
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        _torch_stream = raw
+    else:
+        _torch_stream = lambda dev: torch.cuda.current_stream(dev).cuda_stream  # noqa: E731
+
+
+def _read_torch(x: Any, torch: Any, what: str) -> Array:
+    if not x.is_cuda:
+        raise TypeError(f"reduce_tune: {what} is a torch tensor on {x.device}, not on a GPU; "
+                        "move it with .cuda() first")
+    if not _torch_dtypes:
+        _torch_setup(torch)
+    dt = _torch_dtypes.get(x.dtype)
+    if dt is None:
+        raise _dtypes.unsupported(str(x.dtype))
+    if x.layout is not torch.strided:
+        raise TypeError(f"reduce_tune: {what} is a {x.layout} tensor; only dense (strided) tensors")
+    dev = x.get_device()
+    strides = None if x.is_contiguous() else tuple(x.stride())
+    # torch's __cuda_array_interface__ names its current stream, as here.
+    return Array(x, "torch", x.data_ptr(), tuple(x.shape), strides, dt, dev, _torch_stream(dev))
+
+
+# ---- CuPy ------------------------------------------------------------------------------------
+
+def _cupy_stream(cupy: Any, dev: int) -> int:
+    try:
+        return cupy.cuda.get_current_stream(dev).ptr
+    except TypeError:  # older CuPy: the current device's only
+        with cupy.cuda.Device(dev):
+            return cupy.cuda.get_current_stream().ptr
+
+
+def _read_cupy(x: Any, cupy: Any, what: str) -> Array:
+    dt = _dtypes.from_name(x.dtype.name) if x.dtype.isnative else None
+    if dt is None:
+        raise _dtypes.unsupported(str(x.dtype))
+    dev = x.device.id
+    strides = None if x.flags.c_contiguous else _element_strides(x.strides, dt.itemsize, what)
+    return Array(x, "cupy", x.data.ptr, tuple(x.shape), strides, dt, dev, _cupy_stream(cupy, dev))
+
+
+# ---- the protocols ---------------------------------------------------------------------------
+
+def _element_strides(strides: Any, itemsize: int, what: str) -> Shape:
+    out = []
+    for s in strides:
+        if s % itemsize:
+            raise ValueError(f"reduce_tune: {what} has a stride of {s} bytes, not a multiple of its "
+                             f"{itemsize}-byte elements")
+        out.append(s // itemsize)
+    return tuple(out)
+
+
+def _read_cai(x: Any, cai: Dict[str, Any], what: str) -> Array:
+    if cai.get("mask") is not None:
+        raise ValueError(f"reduce_tune: {what} is a masked array; masks are not supported")
+    dt = _dtypes.from_typestr(cai["typestr"])
+    shape = tuple(int(n) for n in cai["shape"])
+    ptr = int(cai["data"][0] or 0)
+    strides = cai.get("strides")
+    if strides is not None:
+        strides = _element_strides(strides, dt.itemsize, what)
+    # v3: the stream the data is valid on (None: no synchronisation needed); 0 is disallowed by
+    # the protocol and read as the legacy default stream, which it also is.
+    producer = cai.get("stream") if cai.get("version", 0) >= 3 else None
+    return Array(x, "cai", ptr, shape, strides, dt, None, producer)
+
+
+def _read_dlpack(x: Any, what: str, stream: Optional[int]) -> Array:
+    dev_type, dev_id = x.__dlpack_device__()
+    if dev_type in (_DL_CPU, _DL_CUDA_HOST):
+        raise _host_error(what, x)
+    if dev_type not in (_DL_CUDA, _DL_CUDA_MANAGED):
+        raise TypeError(f"reduce_tune: {what} is on DLPack device type {dev_type}, not a CUDA GPU")
+    # The producer orders its work before `stream` (1: the legacy default; 0 is not allowed).
+    s = 1 if not stream else stream
+    try:
+        capsule = x.__dlpack__(stream=s)
+    except TypeError:  # a producer without the stream keyword
+        capsule = x.__dlpack__()
+    ptr, shape, strides, (code, bits, lanes), (_dt, dl_dev) = _ext.dlpack_view(capsule)
+    dt = _dtypes.from_dlpack(code, bits, lanes)
+    dev = dl_dev if dev_type == _DL_CUDA else None
+    return Array(x, "dlpack", ptr, tuple(shape), strides, dt, dev, None, keep=capsule)
+
+
+def read(x: Any, what: str = "x", dlpack_stream: Optional[int] = None) -> Array:
+    """Reads `x`; raises TypeError for a host array, an unsupported dtype or a non-array."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return _read_torch(x, torch, what)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(x, cupy.ndarray):
+        return _read_cupy(x, cupy, what)
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        return _read_cai(x, cai, what)
+    if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
+        return _read_dlpack(x, what, dlpack_stream)
+    if hasattr(x, "__array_interface__") or hasattr(x, "__array__") or \
+            isinstance(x, (list, tuple, int, float, complex, bytes, bytearray, memoryview)):
+        raise _host_error(what, x)
+    raise TypeError(f"reduce_tune: {what} ({type(x).__module__}.{type(x).__name__}) is not a GPU "
+                    "array: it has neither __cuda_array_interface__ nor __dlpack__")
+
+
+# ---- results ---------------------------------------------------------------------------------
+
+def empty(like: Array, shape: Shape, device: int, stream: int) -> Tuple[Any, int]:
+    """An uninitialised C-contiguous array of like's framework and dtype on `device`; (array,
+    pointer). Frameworks allocate stream-ordered on their current stream, which is `stream`
+    unless the caller passed another."""
+    if like.kind == "torch":
+        o = like.obj.new_empty(shape)
+        return o, o.data_ptr()
+    if like.kind == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(device):
+            o = cupy.empty(shape, dtype=like.obj.dtype)
+        return o, o.data.ptr
+    o = DeviceArray(shape, like.dtype.name, device, stream)
+    return o, o.ptr
+
+
+def fill(obj: Any, kind: str, value: Any, dtype: DType, ptr: int, count: int, op: int,
+         device: int, stream: int) -> None:
+    """Sets every element of a result to `value` (the op's identity), on `stream`."""
+    if kind == "torch":
+        torch = sys.modules["torch"]
+        if _torch_stream(device) == stream:
+            obj.fill_(value)
+        else:
+            with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=obj.device)):
+                obj.fill_(value)
+    elif kind == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(device), cupy.cuda.ExternalStream(stream):
+            obj.fill(value)
+    else:  # one element at a time through the library's empty reduction (rare: a generic array)
+        for i in range(count):
+            _ext.reduce(device, dtype.value, op, 0, 0, ptr + i * dtype.itemsize, stream)
+
+
+class DeviceArray:
+    """A result in device memory for inputs of frameworks other than PyTorch and CuPy: any of them
+    can take it through ``__cuda_array_interface__`` (v3; ``cupy.asarray``, ``torch.as_tensor``,
+    ``numba.cuda.as_cuda_array``). ``get()`` copies it to the host."""
+
+    __slots__ = ("shape", "dtype", "device", "ptr", "_stream", "_itemsize", "_typestr")
+
+    def __init__(self, shape: Shape, dtype: str, device: int, stream: int = 0):
+        d = _dtypes.from_name(dtype)
+        self.shape, self.dtype, self.device, self._stream = tuple(shape), d.name, device, stream
+        self._itemsize, self._typestr = d.itemsize, d.typestr
+        self.ptr = 0
+        self.ptr = _ext.alloc(device, max(self.nbytes, 1))
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self._itemsize
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        if self._typestr is None:
+            raise TypeError(f"reduce_tune: {self.dtype} has no __cuda_array_interface__ typestr")
+        return {"shape": self.shape, "typestr": self._typestr, "data": (self.ptr, False),
+                "strides": None, "version": 3, "stream": self._stream or 1}
+
+    def get(self) -> Any:
+        """A host copy (after the stream's work): a NumPy array if NumPy is installed, else bytes."""
+        buf = bytearray(self.nbytes)
+        if buf:
+            _ext.copy_to_host(self.device, self.ptr, buf, self._stream)
+        try:
+            import numpy
+        except ImportError:
+            return bytes(buf)
+        return numpy.frombuffer(buf, dtype=self.dtype).reshape(self.shape)
+
+    def item(self) -> Any:
+        """The value of a one-element array (needs NumPy)."""
+        if self.size != 1:
+            raise ValueError(f"reduce_tune: item() of an array of {self.size} elements")
+        return self.get().reshape(()).item()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device})"
+
+    def __del__(self) -> None:
+        if getattr(self, "ptr", 0):
+            try:
+                _ext.free(self.device, self.ptr)
+            except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone
+                pass
+            self.ptr = 0
