@@ -21,6 +21,8 @@
 #include "tuner/sizes.h"
 
 #include <cub/device/device_reduce.cuh>
+#include <cuda/functional>
+#include <cuda/std/functional>
 #include <cuda/std/limits>
 #include <cuda_runtime.h>
 
@@ -82,16 +84,40 @@ cudaError_t cub_reduce_n(Op op, void* tmp, std::size_t& bytes, const T* in, T* o
   return cudaErrorInvalidValue;
 }
 
+/// bf16 and f16 (H = __nv_bfloat16 or __half): cub::DeviceReduce::Reduce with a float
+/// accumulator (the operator and the initial value are float, so CUB combines in float and writes
+/// the result once as H), as reduce-tune does. Sum: cuda::std::plus<float> from 0; min/max:
+/// cuda::minimum<float> / cuda::maximum<float> from +-infinity (exact either way).
+template <typename H, typename N>
+cudaError_t cub_reduce_half_n(Op op, void* tmp, std::size_t& bytes, const H* in, H* out, N n,
+                              cudaStream_t s) {
+  constexpr float inf = cuda::std::numeric_limits<float>::infinity();
+  switch (op) {
+  case Op::sum: return cub::DeviceReduce::Reduce(tmp, bytes, in, out, n, cuda::std::plus<float>{}, 0.0f, s);
+  case Op::min: return cub::DeviceReduce::Reduce(tmp, bytes, in, out, n, cuda::minimum<float>{}, inf, s);
+  case Op::max: return cub::DeviceReduce::Reduce(tmp, bytes, in, out, n, cuda::maximum<float>{}, -inf, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
 template <typename T>
 cudaError_t cub_reduce(Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
                        std::uint64_t n, cudaStream_t s) {
-  const T* i = static_cast<const T*>(in);
-  T* o = static_cast<T*>(out);
-  if (n <= std::uint64_t(INT_MAX)) return cub_reduce_n(op, tmp, bytes, i, o, int(n), s);
-  return cub_reduce_n(op, tmp, bytes, i, o, std::int64_t(n), s);
+  if constexpr (reduce_tune::is_half_float_v<T>) {
+    using H = typename rt_bench::CudaType<T>::type;
+    const H* i = static_cast<const H*>(in);
+    H* o = static_cast<H*>(out);
+    if (n <= std::uint64_t(INT_MAX)) return cub_reduce_half_n(op, tmp, bytes, i, o, int(n), s);
+    return cub_reduce_half_n(op, tmp, bytes, i, o, std::int64_t(n), s);
+  } else {
+    const T* i = static_cast<const T*>(in);
+    T* o = static_cast<T*>(out);
+    if (n <= std::uint64_t(INT_MAX)) return cub_reduce_n(op, tmp, bytes, i, o, int(n), s);
+    return cub_reduce_n(op, tmp, bytes, i, o, std::int64_t(n), s);
+  }
 }
 
-/// On int, unsigned, long long (int64), float or double, by dt.
+/// On int, unsigned, long long (int64), float, double, bf16 or f16, by dt.
 cudaError_t cub_dispatch(DType dt, Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
                          std::uint64_t n, cudaStream_t s) {
   return rt_bench::visit(dt, [&](auto t) {
@@ -124,7 +150,8 @@ const char* kUsage =
     "usage: reduce_bench [options]\n"
     "  --sizes LIST          sizes, e.g. 2^10,3*2^20+17,16M (default 2^10,2^12,...,2^30,\n"
     "                        2^21 and 3*2^20+17; sizes that do not fit in device memory are skipped)\n"
-    "  --dtypes LIST         int32,uint32,int64,float32,float64 (default int32,float32)\n"
+    "  --dtypes LIST         int32,uint32,int64,float32,float64,bfloat16,float16 (default\n"
+    "                        int32,float32)\n"
     "  --ops LIST            sum,min,max (default sum)\n"
     "  --reps N              timed calls per contestant and mode (default 50, at least 1)\n"
     "  --warmup N            warm-up calls (default 3)\n"
@@ -325,9 +352,10 @@ int run(const Options& o) {
               "hidden state of the launch sequence adds ~0.9 us to two-kernel calls in some chunks), "
               "the lowest chunk median shown (min and the median of all calls in the CSV; the latter also in the last ratio column); cold = `cudaMemsetAsync` of a %.0f MiB "
               "buffer (2 x L2) before each call, hot = no flush; %s. Data: integers uniform over all values (sums wrap), floats "
-              "uniform in [-1,1); results checked against a CPU reference, exact for integers and "
-              "min/max (float sums: |got-ref| <= eps sum|x| + eps |ref|, ref the compensated "
-              "double sum, eps = %g for float32, %g for float64).\n",
+              "uniform in [-1,1) (bfloat16/float16: float32 values rounded to them); results checked against a CPU reference, exact for integers and "
+              "min/max (float sums: |got-ref| <= eps sum|x| + eps_r |ref|, ref the compensated "
+              "double sum, eps = eps_r = %g for float32, %g for float64; bfloat16/float16 accumulate in float32 and round once: eps = %g, "
+              "eps_r = %g and %g).\n",
               o.warmup, o.reps, 2.0 * dev.l2_bytes / 1048576.0,
               o.idle ? "**idle GPU**: the stream is synchronized before the start event, so each "
                        "call's host side (the library's lookup and launch, CUB's dispatch and two "
@@ -335,13 +363,18 @@ int run(const Options& o) {
                      : ("a " + std::to_string(int(o.spin_us)) + " us spin kernel before the start event "
                         "hides the host's enqueue (the events time the GPU; host cost is in the "
                         "overhead table)").c_str(),
-              rt_bench::sum_tolerance(DType::f32), rt_bench::sum_tolerance(DType::f64));
+              rt_bench::sum_tolerance(DType::f32), rt_bench::sum_tolerance(DType::f64),
+              rt_bench::sum_tolerance(DType::bf16), rt_bench::result_tolerance(DType::bf16),
+              rt_bench::result_tolerance(DType::f16));
   std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_async` (result on the device); "
               "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %d.%d.%d, temp storage allocated "
-              "beforehand); ceiling = a streaming-read kernel (16-byte loads, the faster of plain and evict-first, grid-stride, %d "
+              "beforehand; bfloat16/float16: `cub::DeviceReduce::Reduce` with a float accumulator, "
+              "`cuda::std::plus<float>` from 0.0f, `cuda::minimum<float>`/`cuda::maximum<float>` from -+inf, the "
+              "result written as the element type); ceiling = a streaming-read kernel (16-byte loads, the faster of plain and evict-first, grid-stride, %d "
               "loads in flight per thread, one atomic per block, output set inside the timed "
-              "region: a memset, for int64/float64 min/max a one-thread kernel). GB/s = n x "
-              "element size (4 bytes for int32, uint32, float32; 8 for int64, float64) / time. "
+              "region: a memset, for int64/float64 min/max a one-thread kernel; bfloat16/float16: float accumulation, "
+              "one float atomic per block, the last block rounds the result). GB/s = n x "
+              "element size (2 bytes for bfloat16, float16; 4 for int32, uint32, float32; 8 for int64, float64) / time. "
               "rt/CUB = CUB time / reduce-tune time, rt/ceiling = ceiling time / reduce-tune time, "
               "rt/CUB, all calls = the same from the medians of every timed call (all chunks) "
               "(above 1: reduce-tune faster).\n",

@@ -10,11 +10,14 @@
 
 #include <cuda/std/limits>
 #include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace rt_bench {
@@ -171,17 +174,126 @@ void ceiling_call(DType dt, const T* in, std::uint64_t n, T* out, int sm_count, 
   CK(cudaGetLastError());
 }
 
+// ---- the ceiling for bf16 and f16 ----------------------------------------------------------
+
+/// CUDA's type for the library's host bf16_t / f16_t (the same bits); other types unchanged.
+template <typename T> struct CudaType { using type = T; };
+template <> struct CudaType<reduce_tune::bf16_t> { using type = __nv_bfloat16; };
+template <> struct CudaType<reduce_tune::f16_t> { using type = __half; };
+
+__device__ __forceinline__ float to_float(__nv_bfloat16 h) { return __bfloat162float(h); }
+__device__ __forceinline__ float to_float(__half h) { return __half2float(h); }
+__device__ __forceinline__ void from_float(float v, __nv_bfloat16* out) { *out = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void from_float(float v, __half* out) { *out = __float2half_rn(v); }
+
+/// The 8 elements of a 16-byte vector of H, combined in float as a pairwise tree.
+template <Op O, typename H> __device__ __forceinline__ float combine8(const uint4& v) {
+  const H* h = reinterpret_cast<const H*>(&v);
+  float f[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) f[e] = to_float(h[e]);
+  return combine<O>(combine<O>(combine<O>(f[0], f[1]), combine<O>(f[2], f[3])),
+                    combine<O>(combine<O>(f[4], f[5]), combine<O>(f[6], f[7])));
+}
+
+/// The ceiling of bf16 and f16 (H = __nv_bfloat16 or __half), as ceiling_kernel with 8 elements
+/// a load, in float: each block's float is combined atomically into `acc` (set to the identity
+/// by the call), and the last block to take a ticket rounds it once into `out` and resets the
+/// ticket (an atomic into a 2-byte result would round at every block).
+template <Op O, typename H, bool EvictFirst>
+__global__ void __launch_bounds__(kCeilBlock)
+    ceiling_half_kernel(const H* __restrict__ in, unsigned long long n, H* __restrict__ out,
+                        float* acc_out, unsigned* ticket) {
+  const uint4* __restrict__ vin = reinterpret_cast<const uint4*>(in);
+  constexpr unsigned per = 8;
+  const unsigned long long nv = n / per;
+  const unsigned long long tid = (unsigned long long)blockIdx.x * kCeilBlock + threadIdx.x;
+  const unsigned long long stride = (unsigned long long)gridDim.x * kCeilBlock;
+  float acc = identity<O, float>();
+  unsigned long long i = tid;
+  for (; i + (kCeilUnroll - 1) * stride < nv; i += kCeilUnroll * stride) {
+    uint4 v[kCeilUnroll];
+#pragma unroll
+    for (int u = 0; u < kCeilUnroll; ++u) v[u] = ceiling_load<EvictFirst>(vin + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine8<O, H>(v[u]));
+  }
+  for (; i < nv; i += stride) acc = combine<O>(acc, combine8<O, H>(ceiling_load<EvictFirst>(vin + i)));
+  if (tid < n - nv * per) acc = combine<O>(acc, to_float(in[nv * per + tid]));
+
+  __shared__ float warp_part[kCeilBlock / 32];
+  acc = warp_reduce<O>(acc);
+  if ((threadIdx.x & 31) == 0) warp_part[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    acc = threadIdx.x < kCeilBlock / 32 ? warp_part[threadIdx.x] : identity<O, float>();
+    acc = warp_reduce<O>(acc);
+    if (threadIdx.x == 0) {
+      atomic_combine<O>(acc_out, acc);
+      __threadfence();
+      if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
+        __threadfence();
+        from_float(*reinterpret_cast<volatile float*>(acc_out), out);
+        *ticket = 0;
+      }
+    }
+  }
+}
+
+template <Op O, typename H, bool EvictFirst> unsigned ceiling_half_grid(std::uint64_t n, int sm_count) {
+  static const int per_sm = [] {
+    int b = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_half_kernel<O, H, EvictFirst>, kCeilBlock, 0));
+    return std::max(b, 1);
+  }();
+  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * 8;
+  const std::uint64_t data = (n + per_block - 1) / per_block;
+  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(data, std::uint64_t(per_sm) * sm_count)));
+}
+
+/// One bf16/f16 ceiling call: the float accumulator set to the identity by a memset (as the other
+/// ceilings set their result), then the kernel. Its accumulator and ticket are one small buffer
+/// per instantiation, the ticket zeroed once.
+template <Op O, typename H, bool EvictFirst>
+void ceiling_half_call(const H* in, std::uint64_t n, H* out, int sm_count, cudaStream_t s) {
+  static unsigned* state = [] {
+    unsigned* p = nullptr;
+    CK(cudaMalloc(&p, 2 * sizeof(unsigned)));
+    CK(cudaMemset(p, 0, 2 * sizeof(unsigned)));
+    return p;
+  }();
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const float id = O == Op::sum ? 0.f : O == Op::min ? inf : -inf;
+  unsigned bits = 0;
+  std::memcpy(&bits, &id, 4);
+  RT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(state), bits, 1, s));
+  ceiling_half_kernel<O, H, EvictFirst><<<ceiling_half_grid<O, H, EvictFirst>(n, sm_count), kCeilBlock, 0, s>>>(
+      in, n, out, reinterpret_cast<float*>(state), state + 1);
+  CK(cudaGetLastError());
+}
+
 template <bool EvictFirst>
 void ceiling(DType dt, Op op, const void* in, std::uint64_t n, void* out, int sm_count,
              cudaStream_t s) {
   rt_bench::visit(dt, [&](auto t) {
     using T = decltype(t);
-    const T* i = static_cast<const T*>(in);
-    T* o = static_cast<T*>(out);
-    switch (op) {
-    case Op::sum: return ceiling_call<Op::sum, T, EvictFirst>(dt, i, n, o, sm_count, s);
-    case Op::min: return ceiling_call<Op::min, T, EvictFirst>(dt, i, n, o, sm_count, s);
-    case Op::max: return ceiling_call<Op::max, T, EvictFirst>(dt, i, n, o, sm_count, s);
+    if constexpr (reduce_tune::is_half_float_v<T>) {
+      using H = typename CudaType<T>::type;
+      const H* i = static_cast<const H*>(in);
+      H* o = static_cast<H*>(out);
+      switch (op) {
+      case Op::sum: return ceiling_half_call<Op::sum, H, EvictFirst>(i, n, o, sm_count, s);
+      case Op::min: return ceiling_half_call<Op::min, H, EvictFirst>(i, n, o, sm_count, s);
+      case Op::max: return ceiling_half_call<Op::max, H, EvictFirst>(i, n, o, sm_count, s);
+      }
+    } else {
+      const T* i = static_cast<const T*>(in);
+      T* o = static_cast<T*>(out);
+      switch (op) {
+      case Op::sum: return ceiling_call<Op::sum, T, EvictFirst>(dt, i, n, o, sm_count, s);
+      case Op::min: return ceiling_call<Op::min, T, EvictFirst>(dt, i, n, o, sm_count, s);
+      case Op::max: return ceiling_call<Op::max, T, EvictFirst>(dt, i, n, o, sm_count, s);
+      }
     }
   });
 }

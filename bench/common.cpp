@@ -57,7 +57,7 @@ std::vector<reduce_tune::DType> dtypes_arg(const std::string& flag, const std::s
   for (const auto& t : split(text)) {
     auto d = reduce_tune::parse_dtype(t);
     if (!d)
-      throw UsageError(flag + ": '" + t + "': expected int32, uint32, int64, float32 or float64");
+      throw UsageError(flag + ": '" + t + "': expected int32, uint32, int64, float32, float64, bfloat16 or float16");
     out.push_back(*d);
   }
   if (out.empty()) throw UsageError(flag + " needs a value");

@@ -68,6 +68,10 @@ template <typename T> T element(std::uint64_t x) {
     // 24 random bits -> k * 2^-23 - 1, exact in float32, uniform in [-1, 1).
     const float v = float(std::int64_t(x >> 40) - (std::int64_t(1) << 23)) * 0x1p-23f;
     return v != 0 ? v : 0x1p-24f;
+  } else if constexpr (reduce_tune::is_half_float_v<T>) {
+    // The float32 value rounded to the type; 0.5 where that is zero.
+    const T v(double(element<float>(x)));
+    return double(v) != 0 ? v : T(0.5);
   } else if constexpr (std::is_same_v<T, double>) {
     // 53 random bits -> k * 2^-52 - 1, exact in float64, uniform in [-1, 1).
     const double v = double(std::int64_t(x >> 11) - (std::int64_t(1) << 52)) * 0x1p-52;
@@ -105,7 +109,7 @@ struct CompensatedSum {
 
 template <typename T> std::string show(T v) {
   std::ostringstream o;
-  o.precision(std::numeric_limits<T>::max_digits10);
+  o.precision(std::numeric_limits<T>::max_digits10 + (reduce_tune::is_half_float_v<T> ? 1 : 0));
   o << v;
   return o.str();
 }
@@ -115,30 +119,31 @@ std::string show(DType dtype, std::uint64_t bits) {
 }
 
 template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op op) {
+  using A = reduce_tune::acc_t<T>; // float for bf16 and f16: their min/max are exact in it
   struct Part {
-    T acc{};             // the chunk's result (float sums: unused)
+    A acc{};             // the chunk's result (float sums: unused)
     CompensatedSum sum;  // float sums
     double abs_sum = 0;
   };
-  constexpr bool float_sum = std::is_floating_point_v<T>;
+  constexpr bool float_sum = reduce_tune::is_float_like_v<T>;
   std::vector<Part> parts((n + kChunk - 1) / kChunk);
   for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t c) {
     Part part;
-    part.acc = reduce_tune::identity<T>(op);
+    part.acc = reduce_tune::identity<A>(op);
     if (float_sum && op == Op::sum) {
       for (std::uint64_t i = first; i < last; ++i) {
         part.sum.add(double(data[i]));
         part.abs_sum += std::fabs(double(data[i]));
       }
     } else {
-      for (std::uint64_t i = first; i < last; ++i) part.acc = combine(part.acc, data[i], op);
+      for (std::uint64_t i = first; i < last; ++i) part.acc = combine(part.acc, reduce_tune::widen(data[i]), op);
     }
     parts[c] = part;
   });
 
   Reference r;
   r.op = op;
-  T acc = reduce_tune::identity<T>(op);
+  A acc = reduce_tune::identity<A>(op);
   CompensatedSum sum;
   for (const Part& p : parts) {
     acc = combine(acc, p.acc, op);
@@ -148,11 +153,11 @@ template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op 
   }
   if (float_sum && op == Op::sum) {
     r.exact = sum.s + sum.c;
-    acc = T(r.exact);
+    r.bits = bits_of(T(r.exact)); // rounded once, also for bf16 and f16
   } else {
     r.exact = double(acc);
+    r.bits = bits_of(T(acc));
   }
-  r.bits = bits_of(acc);
   return r;
 }
 
@@ -165,6 +170,9 @@ template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op 
 // Yet one dropped or doubled element (|x| ~ 0.5) moves the sum by about sum|x| / n, which is
 // above 1e-13 sum|x| for every n < 2^43: the float64 check still sees it.
 double sum_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-13 : 1e-6; }
+double result_tolerance(DType dtype) {
+  return reduce_tune::is_half(dtype) ? reduce_tune::half_unit_roundoff(dtype) : sum_tolerance(dtype);
+}
 
 void parallel_for(std::uint64_t n, const std::function<void(std::uint64_t, std::uint64_t)>& f) {
   for_chunks(n, [&](std::uint64_t first, std::uint64_t last, std::uint64_t) { f(first, last); });
@@ -213,7 +221,7 @@ Verdict check(const Reference& ref, std::uint64_t got_bits) {
     const double err = std::fabs(got - ref.exact); // NaN compares false below: fails
     const double eps = sum_tolerance(ref.dtype);
     v.rel_err = ref.abs_sum > 0 ? err / ref.abs_sum : err;
-    v.ok = err <= eps * ref.abs_sum + eps * std::fabs(ref.exact);
+    v.ok = err <= eps * ref.abs_sum + result_tolerance(ref.dtype) * std::fabs(ref.exact);
     if (std::isnan(got)) v.rel_err = std::numeric_limits<double>::infinity();
   } else {
     v.want = show(ref.dtype, ref.bits);

@@ -2,6 +2,7 @@
 // the median the timings are reduced to.
 #pragma once
 
+#include "kernels/half.h"
 #include "reduce_tune/config.h"
 
 #include <cstddef>
@@ -13,8 +14,10 @@
 
 namespace rt_bench {
 
-/// Calls f(T{}) with the C++ type of `d`: int, unsigned, long long, float, double. int64 is long
-/// long (not std::int64_t, which is long on LP64) because CUDA's 64-bit atomics take long long.
+/// Calls f(T{}) with the C++ type of `d`: int, unsigned, long long, float, double, and the
+/// library's host bf16_t and f16_t (kernels/half.h: the bits of __nv_bfloat16 and __half; the
+/// bench's device code maps them to CUDA's types). int64 is long long (not std::int64_t, which is
+/// long on LP64) because CUDA's 64-bit atomics take long long.
 template <typename F> decltype(auto) visit(reduce_tune::DType d, F&& f) {
   using reduce_tune::DType;
   using i64 = long long;
@@ -25,13 +28,15 @@ template <typename F> decltype(auto) visit(reduce_tune::DType d, F&& f) {
   case DType::i64: return f(i64{});
   case DType::f32: return f(float{});
   case DType::f64: return f(double{});
+  case DType::bf16: return f(reduce_tune::bf16_t{});
+  case DType::f16: return f(reduce_tune::f16_t{});
   }
   return f(float{});
 }
 
 /// n elements of `dtype` from `seed`: int32, uint32 and int64 uniform over all bit patterns (so
 /// sums wrap), float32 uniform in [-1, 1) on a 2^-23 grid, float64 uniform in [-1, 1) on a 2^-52
-/// grid; never zero (an integer 0 becomes 1, a float 0 becomes 2^-24 or 2^-53). The same on any
+/// grid, bf16 and f16 the float32 values rounded to them; never zero (an integer 0 becomes 1, a float 0 becomes 2^-24 or 2^-53). The same on any
 /// machine and for any thread count; a prefix of a longer array is the shorter array, so one fill
 /// serves every size. The n * size_of(dtype) bytes are left uninitialised by the allocation and
 /// first touched by the filling threads.
@@ -55,7 +60,8 @@ Reference reference(const void* data, std::uint64_t n, reduce_tune::DType dtype,
                     reduce_tune::Op op);
 
 /// A contestant's result against the reference. Integers and min/max must be exact (bits equal);
-/// float sums must satisfy |got - ref| <= eps * sum|x| + eps * |ref| with eps = sum_tolerance().
+/// float sums must satisfy |got - ref| <= eps * sum|x| + eps_r * |ref| with eps =
+/// sum_tolerance(), eps_r = result_tolerance().
 struct Verdict {
   bool ok = false;
   double rel_err = 0;     ///< float sums: |got - ref| / sum|x|; else 0 or 1 (wrong)
@@ -63,8 +69,12 @@ struct Verdict {
 };
 Verdict check(const Reference& ref, std::uint64_t got_bits);
 
-/// eps of the float-sum check: 1e-6 for float32, 1e-13 for float64 (data.cpp says why).
+/// eps of the float-sum check: 1e-6 for float32 and for bf16/f16 (which accumulate in float32),
+/// 1e-13 for float64 (data.cpp says why).
 double sum_tolerance(reduce_tune::DType dtype);
+/// eps_r of the float-sum check: the one rounding of the result, sum_tolerance() except for bf16
+/// (2^-8) and f16 (2^-11), whose result is the float32 sum rounded to them.
+double result_tolerance(reduce_tune::DType dtype);
 
 /// Calls f(first, last) for fixed chunks of [0, n) on all cores.
 void parallel_for(std::uint64_t n, const std::function<void(std::uint64_t, std::uint64_t)>& f);

@@ -4,12 +4,14 @@
 CUDA events around one call; 3 warm-up calls and R timed calls; cold = a fill of a 2 x L2 buffer
 before each call; a spin kernel (torch.cuda._sleep) before the start event hides Python's
 dispatch; median (and min) of the event times. Results are checked against a float64 / int64
-reduction of the same data (float32: |got - ref| <= 1e-6 sum|x| + 1e-6 |ref|; int32: exact with
-wrap). Prints Markdown. Exit code: 0 all checks passed, 1 a check FAILED, 4 torch not available.
+reduction of the same data (float32: |got - ref| <= 1e-6 sum|x| + 1e-6 |ref|; bfloat16 and
+float16, which torch sums in float32 and rounds once to the input's type: the same with 2^-8 or
+2^-11 |ref|; int32: exact with wrap). Prints Markdown. Exit code: 0 all checks passed, 1 a check
+FAILED, 4 torch not available.
 
-With --csv (reduce_bench's CSV of the same run) the table adds reduce-tune's cold time and the
-ratios framework time / reduce-tune time (above 1: reduce-tune faster; the data differ but are
-drawn from the same distribution).
+With --csv (reduce_bench's CSV of the same run; repeatable) the table adds reduce-tune's cold
+time and the ratios framework time / reduce-tune time (above 1: reduce-tune faster; the data
+differ but are drawn from the same distribution).
 """
 import argparse
 import csv
@@ -117,7 +119,8 @@ def main():
     ap.add_argument("--spin-us", type=float, default=100.0)
     ap.add_argument("--budget-s", type=float, default=2.0,
                     help="timed calls are cut (to no fewer than 10) where R calls would take longer")
-    ap.add_argument("--csv", help="reduce_bench --csv output of the same run")
+    ap.add_argument("--csv", action="append", default=[],
+                    help="reduce_bench --csv output of the same run (repeatable)")
     args = ap.parse_args()
 
     try:
@@ -135,11 +138,14 @@ def main():
 
     props, l2, clock_khz, peak_here = gpu_figures(torch, cupy)
     peak, rt_times = (None, {})
-    if args.csv:
+    for path in args.csv:
         try:
-            peak, rt_times = read_csv(args.csv)
+            p, times = read_csv(path)
+            peak = peak or p
+            for k, v in times.items():
+                rt_times.setdefault(k, v)  # the first file that has a size wins
         except OSError as e:
-            print(f"(cannot read {args.csv}: {e})", file=sys.stderr)
+            print(f"(cannot read {path}: {e})", file=sys.stderr)
     if peak is None:
         peak = peak_here
 
@@ -154,13 +160,18 @@ def main():
           f"device {props.name}; {args.warmup} warm-up + {args.reps} timed calls, median; flush "
           f"{2 * l2 / 2**20:.0f} MiB; spin {args.spin_us:.0f} us (torch.cuda._sleep) before the start event.")
     print("- int32: `torch.sum(x, dtype=torch.int32)`, `cupy.sum(x, dtype=cupy.int32)` (result int32, "
-          "wrapping); float32: `torch.sum(x)`, `cupy.sum(x)` (zero-copy view of the same tensor).")
+          "wrapping); float32, bfloat16, float16: `torch.sum(x)` (for bfloat16/float16 a float32 "
+          "accumulation, the result of the input's type), `cupy.sum(x)` (zero-copy view of the same "
+          "tensor; float32 and int32 only: cupy has no bfloat16, and its float16 sum is not as accurate "
+          "as a float32 accumulation rounded once (on an H100: 482.0 for a sum of 460.3 at 2^28, "
+          "-222.5 for -223.5 at 2^26), so it is no like-for-like contestant there).")
     print("- rt us = reduce-tune's cold median from reduce_bench in this run (other random data of the "
           "same distribution); torch/rt = torch time / reduce-tune time (above 1: reduce-tune faster).")
 
     failed = 0
     for dt in dtypes:
-        tdt = {"int32": torch.int32, "float32": torch.float32}.get(dt)
+        tdt = {"int32": torch.int32, "float32": torch.float32, "bfloat16": torch.bfloat16,
+               "float16": torch.float16}.get(dt)
         if tdt is None:
             print(f"\n(unknown dtype {dt}: skipped)")
             continue
@@ -174,8 +185,12 @@ def main():
             if n * 12 + (512 << 20) > free_bytes:
                 print(f"| {fmt_size(n)} | skipped: needs {n * 12 / 2**30:.1f} GiB | | | | | | | | | |")
                 continue
-            if dt == "float32":
-                x = torch.rand(n, device="cuda", generator=gen).mul_(2).sub_(1)
+            is_float = dt != "int32"
+            esize = torch.tensor([], dtype=tdt).element_size()
+            # The one rounding of the result: float32's own eps, or that of the 2-byte type.
+            result_eps = {"bfloat16": 2.0**-8, "float16": 2.0**-11}.get(dt, 1e-6)
+            if is_float:
+                x = torch.rand(n, device="cuda", generator=gen).mul_(2).sub_(1).to(tdt)
                 xd = x.double()
                 ref, abs_sum = xd.sum().item(), xd.abs().sum().item()
                 del xd
@@ -187,25 +202,27 @@ def main():
 
             def check(out):
                 got = out.item()
-                if dt == "float32":
+                if is_float:
                     err = abs(got - ref)
-                    ok = err <= 1e-6 * abs_sum + 1e-6 * abs(ref)  # NaN: False
+                    # The result must be of the input's type (torch.bfloat16 / cupy float16 alike).
+                    ok = str(out.dtype).split(".")[-1] == dt and err <= 1e-6 * abs_sum + result_eps * abs(ref)  # NaN: False
                     return ok, f"{err / abs_sum:.1e}" if abs_sum else f"{err:.1e}", got
                 return got == ref, "exact", got
 
             cells, checks, times = [], [], {}
-            contestants = [("torch", (lambda: torch.sum(x)) if dt == "float32"
+            contestants = [("torch", (lambda: torch.sum(x)) if is_float
                             else (lambda: torch.sum(x, dtype=torch.int32)))]
-            if cupy is not None:
+            xc = None
+            if cupy is not None and dt in ("int32", "float32"):
                 xc = cupy.from_dlpack(x)
-                contestants.append(("cupy", (lambda: cupy.sum(xc)) if dt == "float32"
+                contestants.append(("cupy", (lambda: cupy.sum(xc)) if is_float
                                     else (lambda: cupy.sum(xc, dtype=cupy.int32))))
             for name, fn in contestants:
                 try:
                     med, _mn, reps, out = time_it(fn)
                     ok, err, got = check(out)
                     times[name] = med
-                    gbps = n * 4 / (med * 1e-6) / 1e9
+                    gbps = n * esize / (med * 1e-6) / 1e9
                     pct = f"{100 * gbps / peak:.1f}" if peak else "-"
                     cells.append(f"{fmt_us(med)} | {gbps:.0f} | {pct}")
                     if ok:
@@ -217,7 +234,7 @@ def main():
                     failed += 1
                     cells.append("error | - | -")
                     checks.append(f"FAILED: {name}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
-            if cupy is None:
+            if xc is None:
                 cells.append("- | - | -")
             rt = rt_times.get((dt, n))
             ratio = lambda k: f"{times[k] / rt:.2f}" if rt and k in times else "-"  # noqa: E731
@@ -225,7 +242,7 @@ def main():
                   f"{ratio('torch')} | {ratio('cupy')} | {'; '.join(checks)} |")
             sys.stdout.flush()
             del x
-            if cupy is not None:
+            if xc is not None:
                 del xc
                 cupy.get_default_memory_pool().free_all_blocks()
             torch.cuda.empty_cache()

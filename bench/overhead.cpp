@@ -122,8 +122,8 @@ Overhead OverheadBench::measure(Reducer& reducer, DType dtype, Op op, const void
 
   // The results of both paths, for the caller's check: poison, run once more, read back.
   // One element of each output (ws.out() holds 8 bytes, d_out at least one element).
-  RT_CU(cuMemsetD32Async(out, 0xffffffffu, es / 4, s));
-  RT_CU(cuMemsetD32Async(ws.out(), 0xffffffffu, es / 4, s));
+  RT_CU(cuMemsetD8Async(out, 0xff, es, s));
+  RT_CU(cuMemsetD8Async(ws.out(), 0xff, es, s));
   direct();
   o.direct_bits = result(k, p, ws, s).bits; // Scalar: the value's bytes in the low bytes
   library();

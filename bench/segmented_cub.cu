@@ -4,10 +4,16 @@
 #include "bench/data.h"
 
 #include <cub/device/device_segmented_reduce.cuh>
+#include <cuda/functional>
+#include <cuda/std/functional>
+#include <cuda/std/limits>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
 #include <cstdio>
+#include <type_traits>
 
 namespace rt_bench {
 namespace {
@@ -30,13 +36,31 @@ template <typename T> struct Gather {
   __host__ __device__ T operator()(std::int64_t k) const { return in[(k % rows) * cols + k / rows]; }
 };
 
+/// CUDA's type for the library's host bf16_t / f16_t (the same bits); other types unchanged.
+template <typename T> struct Cuda { using type = T; };
+template <> struct Cuda<reduce_tune::bf16_t> { using type = __nv_bfloat16; };
+template <> struct Cuda<reduce_tune::f16_t> { using type = __half; };
+
 template <typename In, typename T, typename B, typename E>
 cudaError_t call(Op op, void* tmp, std::size_t& bytes, In in, T* out, std::int64_t count, B begin,
                  E end, cudaStream_t s) {
-  switch (op) {
-  case Op::sum: return cub::DeviceSegmentedReduce::Sum(tmp, bytes, in, out, count, begin, end, s);
-  case Op::min: return cub::DeviceSegmentedReduce::Min(tmp, bytes, in, out, count, begin, end, s);
-  case Op::max: return cub::DeviceSegmentedReduce::Max(tmp, bytes, in, out, count, begin, end, s);
+  if constexpr (std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>) {
+    // bf16 and f16: Reduce with a float accumulator, as reduce_bench's CUB contestant.
+    constexpr float inf = cuda::std::numeric_limits<float>::infinity();
+    switch (op) {
+    case Op::sum:
+      return cub::DeviceSegmentedReduce::Reduce(tmp, bytes, in, out, count, begin, end, cuda::std::plus<float>{}, 0.0f, s);
+    case Op::min:
+      return cub::DeviceSegmentedReduce::Reduce(tmp, bytes, in, out, count, begin, end, cuda::minimum<float>{}, inf, s);
+    case Op::max:
+      return cub::DeviceSegmentedReduce::Reduce(tmp, bytes, in, out, count, begin, end, cuda::maximum<float>{}, -inf, s);
+    }
+  } else {
+    switch (op) {
+    case Op::sum: return cub::DeviceSegmentedReduce::Sum(tmp, bytes, in, out, count, begin, end, s);
+    case Op::min: return cub::DeviceSegmentedReduce::Min(tmp, bytes, in, out, count, begin, end, s);
+    case Op::max: return cub::DeviceSegmentedReduce::Max(tmp, bytes, in, out, count, begin, end, s);
+    }
   }
   return cudaErrorInvalidValue;
 }
@@ -67,7 +91,7 @@ cudaError_t cub_segmented(CubKind kind, DType dt, Op op, void* tmp, std::size_t&
                           const void* in, const std::int64_t* offsets, std::uint64_t count,
                           std::uint64_t rows, std::uint64_t cols, void* out, cudaStream_t s) {
   return visit(dt, [&](auto t) {
-    using T = decltype(t);
+    using T = typename Cuda<decltype(t)>::type;
     return typed<T>(kind, op, tmp, bytes, static_cast<const T*>(in), offsets, std::int64_t(count),
                     std::int64_t(rows), std::int64_t(cols), static_cast<T*>(out), s);
   });

@@ -25,7 +25,8 @@ enum class CubKind {
   column_gather, ///< count = cols of a dense rows x cols matrix, element (r, c) by gather
 };
 
-/// The CUB call for `kind` on dt (int32, uint32, int64, float32, float64) and op; with
+/// The CUB call for `kind` on dt (int32, uint32, int64, float32, float64; bf16 and f16 through
+/// Reduce with a float accumulator) and op; with
 /// tmp == nullptr it sets `bytes` to the temporary storage needed. `count` results go to `out`.
 cudaError_t cub_segmented(CubKind kind, reduce_tune::DType dt, reduce_tune::Op op, void* tmp,
                           std::size_t& bytes, const void* in, const std::int64_t* offsets,

@@ -15,8 +15,10 @@ namespace {
 
 constexpr int kBlocks[] = {32, 64, 128, 256, 512, 1024};
 constexpr int kVectorBlocks[] = {128, 256, 512};
-constexpr int kVecs[] = {1, 2, 4};
-constexpr int kSweptVecs[] = {2, 4}; // 1 is valid, but never faster than a vector
+constexpr int kVecs[] = {1, 2, 4, 8}; // at most 16 bytes: 8 only for bf16 and f16
+// 1 is valid, but never faster than a vector; 8 is the 16-byte load of the 2-byte types (invalid,
+// and reported so, for the others).
+constexpr int kSweptVecs[] = {2, 4, 8};
 constexpr int kMultiSeqGrids[] = {2, 8, 32};
 constexpr int kVectorGrids[] = {0, 4, 8}; // 0 = data-sized
 
@@ -171,7 +173,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
            " for " + std::string(v.name);
   if (takes(v, P_VEC)) {
     if (!contains(std::span<const int>(kVecs), c.vec))
-      return "vector width " + std::to_string(c.vec) + " is not one of 1, 2, 4";
+      return "vector width " + std::to_string(c.vec) + " is not one of 1, 2, 4, 8";
     if (c.vec * size_of(t.dtype) > 16)
       return "a vector of " + std::to_string(c.vec) + " " + std::string(name(t.dtype)) +
              " exceeds the 16-byte load";
@@ -206,6 +208,18 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     return "finish " + std::string(name(c.finish)) + " is not available for " +
            std::string(v.name);
   const bool atomic = atomic_finish(c.finish);
+  // bf16 and f16 sums accumulate in float32 and round once; an atomic finish would round the
+  // result to the element type at every block's combine, an in-place variant every partial.
+  if (is_half(t.dtype) && t.op == Op::sum && atomic)
+    return "a " + std::string(name(t.dtype)) +
+           " sum would round at every atomic combine into the result: it accumulates in float32 "
+           "and rounds once";
+  if (is_half(t.dtype) && t.op == Op::sum && v.in_place)
+    return "a " + std::string(name(t.dtype)) +
+           " sum in place would round every partial to the element type: it accumulates in "
+           "float32 and rounds once";
+  if (is_half(t.dtype) && atomic && t.cc < 70)
+    return "the 16-bit atomicCAS of " + std::string(name(t.dtype)) + " min/max needs sm_70";
   if (atomic && t.dtype == DType::f64 && t.op == Op::sum && t.cc < 60)
     return "double-precision atomicAdd needs sm_60";
   if (atomic && t.dtype == DType::i64 && t.op != Op::sum && t.cc < 35)
@@ -252,7 +266,7 @@ LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {
                                 " elements need more than 2^31-1 blocks");
   p.grid = unsigned(grid);
   p.block = unsigned(c.block);
-  p.smem_bytes = unsigned(c.block * size_of(t.dtype));
+  p.smem_bytes = unsigned(c.block * size_of(accumulator_of(t.dtype)));
   p.init_out = c.finish == Finish::atomic;
   p.partials = c.finish == Finish::host || c.finish == Finish::twopass ||
                c.finish == Finish::lastblock;
@@ -287,8 +301,10 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
 
 std::string render(const Config& c, DType dtype, Op op) {
   const Variant& v = *find_variant(c.variant);
+  // The element type, its macro, the unsigned type signed sums wrap in, and the identities of min
+  // and max in the accumulator (float for bf16 and f16, stored as unsigned short).
   struct TypeText { const char *t, *macro, *uns, *max, *lowest; };
-  static constexpr std::array<TypeText, 5> kTypes{{
+  static constexpr std::array<TypeText, 7> kTypes{{
       {"int", "RT_DTYPE_I32", "unsigned int", "2147483647", "(-2147483647 - 1)"},
       {"unsigned int", "RT_DTYPE_U32", "unsigned int", "4294967295u", "0u"},
       {"long long", "RT_DTYPE_I64", "unsigned long long", "9223372036854775807ll",
@@ -297,6 +313,10 @@ std::string render(const Config& c, DType dtype, Op op) {
        "__int_as_float(0xff800000)"},
       {"double", "RT_DTYPE_F64", "unsigned long long",
        "__longlong_as_double(0x7ff0000000000000ll)", "__longlong_as_double(0xfff0000000000000ull)"},
+      {"unsigned short", "RT_DTYPE_BF16", "unsigned int", "__int_as_float(0x7f800000)",
+       "__int_as_float(0xff800000)"},
+      {"unsigned short", "RT_DTYPE_F16", "unsigned int", "__int_as_float(0x7f800000)",
+       "__int_as_float(0xff800000)"},
   }};
   const TypeText& tt = kTypes[static_cast<int>(dtype)];
   auto upper = [](std::string_view s) {
@@ -308,7 +328,9 @@ std::string render(const Config& c, DType dtype, Op op) {
   s += "// reduce-tune: " + std::string(v.name) + " " + std::string(name(dtype)) + " " +
        std::string(name(op)) + "\n";
   s += "typedef " + std::string(tt.t) + " T;\n";
+  s += "typedef " + std::string(is_half(dtype) ? "float" : tt.t) + " A;\n";
   s += "#define " + std::string(tt.macro) + " 1\n";
+  if (is_half(dtype)) s += "#define RT_HALF 1\n";
   s += "#define RT_UNSIGNED_OF_T " + std::string(tt.uns) + "\n";
   s += "#define RT_T_MAX " + std::string(tt.max) + "\n";
   s += "#define RT_T_LOWEST " + std::string(tt.lowest) + "\n";

@@ -24,9 +24,10 @@ std::string_view lookup(const std::array<std::pair<E, std::string_view>, N>& tab
   return "?";
 }
 
-constexpr std::array<std::pair<DType, std::string_view>, 5> kDTypes{{
+constexpr std::array<std::pair<DType, std::string_view>, 7> kDTypes{{
     {DType::i32, "int32"}, {DType::u32, "uint32"}, {DType::i64, "int64"},
-    {DType::f32, "float32"}, {DType::f64, "float64"}}};
+    {DType::f32, "float32"}, {DType::f64, "float64"}, {DType::bf16, "bfloat16"},
+    {DType::f16, "float16"}}};
 constexpr std::array<std::pair<Op, std::string_view>, 3> kOps{{
     {Op::sum, "sum"}, {Op::min, "min"}, {Op::max, "max"}}};
 constexpr std::array<std::pair<Tail, std::string_view>, 5> kTails{{
@@ -63,9 +64,11 @@ std::optional<Finish> parse_finish(std::string_view s) { return lookup(kFinishes
 std::optional<Problem> parse_problem(std::string_view s) { return lookup(kProblems, s); }
 
 std::size_t size_of(DType d) {
-  return d == DType::i64 || d == DType::f64 ? 8 : 4;
+  return d == DType::i64 || d == DType::f64 ? 8 : is_half(d) ? 2 : 4;
 }
-bool is_float(DType d) { return d == DType::f32 || d == DType::f64; }
+bool is_float(DType d) { return d == DType::f32 || d == DType::f64 || is_half(d); }
+bool is_half(DType d) { return d == DType::bf16 || d == DType::f16; }
+DType accumulator_of(DType d) { return is_half(d) ? DType::f32 : d; }
 
 std::string key(const Config& c) {
   const Variant* v = find_variant(c.variant);

@@ -56,33 +56,42 @@ template <typename T> T combine(T a, T b, Op op) {
   }
 }
 
-// Reduces [0, n) in parallel chunks; floats sum in double.
+// The result of type T from its accumulator (exact for min/max and integers).
+template <typename T> T narrow(acc_t<T> v) {
+  if constexpr (is_half_float_v<T>) return T(double(v));
+  else return v;
+}
+
+// Reduces [0, n) in parallel chunks; floats sum in double, the 2-byte floats combine as float.
 template <typename T> Reference reduce_host(const T* x, std::uint64_t n, Op op) {
+  using A = acc_t<T>;
   const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<T> part(slots, identity<T>(op));
+  std::vector<A> part(slots, identity<A>(op));
   std::vector<double> dsum(slots, 0.0), dabs(slots, 0.0);
   parallel_chunks(n, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
-    T acc = identity<T>(op);
+    A acc = identity<A>(op);
     double s = 0, a = 0;
     for (std::uint64_t i = lo; i < hi; ++i) {
-      if constexpr (std::is_floating_point_v<T>) {
-        s += double(x[i]);
-        a += std::fabs(double(x[i]));
+      const A v = widen(x[i]);
+      if constexpr (is_float_like_v<T>) {
+        s += double(v);
+        a += std::fabs(double(v));
       }
-      acc = combine(acc, x[i], op);
+      acc = combine(acc, v, op);
     }
     part[t] = acc, dsum[t] = s, dabs[t] = a;
   });
   Reference r;
-  T acc = identity<T>(op);
+  A acc = identity<A>(op);
   for (unsigned t = 0; t < slots; ++t) {
     acc = combine(acc, part[t], op);
     r.exact += dsum[t];
     r.abs_sum += dabs[t];
   }
-  if constexpr (std::is_floating_point_v<T>)
-    if (op == Op::sum) acc = T(r.exact);
-  r.value = Scalar::of(acc);
+  T result = narrow<T>(acc);
+  if constexpr (is_float_like_v<T>)
+    if (op == Op::sum) result = T(r.exact);
+  r.value = Scalar::of(result);
   return r;
 }
 
@@ -94,6 +103,7 @@ template <typename T> Scalar Scalar::of(T v) {
   else if constexpr (std::is_same_v<T, std::uint32_t>) s.dtype = DType::u32;
   else if constexpr (std::is_same_v<T, std::int64_t>) s.dtype = DType::i64;
   else if constexpr (std::is_same_v<T, float>) s.dtype = DType::f32;
+  else if constexpr (is_half_float_v<T>) s.dtype = T::dtype;
   else s.dtype = DType::f64;
   std::memcpy(&s.bits, &v, sizeof v);
   return s;
@@ -110,11 +120,15 @@ template Scalar Scalar::of(std::uint32_t);
 template Scalar Scalar::of(std::int64_t);
 template Scalar Scalar::of(float);
 template Scalar Scalar::of(double);
+template Scalar Scalar::of(bf16_t);
+template Scalar Scalar::of(f16_t);
 template std::int32_t Scalar::as() const;
 template std::uint32_t Scalar::as() const;
 template std::int64_t Scalar::as() const;
 template float Scalar::as() const;
 template double Scalar::as() const;
+template bf16_t Scalar::as() const;
+template f16_t Scalar::as() const;
 
 double Scalar::to_double() const {
   return visit(dtype, [&](auto t) { return double(as<decltype(t)>()); });
@@ -140,10 +154,12 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed) {
     parallel_chunks(n, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
       for (std::uint64_t i = lo; i < hi; ++i) {
         const std::uint64_t r = mix(seed * 0x100000001b3ull + i);
-        if constexpr (std::is_floating_point_v<T>) {
-          // Uniform in [-1, 1) on a 2^-24 grid; never exactly zero.
+        if constexpr (is_float_like_v<T>) {
+          // Uniform in [-1, 1) on a 2^-23 grid (the 2-byte floats: rounded to the type); never
+          // exactly zero.
           const double u = double(std::int64_t(r >> 40) - (1ll << 23)) / double(1 << 23);
           x[i] = T(u == 0 ? 0.5 : u);
+          if (double(x[i]) == 0) x[i] = T(0.5);
         } else {
           T v;
           std::memcpy(&v, &r, sizeof v);
@@ -151,7 +167,7 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed) {
         }
       }
     });
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_float_like_v<T>) {
       auto spike = [&](std::uint64_t i, T s) {
         if (i < n) x[i] = s;
       };
@@ -178,33 +194,35 @@ namespace {
 
 // Reduces x[0], x[step], ... (len elements) as reduce_host does, on the calling thread.
 template <typename T> Reference reduce_strided(const T* x, std::uint64_t len, std::uint64_t step, Op op) {
-  T acc = identity<T>(op);
+  acc_t<T> acc = identity<acc_t<T>>(op);
   Reference r;
   for (std::uint64_t i = 0; i < len; ++i) {
-    const T v = x[i * step];
-    if constexpr (std::is_floating_point_v<T>) {
+    const acc_t<T> v = widen(x[i * step]);
+    if constexpr (is_float_like_v<T>) {
       r.exact += double(v);
       r.abs_sum += std::fabs(double(v));
     }
     acc = combine(acc, v, op);
   }
-  if constexpr (std::is_floating_point_v<T>)
-    if (op == Op::sum) acc = T(r.exact);
-  r.value = Scalar::of(acc);
+  T result = narrow<T>(acc);
+  if constexpr (is_float_like_v<T>)
+    if (op == Op::sum) result = T(r.exact);
+  r.value = Scalar::of(result);
   return r;
 }
 
 // Columns: each thread takes a range of columns and walks the rows, so reads stay row-major.
 template <typename T>
 void reduce_columns_host(const T* x, const Segmentation& s, Op op, std::vector<Reference>& out) {
+  using A = acc_t<T>;
   const std::uint64_t cols = s.shape.count, rows = s.shape.length;
   parallel_chunks(cols, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
-    std::vector<T> acc(hi - lo, identity<T>(op));
+    std::vector<A> acc(hi - lo, identity<A>(op));
     for (std::uint64_t r = 0; r < rows; ++r) {
       const T* row = x + r * s.stride;
       for (std::uint64_t c = lo; c < hi; ++c) {
-        const T v = row[c];
-        if constexpr (std::is_floating_point_v<T>) {
+        const A v = widen(row[c]);
+        if constexpr (is_float_like_v<T>) {
           out[c].exact += double(v);
           out[c].abs_sum += std::fabs(double(v));
         }
@@ -212,8 +230,8 @@ void reduce_columns_host(const T* x, const Segmentation& s, Op op, std::vector<R
       }
     }
     for (std::uint64_t c = lo; c < hi; ++c) {
-      T v = acc[c - lo];
-      if constexpr (std::is_floating_point_v<T>)
+      T v = narrow<T>(acc[c - lo]);
+      if constexpr (is_float_like_v<T>)
         if (op == Op::sum) v = T(out[c].exact);
       out[c].value = Scalar::of(v);
     }
@@ -286,28 +304,43 @@ std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t t
   return off;
 }
 
-Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op) {
+Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op, DType result) {
   return visit(partials.dtype, [&](auto t) {
     using T = decltype(t);
     const T* p = partials.data<T>();
-    if constexpr (std::is_floating_point_v<T>) {
+    // The result of the partials' combination `acc` (exact for integers and min/max; for float
+    // sums the double sum) as `result`, rounded once.
+    auto as_result = [&](auto acc) {
+      if (result == partials.dtype) return Scalar::of(T(acc));
+      return visit(result, [&](auto r) {
+        using R = decltype(r);
+        if constexpr (is_half_float_v<R>) return Scalar::of(R(double(acc)));
+        else return Scalar::of(T(acc)); // not a result type of these partials: never asked
+      });
+    };
+    if constexpr (is_float_like_v<T>) {
       if (op == Op::sum) {
         double s = 0;
         for (std::uint64_t i = 0; i < count; ++i) s += double(p[i]);
-        return Scalar::of(T(s));
+        return as_result(s);
       }
     }
-    T acc = identity<T>(op);
-    for (std::uint64_t i = 0; i < count; ++i) acc = combine(acc, p[i], op);
-    return Scalar::of(acc);
+    acc_t<T> acc = identity<acc_t<T>>(op);
+    for (std::uint64_t i = 0; i < count; ++i) acc = combine(acc, widen(p[i]), op);
+    return as_result(acc);
   });
 }
 
 double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact) {
+  // The accumulation: float64 for float64, float32 for float32, bf16 and f16.
   const double u = dtype == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
   const double ku = double(depth) * u;
   const double gamma = ku < 0.5 ? ku / (1 - ku) : 2.0; // past 1/2 the classic bound says little
-  return gamma * abs_sum + u * std::fabs(exact);
+  const double e = gamma * abs_sum + u * std::fabs(exact);
+  if (!is_half(dtype)) return e;
+  // The one rounding of the float32 result s to the element type: u_h |s| in the normal range,
+  // with |s| <= |exact| + e; half the subnormal spacing below it.
+  return e + half_unit_roundoff(dtype) * (std::fabs(exact) + e) + half_subnormal_error(dtype);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // reduce-tune: test data and the CPU reference every GPU result is checked against.
 #pragma once
 
+#include "kernels/half.h"
 #include "reduce_tune/config.h"
 
 #include <cstdint>
@@ -23,7 +24,7 @@ struct Scalar {
   bool operator==(const Scalar&) const = default;
 };
 
-/// Calls f(T{}) with the C++ type of `d`.
+/// Calls f(T{}) with the C++ type of `d` (bf16_t and f16_t for the 2-byte floats: kernels/half.h).
 template <typename F> decltype(auto) visit(DType d, F&& f) {
   switch (d) {
   case DType::i32: return f(std::int32_t{});
@@ -31,6 +32,8 @@ template <typename F> decltype(auto) visit(DType d, F&& f) {
   case DType::i64: return f(std::int64_t{});
   case DType::f32: return f(float{});
   case DType::f64: return f(double{});
+  case DType::bf16: return f(bf16_t{});
+  case DType::f16: return f(f16_t{});
   }
   return f(float{});
 }
@@ -56,7 +59,8 @@ struct HostArray {
 };
 
 /// Random data from `seed`, the same for the same (dtype, n, seed) on any machine, never zeros.
-/// Integers are uniform over the whole type (so sums wrap). Floats are uniform in [-1, 1) plus
+/// Integers are uniform over the whole type (so sums wrap). Floats are uniform in [-1, 1) (bf16
+/// and f16: rounded to the type, a value that rounds to zero becomes 0.5) plus
 /// spikes of +-1024 at the first and last element and on both sides of every power-of-two
 /// boundary (block and tile edges), so a dropped or double-counted edge element moves the sum far
 /// past the rounding bound.
@@ -67,7 +71,7 @@ struct Reference {
   Scalar value;        ///< exact for integers (two's-complement wrap) and min/max (floats:
                        ///< IEEE 754-2019 minimum/maximum, NaN if any element is NaN, -0.0
                        ///< below +0.0); for float sums the double-precision sum rounded to the
-                       ///< dtype
+                       ///< dtype (once, also for bf16 and f16)
   double exact = 0;    ///< float sums: the double-precision sum
   double abs_sum = 0;  ///< sum of |x|
 };
@@ -93,8 +97,12 @@ std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t t
                                          std::uint64_t seed);
 
 /// Combines values on the host as a `host` finish does: floats accumulate in double and round
-/// once; integers wrap.
-Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op);
+/// once to `result` (the partials' dtype, or for bf16 and f16 results their float32 partials:
+/// accumulator_of); integers wrap.
+Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op, DType result);
+inline Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op) {
+  return combine_on_host(partials, count, op, partials.dtype);
+}
 
 /// The outcome of checking a GPU result.
 struct Check {
@@ -104,8 +112,12 @@ struct Check {
 };
 /// Integers and min/max: exact. Float sums: |got - exact| <= gamma(depth) * sum|x| + u * |exact|,
 /// with gamma(k) = k u / (1 - k u) (the classic bound for a summation whose longest chain of
-/// dependent roundings is k) and u the unit roundoff of the dtype. NaN matches NaN; an infinity
-/// matches the same infinity.
+/// dependent roundings is k) and u the unit roundoff of the dtype. bf16 and f16 sums accumulate
+/// in float32 (u = 2^-24 in gamma) and round once to the element type: the float32 result s
+/// differs from exact by at most e = gamma(depth) sum|x| + 2^-24 |exact|, and its rounding adds
+/// at most u_h |s| <= u_h (|exact| + e) (u_h = 2^-8 for bf16, 2^-11 for f16) in the normal range,
+/// or half the subnormal spacing below it, so the bound is e + u_h (|exact| + e) + that half
+/// spacing. NaN matches NaN; an infinity matches the same infinity.
 Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth);
 double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact);
 /// Checks every result of a segmented reduction (`got` holds s.shape.count of them) against its

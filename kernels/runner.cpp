@@ -100,8 +100,10 @@ void zero_state(CUdeviceptr p, std::size_t bytes, CUstream fill_on) {
 
 void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstream fill_on) {
   const std::size_t es = size_of(dtype);
+  // Partials are accumulators: float32 for bf16 and f16.
+  const std::size_t ps = size_of(accumulator_of(dtype));
   if (out_.size() < 8) out_ = cuda::Buffer(8);
-  if (p.partials && partials_.size() < p.grid * es) partials_ = cuda::Buffer(p.grid * es);
+  if (p.partials && partials_.size() < p.grid * ps) partials_ = cuda::Buffer(p.grid * ps);
   if (p.counter && counter_.size() < kFinishStateBytes) {
     counter_ = cuda::Buffer(kFinishStateBytes);
     counter_zeroed_ = false;
@@ -111,10 +113,10 @@ void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstr
     counter_zeroed_ = true;
   }
   if (p.scratch && scratch_.size() < n * es) scratch_ = cuda::Buffer(n * es);
-  if (p.host_finish && host_partials_.bytes.size() < p.grid * es) {
-    host_partials_.bytes.resize(p.grid * es);
+  if (p.host_finish && host_partials_.bytes.size() < p.grid * ps) {
+    host_partials_.bytes.resize(p.grid * ps);
   }
-  host_partials_.dtype = dtype;
+  host_partials_.dtype = accumulator_of(dtype);
 }
 
 void Workspace::reserve(const SegmentedPlan& p, CUstream fill_on) {
@@ -143,7 +145,9 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s) {
   const std::uint64_t bits = identity(dtype, op).bits;
   const unsigned lo = unsigned(bits), hi = unsigned(bits >> 32);
-  if (size_of(dtype) == 4) {
+  if (size_of(dtype) == 2) {
+    RT_CU(cuMemsetD16Async(out, static_cast<unsigned short>(lo), 1, s));
+  } else if (size_of(dtype) == 4) {
     RT_CU(cuMemsetD32Async(out, lo, 1, s));
   } else if (lo == hi) {
     RT_CU(cuMemsetD32Async(out, lo, 2, s));
@@ -187,9 +191,10 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s) {
   const std::size_t es = size_of(k.dtype);
   if (p.host_finish) {
-    RT_CU(cuMemcpyDtoHAsync(w.host_partials().bytes.data(), w.partials(), p.grid * es, s));
+    RT_CU(cuMemcpyDtoHAsync(w.host_partials().bytes.data(), w.partials(),
+                            p.grid * size_of(accumulator_of(k.dtype)), s));
     RT_CU(cuStreamSynchronize(s));
-    return combine_on_host(w.host_partials(), p.grid, k.op);
+    return combine_on_host(w.host_partials(), p.grid, k.op, k.dtype);
   }
   Scalar r;
   r.dtype = k.dtype;

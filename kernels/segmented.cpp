@@ -204,7 +204,7 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   const Variant& v = *find_variant(c.variant);
   SegmentedPlan p;
   p.block = unsigned(c.block);
-  p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * size_of(t.dtype));
+  p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * size_of(accumulator_of(t.dtype)));
   p.fill = c.finish == Finish::atomic && !(takes(v, P_WIDTH) && takes(v, P_GRID));
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count);

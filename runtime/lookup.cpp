@@ -161,7 +161,9 @@ Config builtin_config(Problem problem, DType dtype, Shape shape, bool determinis
   // sweep replaces them): a thread per row for the shortest rows, groups of lanes, a block per
   // row, and several blocks per row (atomic) once one block would loop too long.
   const int vec = int(std::min<std::size_t>(4, 16 / size_of(dtype)));
-  const bool atomics = !(deterministic && is_float(dtype));
+  // bf16 and f16 sums must not combine atomically into the result (kernels/catalogue.cpp; the
+  // built-in default does not know the op): no atomic mappings for them.
+  const bool atomics = !is_half(dtype) && !(deterministic && is_float(dtype));
   Config c;
   c.block = 256;
   c.tail = Tail::shfl;

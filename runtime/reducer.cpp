@@ -37,7 +37,7 @@ namespace {
 
 using cuda::driver;
 
-constexpr int kDTypes = 5, kOps = 3;
+constexpr int kDTypes = 7, kOps = 3;
 constexpr int kBuckets = 65; ///< bit_width(n) for n in 1..2^64-1 (0 unused)
 
 std::string hex(std::uint64_t v) {
@@ -50,7 +50,7 @@ void check_problem(DType dtype, Op op) {
   if (static_cast<unsigned>(dtype) >= kDTypes)
     throw InvalidArgument("reduce_tune: unsupported dtype (enum value " +
                           std::to_string(static_cast<int>(dtype)) +
-                          "): int32, uint32, int64, float32 and float64 are supported");
+                          "): int32, uint32, int64, float32, float64, bfloat16 and float16 are supported");
   if (static_cast<unsigned>(op) >= kOps)
     throw InvalidArgument("reduce_tune: unsupported op (enum value " +
                           std::to_string(static_cast<int>(op)) +

@@ -1,17 +1,57 @@
 // reduce-tune: what every reduction template shares. The host prepends a header that defines
-// T, RT_DTYPE_*, RT_OP_*, RT_TAIL_*, RT_FINISH_*, RT_BLOCK (where compile-time), RT_UNROLL and RT_VEC,
-// then this file, then the variant's template. Every kernel has the same signature:
+// T (the element type), A (the type elements are combined in), RT_DTYPE_*, RT_OP_*, RT_TAIL_*,
+// RT_FINISH_*, RT_BLOCK (where compile-time), RT_UNROLL and RT_VEC, then this file, then the
+// variant's template. Every kernel has the same signature:
 //   rt_reduce(in, work, partials, out, n, counter)
-// `work` is a scratch copy of `in` for in-place variants; `partials` holds one value per block;
-// `out` is the final value; `counter` points at 16 zeroed bytes for the last-block and first-block
-// finishes, which leave them as they need them for the next launch.
+// `work` is a scratch copy of `in` for in-place variants; `partials` holds one value per block (of
+// type A); `out` is the final value; `counter` points at 16 zeroed bytes for the last-block and
+// first-block finishes, which leave them as they need them for the next launch.
+//
+// A is T, except for the 2-byte floats (RT_HALF: bf16 and f16, stored as unsigned short): A is
+// float. Every element is widened exactly as it is loaded (rt_to_acc), partials, shared memory
+// and shuffles are float, and the result is rounded once to T where it is written (rt_from_acc):
+// sums accumulate in float32, min and max stay exact. No CUDA header is included: the conversions
+// are PTX (and integer rounding for bf16 before sm_80), so any NVRTC compiles them.
 
 typedef unsigned long long rt_size;
 
 // The one signature of every reduction kernel.
 #define RT_REDUCE_PARAMS                                                                          \
-  const T *__restrict__ in, T *__restrict__ work, T *__restrict__ partials, T *__restrict__ out, \
+  const T *__restrict__ in, T *__restrict__ work, A *__restrict__ partials, T *__restrict__ out, \
       rt_size n, unsigned *counter
+
+// ---- element <-> accumulator ---------------------------------------------------------------
+
+#if defined(RT_DTYPE_BF16)
+// bf16 is the upper half of a float: widening is a shift.
+__device__ __forceinline__ A rt_to_acc(T x) { return __uint_as_float(unsigned(x) << 16); }
+__device__ __forceinline__ T rt_from_acc(A v) {
+#if __CUDA_ARCH__ >= 800
+  unsigned short r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(v));
+  return r;
+#else
+  // Round to nearest even on the bit pattern; a NaN stays a (quiet) NaN.
+  const unsigned u = __float_as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+#endif
+}
+#elif defined(RT_DTYPE_F16)
+__device__ __forceinline__ A rt_to_acc(T x) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+  return f;
+}
+__device__ __forceinline__ T rt_from_acc(A v) {
+  unsigned short r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
+  return r;
+}
+#else
+__device__ __forceinline__ A rt_to_acc(T x) { return x; }
+__device__ __forceinline__ T rt_from_acc(A v) { return v; }
+#endif
 
 // ---- the operator: identity, combine, atomic combine --------------------------------------
 
@@ -35,50 +75,50 @@ template <bool Min, typename F> __device__ __forceinline__ F rt_float_min_max(F 
 }
 
 #if defined(RT_OP_SUM)
-__device__ __forceinline__ T rt_identity() { return T(0); }
+__device__ __forceinline__ A rt_identity() { return A(0); }
 #if defined(RT_DTYPE_I32) || defined(RT_DTYPE_I64)
 // Signed sums wrap in two's complement, as the CPU reference does: add as unsigned.
 typedef RT_UNSIGNED_OF_T rt_uT;
-__device__ __forceinline__ T rt_combine(T a, T b) { return T(rt_uT(a) + rt_uT(b)); }
+__device__ __forceinline__ A rt_combine(A a, A b) { return A(rt_uT(a) + rt_uT(b)); }
 #else
-__device__ __forceinline__ T rt_combine(T a, T b) { return a + b; }
+__device__ __forceinline__ A rt_combine(A a, A b) { return a + b; }
 #endif
 #elif defined(RT_OP_MIN)
-__device__ __forceinline__ T rt_identity() { return RT_T_MAX; }
-#if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64)
-__device__ __forceinline__ T rt_combine(T a, T b) { return rt_float_min_max<true>(a, b); }
+__device__ __forceinline__ A rt_identity() { return RT_T_MAX; }
+#if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64) || defined(RT_HALF)
+__device__ __forceinline__ A rt_combine(A a, A b) { return rt_float_min_max<true>(a, b); }
 #else
-__device__ __forceinline__ T rt_combine(T a, T b) { return b < a ? b : a; }
+__device__ __forceinline__ A rt_combine(A a, A b) { return b < a ? b : a; }
 #endif
 #elif defined(RT_OP_MAX)
-__device__ __forceinline__ T rt_identity() { return RT_T_LOWEST; }
-#if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64)
-__device__ __forceinline__ T rt_combine(T a, T b) { return rt_float_min_max<false>(a, b); }
+__device__ __forceinline__ A rt_identity() { return RT_T_LOWEST; }
+#if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64) || defined(RT_HALF)
+__device__ __forceinline__ A rt_combine(A a, A b) { return rt_float_min_max<false>(a, b); }
 #else
-__device__ __forceinline__ T rt_combine(T a, T b) { return a < b ? b : a; }
+__device__ __forceinline__ A rt_combine(A a, A b) { return a < b ? b : a; }
 #endif
 #endif
 
-// Atomic combine into global or shared memory. Native where the hardware has it, else a CAS loop
-// on the bit pattern (float min/max, 64-bit float sum before sm_60).
+// Atomic combine of accumulators into global or shared memory. Native where the hardware has it,
+// else a CAS loop on the bit pattern (float min/max, 64-bit float sum before sm_60).
 template <typename B>
-__device__ __forceinline__ void rt_atomic_cas(T* addr, T v) {
+__device__ __forceinline__ void rt_atomic_cas(A* addr, A v) {
   B* p = reinterpret_cast<B*>(addr);
   B old = *p, assumed;
   do {
     assumed = old;
-    T cur;
-    memcpy(&cur, &assumed, sizeof(T));
-    T next = rt_combine(cur, v);
+    A cur;
+    memcpy(&cur, &assumed, sizeof(A));
+    A next = rt_combine(cur, v);
     B nb;
-    memcpy(&nb, &next, sizeof(T));
+    memcpy(&nb, &next, sizeof(A));
     if (nb == assumed) return;
     old = atomicCAS(p, assumed, nb);
   } while (old != assumed);
 }
 
-__device__ __forceinline__ void rt_atomic_combine(T* addr, T v) {
-#if defined(RT_OP_SUM) && (defined(RT_DTYPE_I32) || defined(RT_DTYPE_U32) || defined(RT_DTYPE_F32))
+__device__ __forceinline__ void rt_atomic_combine(A* addr, A v) {
+#if defined(RT_OP_SUM) && (defined(RT_DTYPE_I32) || defined(RT_DTYPE_U32) || defined(RT_DTYPE_F32) || defined(RT_HALF))
   atomicAdd(addr, v);
 #elif defined(RT_OP_SUM) && defined(RT_DTYPE_F64) && __CUDA_ARCH__ >= 600
   atomicAdd(addr, v);
@@ -92,10 +132,27 @@ __device__ __forceinline__ void rt_atomic_combine(T* addr, T v) {
   atomicMin(reinterpret_cast<long long*>(addr), (long long)v);
 #elif defined(RT_OP_MAX) && defined(RT_DTYPE_I64)
   atomicMax(reinterpret_cast<long long*>(addr), (long long)v);
-#elif defined(RT_DTYPE_F32)
+#elif defined(RT_DTYPE_F32) || defined(RT_HALF)
   rt_atomic_cas<unsigned int>(addr, v);
 #else
   rt_atomic_cas<unsigned long long>(addr, v);
+#endif
+}
+
+// Atomic combine of an accumulator into a result element. For bf16 and f16 a 16-bit CAS loop
+// (sm_70+) that combines in float and rounds: exact for min and max, which is all the catalogue
+// admits (a sum would round at every block, kernels/catalogue.cpp).
+__device__ __forceinline__ void rt_atomic_out(T* addr, A v) {
+#if defined(RT_HALF)
+  unsigned short old = *reinterpret_cast<volatile unsigned short*>(addr), assumed;
+  do {
+    assumed = old;
+    const unsigned short next = rt_from_acc(rt_combine(rt_to_acc(assumed), v));
+    if (next == assumed) return;
+    old = atomicCAS(addr, assumed, next);
+  } while (old != assumed);
+#else
+  rt_atomic_combine(addr, v);
 #endif
 }
 
@@ -121,10 +178,10 @@ __device__ __forceinline__ void rt_pdl_trigger() {
 // ---- warp level ---------------------------------------------------------------------------
 
 // Reduces v across the 32 lanes of a full warp; lane 0 gets the result.
-__device__ __forceinline__ T rt_warp_reduce(T v) {
+__device__ __forceinline__ A rt_warp_reduce(A v) {
 #if defined(RT_TAIL_REDUX)
 #if defined(RT_OP_SUM)
-  return T(__reduce_add_sync(0xffffffffu, (unsigned)v));
+  return A(__reduce_add_sync(0xffffffffu, (unsigned)v));
 #elif defined(RT_OP_MIN)
   return __reduce_min_sync(0xffffffffu, v);
 #else
@@ -140,11 +197,11 @@ __device__ __forceinline__ T rt_warp_reduce(T v) {
 
 // The last warp of a shared-memory tree: smem[0..63] hold partials, called by threads 0..31.
 // Returns the block's value in thread 0.
-__device__ __forceinline__ T rt_warp_tail(T* smem, unsigned tid) {
+__device__ __forceinline__ A rt_warp_tail(A* smem, unsigned tid) {
 #if defined(RT_TAIL_VOLATILE)
   // The material's warp-synchronous form: relies on lock-step execution, which independent
   // thread scheduling (sm_70+) does not guarantee.
-  volatile T* vs = smem;
+  volatile A* vs = smem;
   vs[tid] = rt_combine(vs[tid], vs[tid + 32]);
   vs[tid] = rt_combine(vs[tid], vs[tid + 16]);
   vs[tid] = rt_combine(vs[tid], vs[tid + 8]);
@@ -154,7 +211,7 @@ __device__ __forceinline__ T rt_warp_tail(T* smem, unsigned tid) {
   return vs[0];
 #elif defined(RT_TAIL_SYNCWARP)
   // Read, barrier, write, barrier: no lane overwrites a value another lane has yet to read.
-  T v = rt_combine(smem[tid], smem[tid + 32]);
+  A v = rt_combine(smem[tid], smem[tid + 32]);
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
     __syncwarp();
@@ -173,28 +230,28 @@ __device__ __forceinline__ T rt_warp_tail(T* smem, unsigned tid) {
 // The material's first step: each thread combines RT_UNROLL elements one data block apart
 // (`block` = the block size), starting at its own element of block `blockIdx.x`'s group. Elements
 // past n count as the identity, so a last group shorter than RT_UNROLL blocks is read whole.
-__device__ __forceinline__ T rt_load_unrolled(const T* __restrict__ in, rt_size n, unsigned block) {
+__device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size n, unsigned block) {
   const rt_size base = rt_size(blockIdx.x) * block * RT_UNROLL + threadIdx.x;
-  T v = rt_identity();
+  A v = rt_identity();
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
     const rt_size idx = base + rt_size(k) * block;
-    if (idx < n) v = rt_combine(v, in[idx]);
+    if (idx < n) v = rt_combine(v, rt_to_acc(in[idx]));
   }
   return v;
 }
 
 // ---- block level --------------------------------------------------------------------------
 
-// Shared memory of the launch: blockDim.x elements of T (and a word for flags).
+// Shared memory of the launch: blockDim.x accumulators (and a word for flags).
 extern __shared__ __align__(16) unsigned char rt_smem_raw[];
-__device__ __forceinline__ T* rt_smem() { return reinterpret_cast<T*>(rt_smem_raw); }
+__device__ __forceinline__ A* rt_smem() { return reinterpret_cast<A*>(rt_smem_raw); }
 
 // Reduces one value per thread over the block; thread 0 gets the result. Every thread calls it.
 // With a shuffle-family tail: warp partials through shared memory, then one warp. Otherwise the
 // interleaved tree in shared memory down to 64, then the warp tail (or the barrier loop to 1).
-__device__ __forceinline__ T rt_block_reduce(T v) {
-  T* smem = rt_smem();
+__device__ __forceinline__ A rt_block_reduce(A v) {
+  A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
 #if defined(RT_TAIL_SHFL) || defined(RT_TAIL_REDUX)
   const unsigned warps = blockDim.x / 32;
@@ -280,7 +337,7 @@ __device__ __forceinline__ rt_ticket rt_finish_start(T* out, unsigned* counter) 
     t.word = atomicAdd(&st->ticket, 1ull);
     if (unsigned(t.word) == gridDim.x - 1) atomicAdd(&st->ticket, (1ull << 32) - gridDim.x);
     if (unsigned(t.word) == 0) {
-      *out = rt_identity();
+      *out = rt_from_acc(rt_identity());
       rt_store_release(&st->ready, unsigned(t.word >> 32) + 1);
     }
   }
@@ -300,33 +357,36 @@ __device__ __forceinline__ rt_ticket rt_finish_peek(rt_ticket t, unsigned* count
 
 // Called by every thread of every block with the block's value in thread 0.
 // `ticket` is the first-block finish's (rt_finish_start, rt_finish_peek); other finishes ignore it.
-__device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsigned* counter,
+__device__ __forceinline__ void rt_finish_block(A v, A* partials, T* out, unsigned* counter,
                                                 rt_ticket ticket = rt_ticket{0, 0}) {
 #if defined(RT_FINISH_ATOMIC)
-  if (threadIdx.x == 0) rt_atomic_combine(out, v);
+  if (threadIdx.x == 0) rt_atomic_out(out, v);
 #elif defined(RT_FINISH_FIRSTBLOCK)
   if (threadIdx.x != 0) return;
   if (gridDim.x == 1) { // one block: its value is the result, the state is left untouched
-    *out = v;
+    *out = rt_from_acc(v);
     return;
   }
   const unsigned want = unsigned(ticket.word >> 32) + 1;
   if (ticket.ready != want)
     while (rt_load_acquire(&rt_first(counter)->ready) != want) {
     }
-  rt_atomic_combine(out, v);
+  rt_atomic_out(out, v);
 #elif defined(RT_FINISH_HOST)
   if (threadIdx.x == 0) partials[blockIdx.x] = v;
 #elif defined(RT_FINISH_TWOPASS)
   // One block: its value is the result and there is no second pass (LaunchPlan::second_pass).
-  if (threadIdx.x == 0) *(gridDim.x == 1 ? out : partials + blockIdx.x) = v;
+  if (threadIdx.x == 0) {
+    if (gridDim.x == 1) *out = rt_from_acc(v);
+    else partials[blockIdx.x] = v;
+  }
 #elif defined(RT_FINISH_LASTBLOCK)
   // Publish the partial, then take a ticket; the block that takes the last ticket sees every
   // partial (the fence orders each block's store before its ticket) and combines them in a fixed
   // order, so the result does not depend on which block came last.
   __shared__ bool rt_is_last;
   if (gridDim.x == 1) { // one block: its value is the result (small n: no fence, no ticket)
-    if (threadIdx.x == 0) *out = v;
+    if (threadIdx.x == 0) *out = rt_from_acc(v);
     return;
   }
   if (threadIdx.x == 0) {
@@ -337,12 +397,12 @@ __device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsign
   __syncthreads();
   if (rt_is_last) {
     __threadfence();
-    T acc = rt_identity();
+    A acc = rt_identity();
     for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x)
       acc = rt_combine(acc, __ldcg(partials + i));
     acc = rt_block_reduce(acc);
     if (threadIdx.x == 0) {
-      *out = acc;
+      *out = rt_from_acc(acc);
       *counter = 0; // ready for the next launch
     }
   }
@@ -351,11 +411,11 @@ __device__ __forceinline__ void rt_finish_block(T v, T* partials, T* out, unsign
 
 // The one-block second pass of the two-pass finish (also used by host code paths that want a
 // device-side combine). Deterministic: a fixed assignment of partials to threads.
-extern "C" __global__ void rt_combine_partials(const T* __restrict__ partials, T* __restrict__ out,
+extern "C" __global__ void rt_combine_partials(const A* __restrict__ partials, T* __restrict__ out,
                                                rt_size count) {
   rt_pdl_wait();
-  T acc = rt_identity();
+  A acc = rt_identity();
   for (rt_size i = threadIdx.x; i < count; i += blockDim.x) acc = rt_combine(acc, partials[i]);
   acc = rt_block_reduce(acc);
-  if (threadIdx.x == 0) *out = acc;
+  if (threadIdx.x == 0) *out = rt_from_acc(acc);
 }

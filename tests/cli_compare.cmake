@@ -34,7 +34,7 @@ expect(2 "no document of the material starts with '999'" compare --db ${a} --doc
 expect(2 "unknown --config 'best'" compare --db ${a} --config best)
 expect(2 "unknown format 'xml'" compare --db ${a} --format xml)
 expect(2 "'2\\^x' is not a size" compare --db ${a} --n 2^x)
-expect(2 "unknown dtype 'float16'" compare --db ${a} --dtype float16)
+expect(2 "unknown dtype 'float8'" compare --db ${a} --dtype float8)
 # The static comparison with the NVRTC of this build (sm_35 needs CUDA 11.8's).
 expect(0 "sm_90 \\(NVRTC [0-9.]+\\)" compare --static --arch sm_90 --doc 004)
 expect(2 "no NVRTC given targets sm_35" compare --static --arch sm_35)

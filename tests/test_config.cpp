@@ -47,11 +47,12 @@ TEST_CASE("malformed keys are refused with a reason", "[config]") {
 }
 
 TEST_CASE("dtype, op, tail and finish names round-trip", "[config]") {
-  for (DType d : {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64}) CHECK(parse_dtype(name(d)) == d);
+  for (DType d : {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64, DType::bf16, DType::f16})
+    CHECK(parse_dtype(name(d)) == d);
   for (Op o : {Op::sum, Op::min, Op::max}) CHECK(parse_op(name(o)) == o);
   for (Tail t : {Tail::none, Tail::volatile_, Tail::syncwarp, Tail::shfl, Tail::redux}) CHECK(parse_tail(name(t)) == t);
   for (Finish f : {Finish::host, Finish::atomic, Finish::twopass, Finish::lastblock, Finish::firstblock}) CHECK(parse_finish(name(f)) == f);
-  CHECK_FALSE(parse_dtype("float16"));
+  CHECK_FALSE(parse_dtype("float8"));
   CHECK(size_of(DType::f64) == 8);
   CHECK(size_of(DType::i32) == 4);
 }

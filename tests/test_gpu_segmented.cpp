@@ -174,3 +174,17 @@ TEST_CASE("segmented: min and max and every dtype through the same templates", "
       CHECK(check_problem(Problem::segments, d, op, s, {"segments_binned", "segments_block"}) > 0);
     }
 }
+
+TEST_CASE("segmented: bf16 and f16, every configuration, sum in float32, exact min and max",
+          "[gpu][half]") {
+  const std::vector<Case> r = {rows(33, 100, 0, 1), rows(3, 70001), rows(1000, 7, 2, 3)};
+  const std::vector<Case> c = {columns(257, 67, 9, 2), columns(5000, 3), columns(100, 1000, 0, 5)};
+  const std::vector<Case> s = {segments(skewed_offsets(500, 200000, 4), 1),
+                               segments({0, 0, 5, 5, 3, 1u << 20, (1u << 20) + 1})};
+  for (DType d : {DType::bf16, DType::f16})
+    for (Op op : {Op::sum, Op::min, Op::max}) {
+      CHECK(check_problem(Problem::rows, d, op, r) > 0);
+      CHECK(check_problem(Problem::columns, d, op, c) > 0);
+      CHECK(check_problem(Problem::segments, d, op, s) > 0);
+    }
+}

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr DType kDTypes[] = {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64};
+constexpr DType kDTypes[] = {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64, DType::bf16, DType::f16};
 constexpr Op kOps[] = {Op::sum, Op::min, Op::max};
 
 struct Gpu {

@@ -9,8 +9,19 @@
 
 namespace reduce_tune {
 
-/// Element type of the reduced array.
-enum class DType { i32, u32, i64, f32, f64 };
+/// Element type of the reduced array. bf16 (bfloat16: 8 exponent bits, 7 stored mantissa bits)
+/// and f16 (IEEE binary16) are the 2-byte floats of CUDA's __nv_bfloat16 and __half.
+/// Sums of bf16 and f16 accumulate in float32 and round once to the element type at the end
+/// (accumulator_of); their min and max are exact.
+enum class DType { i32, u32, i64, f32, f64, bf16, f16 };
+/// Element types beyond the built-in ones: a specialization with `defined = true` and `value`
+/// names the DType of T for the typed helpers (dtype_of, reducer.h). reduce_tune/half.h gives
+/// __nv_bfloat16 (DType::bf16) and __half (DType::f16); reducer.h includes it when CUDA's
+/// cuda_fp16.h or cuda_bf16.h was included before it, so neither header needs a CUDA header.
+template <typename T> struct element_dtype {
+  static constexpr bool defined = false;
+};
+
 /// Reduction operator.
 enum class Op { sum, min, max };
 /// How a block finishes its last 32 partials.
@@ -63,7 +74,14 @@ std::optional<Finish> parse_finish(std::string_view);
 std::optional<Problem> parse_problem(std::string_view);
 /// Bytes per element.
 std::size_t size_of(DType);
+/// Floating-point dtypes: f32, f64, bf16, f16.
 bool is_float(DType);
+/// The 2-byte floats, bf16 and f16.
+bool is_half(DType);
+/// The type the kernels combine elements in: float32 for bf16 and f16 (each element is widened
+/// exactly, partial results stay float32, the final result is rounded to the element type once),
+/// the element type itself otherwise.
+DType accumulator_of(DType);
 
 /// One point of the tuning space: which kernel and how it is shaped. The variant belongs to one
 /// problem kind (kernels/catalogue.h); the problem's dtype, op and size are not part of it: the

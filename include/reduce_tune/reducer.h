@@ -61,14 +61,17 @@ struct Options {
 /// Whether this machine has a CUDA driver and a GPU; never throws. `why` gets the reason if not.
 bool gpu_available(std::string* why = nullptr);
 
-/// The DType of a C++ element type: int32, uint32, int64, float or double.
+/// The DType of a C++ element type: int32, uint32, int64, float or double; __nv_bfloat16 and
+/// __half with reduce_tune/half.h (element_dtype, config.h).
 template <typename T> constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::f32;
+  if constexpr (element_dtype<T>::defined) return element_dtype<T>::value;
+  else if constexpr (std::is_same_v<T, float>) return DType::f32;
   else if constexpr (std::is_same_v<T, double>) return DType::f64;
   else if constexpr (std::is_integral_v<T> && sizeof(T) == 4 && std::is_signed_v<T>) return DType::i32;
   else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return DType::u32;
   else if constexpr (std::is_integral_v<T> && sizeof(T) == 8 && std::is_signed_v<T>) return DType::i64;
-  else static_assert(!sizeof(T), "reduce_tune reduces int32, uint32, int64, float and double");
+  else static_assert(!sizeof(T), "reduce_tune reduces int32, uint32, int64, float and double, and "
+                                 "with reduce_tune/half.h __nv_bfloat16 and __half");
 }
 
 /// Reductions on one GPU with tuned kernels. Thread-safe; keeps compiled kernels and temporary
@@ -111,6 +114,15 @@ public:
   /// {+0.0, -0.0} is -0.0 and max is +0.0, whatever the order of the elements or the kernel.
   /// Floating-point sums follow IEEE addition: a NaN, or +infinity with -infinity, gives NaN.
   /// Integer sums wrap.
+  ///
+  /// The result has the element type, for every dtype and call (as torch.sum of a bf16 tensor is
+  /// bf16). Sums of __nv_bfloat16 and __half (DType::bf16, DType::f16) accumulate in float32: each
+  /// element is widened exactly, every partial sum is float32, and the result is rounded to the
+  /// element type once, at the end. So the error is the float32 summation's plus one rounding of
+  /// the element type, not a rounding at every add (which would lose every element below half
+  /// an ulp of a large partial sum, e.g. 1.0 added to 256.0 in bf16); and results stay of one
+  /// type, as the asynchronous and segmented calls need (their output has the input's dtype).
+  /// Their min and max are exact.
   template <typename T> T sum(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
     return reduce<T>(Op::sum, d_in, n, stream);
   }
@@ -127,7 +139,8 @@ public:
     return out;
   }
 
-  /// Asynchronous: writes the result (one element of `dtype`) to device memory `d_out` on
+  /// Asynchronous: writes the result (one element of `dtype`, for bf16 and f16 too: see sum) to
+  /// device memory `d_out` on
   /// `stream`, ordered after the stream's earlier work; returns once enqueued. The reducer keeps
   /// one workspace per concurrent caller; a call that reuses one is ordered on the device after
   /// the asynchronous reduction that used it last (the host never waits).
@@ -163,8 +176,9 @@ public:
   // ---- segmented reductions: one result per row, column or segment --------------------------
   // All asynchronous on `stream` like reduce_async (results in device memory, ordered after the
   // stream's earlier work, returning once enqueued) and thread-safe. Results are of the input's
-  // dtype; sums of integers wrap, min/max are exact (floats: NaN and signed zeros as sum() says).
-  // An empty row, column or segment gives the identity (see sum()). Zero rows, columns or segments enqueue nothing. Throws InvalidArgument
+  // dtype; sums of integers wrap, sums of bf16 and f16 accumulate in float32 and round once (see
+  // sum), min/max are exact (floats: NaN and signed zeros as sum() says). An empty row, column or
+  // segment gives the identity (see sum()). Zero rows, columns or segments enqueue nothing. Throws InvalidArgument
   // for a host or null pointer with a non-zero count, a row stride below cols, or a shape whose
   // element count overflows 64 bits.
 
@@ -238,3 +252,8 @@ private:
 };
 
 } // namespace reduce_tune
+
+// __nv_bfloat16 and __half in the typed helpers, when the program uses CUDA's half types.
+#if defined(__CUDA_FP16_H__) || defined(__CUDA_BF16_H__)
+#include "reduce_tune/half.h"
+#endif

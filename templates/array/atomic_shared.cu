@@ -1,10 +1,10 @@
 // 004 #2 "atomic shared": shared-memory atomics within the block, one global atomic per block.
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
-  T* x = rt_smem();
+  A* x = rt_smem();
   const rt_size idx = rt_size(blockIdx.x) * blockDim.x + threadIdx.x;
   if (threadIdx.x == 0) *x = rt_identity();
   __syncthreads();
-  if (idx < n) rt_atomic_combine(x, in[idx]);
+  if (idx < n) rt_atomic_combine(x, rt_to_acc(in[idx]));
   __syncthreads();
-  if (threadIdx.x == 0) rt_atomic_combine(out, *x);
+  if (threadIdx.x == 0) rt_atomic_out(out, *x);
 }

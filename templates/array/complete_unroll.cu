@@ -1,9 +1,9 @@
 // 000 #7 / 002 reduceCompleteUnrollWarps8: the barrier tree written out step by step, each step
 // guarded by a run-time blockDim check, then the warp tail.
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
-  T* smem = rt_smem();
+  A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  T v = rt_load_unrolled(in, n, blockDim.x);
+  A v = rt_load_unrolled(in, n, blockDim.x);
   smem[tid] = v;
   __syncthreads();
   if (blockDim.x >= 1024 && tid < 512) smem[tid] = rt_combine(smem[tid], smem[tid + 512]);

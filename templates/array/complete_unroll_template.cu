@@ -4,9 +4,9 @@ static_assert(RT_BLOCK >= 64 && RT_BLOCK <= 1024 && (RT_BLOCK & (RT_BLOCK - 1)) 
               "block size must be a power of two in [64, 1024]");
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
 rt_reduce(RT_REDUCE_PARAMS) {
-  T* smem = rt_smem();
+  A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  T v = rt_load_unrolled(in, n, RT_BLOCK);
+  A v = rt_load_unrolled(in, n, RT_BLOCK);
   smem[tid] = v;
   __syncthreads();
   if (RT_BLOCK >= 1024 && tid < 512) smem[tid] = rt_combine(smem[tid], smem[tid + 512]);

@@ -1,7 +1,7 @@
 // 000 #4 / 002 reduceInterleaved / 001 kernel 3 / 004 "anti conflicts": the stride halves from
 // blockDim/2 (sequential addressing, no bank conflicts).
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
-  T* smem = rt_smem();
+  A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
   smem[tid] = rt_load_unrolled(in, n, blockDim.x); // RT_UNROLL is 1 here
   __syncthreads();

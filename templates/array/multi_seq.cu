@@ -2,8 +2,8 @@
 // each thread accumulates a grid-stride sequence, then one block reduction and one finish.
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   const rt_size stride = rt_size(gridDim.x) * blockDim.x;
-  T v = rt_identity();
+  A v = rt_identity();
   for (rt_size idx = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; idx < n; idx += stride)
-    v = rt_combine(v, in[idx]);
+    v = rt_combine(v, rt_to_acc(in[idx]));
   rt_finish_block(rt_block_reduce(v), partials, out, counter);
 }

@@ -1,7 +1,7 @@
 // 000 #2 reduceNeighboredSmem / 001 kernel 1 / 004 "reduction": the divergent neighbored-pair tree
 // (tid % (2*stride)) in shared memory. Elements past n load as the identity.
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
-  T* smem = rt_smem();
+  A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
   smem[tid] = rt_load_unrolled(in, n, blockDim.x); // RT_UNROLL is 1 here
   __syncthreads();

@@ -1,7 +1,7 @@
 // 000 #3 / 002 reduceNeighboredLess / 001 kernel 2 / 004 "anti divergence": the neighbored-pair tree
 // with a contiguous index (2*stride*tid), so whole warps retire together.
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
-  T* smem = rt_smem();
+  A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
   smem[tid] = rt_load_unrolled(in, n, blockDim.x); // RT_UNROLL is 1 here
   __syncthreads();

@@ -1,9 +1,9 @@
 // 000 #6 / 002 reduceUnrollWarps8 / 001 kernel 5 / 004 "unrolled last": unrolling, the tree down
 // to 64 partials, then the last warp by the chosen tail (volatile, __syncwarp or shuffle).
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
-  T* smem = rt_smem();
+  A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  T v = rt_load_unrolled(in, n, blockDim.x);
+  A v = rt_load_unrolled(in, n, blockDim.x);
   smem[tid] = v;
   __syncthreads();
   for (unsigned stride = blockDim.x / 2; stride > 32; stride >>= 1) {

@@ -2,9 +2,9 @@
 // RT_UNROLL data blocks while loading, then the interleaved tree. Every element is loaded,
 // including a last group shorter than RT_UNROLL blocks (the material skipped those).
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
-  T* smem = rt_smem();
+  A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  T v = rt_load_unrolled(in, n, blockDim.x);
+  A v = rt_load_unrolled(in, n, blockDim.x);
   smem[tid] = v;
   __syncthreads();
   for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {

@@ -1,9 +1,10 @@
-// Streams the input with RT_VEC-wide vector loads (16 bytes for float4 / int4 / double2),
+// Streams the input with RT_VEC-wide vector loads (16 bytes: 4 floats or ints, 2 doubles, 8 bf16),
 // RT_UNROLL independent loads in flight per thread, over a data-sized grid (one pass) or a
 // grid-stride loop (grid from the SM count), then a two-level block reduction and the finish.
 // An unaligned head (input not 16-byte aligned) and a tail shorter than a vector are read as
 // scalars, so every n >= 1 and every element-aligned pointer works.
-static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4, "vector width 1, 2 or 4");
+static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4 || RT_VEC == 8, "vector width 1, 2, 4 or 8");
+static_assert(sizeof(T) * RT_VEC <= 16, "vectors of at most 16 bytes");
 struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
 
 // The body's loads. With RT_EVICT_FIRST (the `streaming` variant) they are ld.global.cs: the
@@ -18,8 +19,10 @@ __device__ __forceinline__ rt_vec rt_load(const rt_vec* p) {
     *reinterpret_cast<int4*>(&r) = __ldcs(reinterpret_cast<const int4*>(p));
   else if constexpr (sizeof(rt_vec) == 8)
     *reinterpret_cast<int2*>(&r) = __ldcs(reinterpret_cast<const int2*>(p));
-  else
+  else if constexpr (sizeof(rt_vec) == 4)
     *reinterpret_cast<int*>(&r) = __ldcs(reinterpret_cast<const int*>(p));
+  else
+    *reinterpret_cast<unsigned short*>(&r) = __ldcs(reinterpret_cast<const unsigned short*>(p));
   return r;
 #else
   return *p;
@@ -39,7 +42,7 @@ rt_reduce(RT_REDUCE_PARAMS) {
   const rt_size nvec = (n - head) / RT_VEC;
   const rt_size tail_begin = head + nvec * RT_VEC;
 
-  T acc[RT_UNROLL];
+  A acc[RT_UNROLL];
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) acc[k] = rt_identity();
 
@@ -53,7 +56,7 @@ rt_reduce(RT_REDUCE_PARAMS) {
 #pragma unroll
     for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], r[k].x[e]);
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r[k].x[e]));
   }
   // The last, partial chunk of this thread.
 #pragma unroll
@@ -62,15 +65,15 @@ rt_reduce(RT_REDUCE_PARAMS) {
     if (j < nvec) {
       const rt_vec r = rt_load(body + j);
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], r.x[e]);
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r.x[e]));
     }
   }
   // Head and tail: fewer than RT_VEC elements each, read by block 0.
   if (blockIdx.x == 0) {
-    if (tid < head) acc[0] = rt_combine(acc[0], in[tid]);
-    if (tid < n - tail_begin) acc[0] = rt_combine(acc[0], in[tail_begin + tid]);
+    if (tid < head) acc[0] = rt_combine(acc[0], rt_to_acc(in[tid]));
+    if (tid < n - tail_begin) acc[0] = rt_combine(acc[0], rt_to_acc(in[tail_begin + tid]));
   }
-  T v = acc[0];
+  A v = acc[0];
 #pragma unroll
   for (int k = 1; k < RT_UNROLL; ++k) v = rt_combine(v, acc[k]);
   ticket = rt_finish_peek(ticket, counter);

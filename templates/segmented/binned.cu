@@ -30,10 +30,10 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   } else if (chunks) { // did not fit: mark the part of the reservation inside the list as empty
     for (rt_size k = first + lane; k < aux && k < first + chunks; k += RT_WIDTH) work[2 + k] = ~0ull;
   }
-  T v = listed ? rt_identity() : rt_lanes_reduce(in + begin, len, lane, RT_WIDTH);
+  A v = listed ? rt_identity() : rt_lanes_reduce(in + begin, len, lane, RT_WIDTH);
   v = rt_group_reduce(v);
   if (lane == 0 && s < count && (!listed || chunks > 1))
-    out[s] = v; // listed in several chunks: the identity, which the chunks combine into
+    out[s] = rt_from_acc(v); // listed in several chunks: the identity, which the chunks combine into
 }
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
@@ -49,10 +49,10 @@ rt_segmented_chunks(RT_SEGMENTED_PARAMS) {
     rt_segment(s, offsets, length, stride, &begin, &len);
     const rt_size lo = k * RT_CHUNK;
     const rt_size n = len - lo < RT_CHUNK ? len - lo : RT_CHUNK;
-    const T v = rt_block_reduce(rt_lanes_reduce(in + begin + lo, n, threadIdx.x, RT_BLOCK));
+    const A v = rt_block_reduce(rt_lanes_reduce(in + begin + lo, n, threadIdx.x, RT_BLOCK));
     if (threadIdx.x == 0) {
-      if (len <= RT_CHUNK) out[s] = v;
-      else rt_atomic_combine(out + s, v);
+      if (len <= RT_CHUNK) out[s] = rt_from_acc(v);
+      else rt_atomic_out(out + s, v);
     }
   }
   if (threadIdx.x == 0) {

@@ -17,7 +17,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   const rt_size slice = (length + ysplit - 1) / ysplit;
   const rt_size r0 = by * slice, r1 = r0 + slice < length ? r0 + slice : length;
 
-  T acc[RT_VEC];
+  A acc[RT_VEC];
 #pragma unroll
   for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_identity();
   // Whole vectors where the columns start vector-aligned in every row; scalars otherwise.
@@ -34,24 +34,24 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
-        for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], v[k].x[e]);
+        for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_to_acc(v[k].x[e]));
     }
     for (; r < r1; r += ty_count) {
       const rt_vec v = *reinterpret_cast<const rt_vec*>(in + r * stride + c0);
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], v.x[e]);
+      for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_to_acc(v.x[e]));
     }
   } else if (c0 < count) {
     const int width = count - c0 < RT_VEC ? int(count - c0) : RT_VEC;
     for (; r < r1; r += ty_count)
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e)
-        if (e < width) acc[e] = rt_combine(acc[e], in[r * stride + c0 + e]);
+        if (e < width) acc[e] = rt_combine(acc[e], rt_to_acc(in[r * stride + c0 + e]));
   }
 
   // The TY partials of each column: a tree over ty in shared memory.
   if (ty_count > 1) {
-    T* smem = rt_smem();
+    A* smem = rt_smem();
     const unsigned row = tx_count * RT_VEC;
 #pragma unroll
     for (int e = 0; e < RT_VEC; ++e) smem[ty * row + tx * RT_VEC + e] = acc[e];
@@ -73,9 +73,9 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   for (int e = 0; e < RT_VEC; ++e) {
     if (c0 + e >= count) break;
 #if defined(RT_FINISH_ATOMIC)
-    rt_atomic_combine(out + c0 + e, acc[e]);
+    rt_atomic_out(out + c0 + e, acc[e]);
 #else
-    out[c0 + e] = acc[e];
+    out[c0 + e] = rt_from_acc(acc[e]);
 #endif
   }
 }

@@ -9,27 +9,27 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #if defined(RT_MAP_GROUP)
   const rt_size s = (rt_size(blockIdx.x) * RT_BLOCK + threadIdx.x) / RT_WIDTH;
   const unsigned lane = threadIdx.x % RT_WIDTH;
-  T v = rt_identity();
+  A v = rt_identity();
   if (s < count) {
     rt_size begin, len;
     rt_segment(s, offsets, length, stride, &begin, &len);
     v = rt_lanes_reduce(in + begin, len, lane, RT_WIDTH);
   }
   v = rt_group_reduce(v); // the whole warp takes part, past the last segment too
-  if (lane == 0 && s < count) out[s] = v;
+  if (lane == 0 && s < count) out[s] = rt_from_acc(v);
 #elif defined(RT_MAP_BLOCK)
   const rt_size s = blockIdx.x;
   rt_size begin, len;
   rt_segment(s, offsets, length, stride, &begin, &len);
-  const T v = rt_block_reduce(rt_lanes_reduce(in + begin, len, threadIdx.x, RT_BLOCK));
-  if (threadIdx.x == 0) out[s] = v;
+  const A v = rt_block_reduce(rt_lanes_reduce(in + begin, len, threadIdx.x, RT_BLOCK));
+  if (threadIdx.x == 0) out[s] = rt_from_acc(v);
 #elif defined(RT_MAP_SPLIT)
   const rt_size s = blockIdx.x / aux, part = blockIdx.x % aux;
   rt_size begin, len;
   rt_segment(s, offsets, length, stride, &begin, &len);
-  const T v = rt_block_reduce(
+  const A v = rt_block_reduce(
       rt_lanes_reduce(in + begin, len, part * RT_BLOCK + threadIdx.x, aux * RT_BLOCK));
-  if (threadIdx.x == 0) rt_atomic_combine(out + s, v);
+  if (threadIdx.x == 0) rt_atomic_out(out + s, v);
 #else
 #error "contiguous.cu needs RT_MAP_GROUP, RT_MAP_BLOCK or RT_MAP_SPLIT"
 #endif

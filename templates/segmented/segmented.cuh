@@ -12,14 +12,15 @@
       rt_size count, rt_size length, rt_size stride, rt_size aux,                                 \
       unsigned long long *__restrict__ work
 
-static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4, "vector width 1, 2 or 4");
+static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4 || RT_VEC == 8, "vector width 1, 2, 4 or 8");
+static_assert(sizeof(T) * RT_VEC <= 16, "vectors of at most 16 bytes");
 struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
 
 // Sets out[0..count) to the identity, before kernels that combine into it atomically.
 extern "C" __global__ void rt_fill_identity(T* __restrict__ out, rt_size count) {
   for (rt_size i = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += rt_size(gridDim.x) * blockDim.x)
-    out[i] = rt_identity();
+    out[i] = rt_from_acc(rt_identity());
 }
 
 // The first element and the length of contiguous segment s (rows and segments).
@@ -39,10 +40,11 @@ __device__ __forceinline__ void rt_segment(rt_size s, const long long* __restric
 // This lane's share of p[0..len) when `lanes` lanes read it together: RT_VEC-wide vector loads,
 // RT_UNROLL of them in flight, lane-interleaved so that neighbouring lanes read neighbouring
 // vectors. A head before the first vector-aligned element and a tail shorter than a vector are read
-// as scalars, so any element-aligned start (a row of odd length, an offset) is right.
-__device__ __forceinline__ T rt_lanes_reduce(const T* __restrict__ p, rt_size len, rt_size lane,
+// as scalars, so any element-aligned start (a row of odd length, an offset) is right. The result is
+// an accumulator (A).
+__device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size len, rt_size lane,
                                              rt_size lanes) {
-  T acc[RT_UNROLL];
+  A acc[RT_UNROLL];
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) acc[k] = rt_identity();
   const rt_size misalign = (reinterpret_cast<rt_size>(p) / sizeof(T)) % RT_VEC;
@@ -58,7 +60,7 @@ __device__ __forceinline__ T rt_lanes_reduce(const T* __restrict__ p, rt_size le
 #pragma unroll
     for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], r[k].x[e]);
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r[k].x[e]));
   }
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
@@ -66,15 +68,15 @@ __device__ __forceinline__ T rt_lanes_reduce(const T* __restrict__ p, rt_size le
     if (j < nvec) {
       const rt_vec r = body[j];
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], r.x[e]);
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r.x[e]));
     }
   }
   if (RT_VEC > 1) {
     const rt_size tail = head + nvec * RT_VEC;
-    for (rt_size h = lane; h < head; h += lanes) acc[0] = rt_combine(acc[0], p[h]);
-    for (rt_size t = tail + lane; t < len; t += lanes) acc[0] = rt_combine(acc[0], p[t]);
+    for (rt_size h = lane; h < head; h += lanes) acc[0] = rt_combine(acc[0], rt_to_acc(p[h]));
+    for (rt_size t = tail + lane; t < len; t += lanes) acc[0] = rt_combine(acc[0], rt_to_acc(p[t]));
   }
-  T v = acc[0];
+  A v = acc[0];
 #pragma unroll
   for (int k = 1; k < RT_UNROLL; ++k) v = rt_combine(v, acc[k]);
   return v;
@@ -83,7 +85,7 @@ __device__ __forceinline__ T rt_lanes_reduce(const T* __restrict__ p, rt_size le
 #if defined(RT_WIDTH)
 // Reduces v over each aligned group of RT_WIDTH lanes of a full warp; the group's first lane gets
 // the result. Every lane of the warp calls it.
-__device__ __forceinline__ T rt_group_reduce(T v) {
+__device__ __forceinline__ A rt_group_reduce(A v) {
 #pragma unroll
   for (int offset = RT_WIDTH / 2; offset > 0; offset >>= 1)
     v = rt_combine(v, __shfl_down_sync(0xffffffffu, v, offset, RT_WIDTH));

@@ -1,0 +1,195 @@
+// GPU tests of the runtime library with CUDA's 2-byte floats: the typed helpers take
+// __nv_bfloat16 and __half (reduce_tune/reducer.h after CUDA's headers) and return the element
+// type; sums accumulate in float32 and round once; min and max are exact; the asynchronous form
+// writes exactly one 2-byte element; stored configurations a half sum cannot use are passed over.
+#include <catch2/catch.hpp>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "db/store.h"
+#include "kernels/catalogue.h"
+#include "kernels/driver.h"
+#include "kernels/reference.h"
+#include "reduce_tune/reducer.h" // after CUDA's headers: half.h comes with it
+#include "runtime/lookup.h"
+#include "tests/fixtures.h"
+
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+using namespace reduce_tune;
+using reduce_tune::testing::TempDir;
+
+static_assert(dtype_of<__nv_bfloat16>() == DType::bf16);
+static_assert(dtype_of<__half>() == DType::f16);
+
+namespace {
+
+struct Gpu {
+  cuda::Context ctx{0};
+  cuda::DeviceInfo info = cuda::device_info(0);
+  Target target(DType d, Op op) const {
+    return Target{d, op, info.cc(), info.max_threads_per_block, info.sm_count, false};
+  }
+};
+
+template <typename H> Scalar bits_of(H v, DType d) {
+  Scalar s;
+  s.dtype = d;
+  std::memcpy(&s.bits, &v, 2);
+  return s;
+}
+
+/// The typed helper of op on CUDA's type for d.
+Scalar typed(Reducer& r, DType d, Op op, CUdeviceptr p, std::uint64_t n) {
+  if (d == DType::bf16)
+    return bits_of(r.reduce(op, reinterpret_cast<const __nv_bfloat16*>(p), n), d);
+  return bits_of(r.reduce(op, reinterpret_cast<const __half*>(p), n), d);
+}
+
+std::string mismatch(const Gpu& g, const Choice& c, const HostArray& a, Op op, Scalar got) {
+  const Check k = check(reference(a, op), got, op,
+                        summation_depth(c.config, g.target(a.dtype, op), a.n));
+  if (k.ok) return "";
+  return key(c.config) + " " + std::string(name(a.dtype)) + " " + std::string(name(op)) +
+         " n=" + std::to_string(a.n) + ": got " + k.observed + ", expected " + k.expected +
+         " (error " + std::to_string(k.error) + ", bound " + std::to_string(k.bound) + ")";
+}
+
+constexpr DType kHalves[] = {DType::bf16, DType::f16};
+constexpr Op kOps[] = {Op::sum, Op::min, Op::max};
+
+} // namespace
+
+TEST_CASE("reducer: bf16 and f16 through the typed helpers, sync and async, any alignment",
+          "[gpu][half]") {
+  const Gpu g;
+  const TempDir dir;
+  Options o;
+  o.store_path = (dir.path / "absent.db").string();
+  Reducer r(0, o);
+  cuda::Buffer out(8);
+  for (DType d : kHalves)
+    for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(1000), std::uint64_t(3 * (1ull << 20) + 17)}) {
+      const HostArray a = make_input(d, n + 7, 9 + n);
+      cuda::Buffer in(a.bytes.size());
+      RT_CU(cuMemcpyHtoD(in.get(), a.bytes.data(), a.bytes.size()));
+      for (std::uint64_t skip : {0u, 1u, 3u, 7u}) {
+        HostArray part;
+        part.dtype = d, part.n = n;
+        part.bytes.assign(a.bytes.begin() + std::ptrdiff_t(2 * skip), a.bytes.begin() + std::ptrdiff_t(2 * (skip + n)));
+        const CUdeviceptr p = in.get() + 2 * skip;
+        for (Op op : kOps) {
+          const Choice c = r.config_for(d, op, n);
+          CHECK(c.config == builtin_config(d, std::bit_floor(n)));
+          CHECK(c.config.vec == 8); // 16-byte loads
+          std::string bad = mismatch(g, c, part, op, typed(r, d, op, p, n));
+          INFO(name(d) << " " << name(op) << " offset " << skip << ": " << bad);
+          CHECK(bad.empty());
+          // The asynchronous form writes the element and nothing past it.
+          RT_CU(cuMemsetD8Async(out.get(), 0xA5, 8, nullptr));
+          r.reduce_async(d, op, reinterpret_cast<const void*>(p), n, reinterpret_cast<void*>(out.get()));
+          RT_CU(cuCtxSynchronize());
+          unsigned char bytes[8];
+          RT_CU(cuMemcpyDtoH(bytes, out.get(), 8));
+          Scalar got;
+          got.dtype = d;
+          std::memcpy(&got.bits, bytes, 2);
+          bad = mismatch(g, r.async_config_for(d, op, n), part, op, got);
+          INFO("async: " << bad);
+          CHECK(bad.empty());
+          for (int i = 2; i < 8; ++i) CHECK(bytes[i] == 0xA5);
+        }
+      }
+    }
+  // n = 0: the identities, of the element type.
+  CHECK(float(r.sum<__nv_bfloat16>(nullptr, 0)) == 0.f);
+  CHECK(float(r.min<__half>(nullptr, 0)) == std::numeric_limits<float>::infinity());
+  CHECK(float(r.max<__nv_bfloat16>(nullptr, 0)) == -std::numeric_limits<float>::infinity());
+  CHECK_THROWS_WITH(r.sum(reinterpret_cast<const __half*>(out.get() + 1), 10),
+                    Catch::EndsWith("is not aligned to its 2-byte float16 elements"));
+}
+
+TEST_CASE("reducer: a bf16 sum keeps what rounding at every add would lose", "[gpu][half]") {
+  // 2^20 followed by 2^20 ones: a bf16 accumulator adding them one by one would stop growing at
+  // 256 (where 1 is half an ulp); in float32 every partial is exact and the sum is 2^21, a bf16
+  // value.
+  const Gpu g;
+  const TempDir dir;
+  Options o;
+  o.store_path = (dir.path / "absent.db").string();
+  Reducer r(0, o);
+  const std::uint64_t n = (1u << 20) + 1;
+  std::vector<std::uint16_t> host(n, narrow_half(1.0, DType::bf16));
+  host[0] = narrow_half(double(1u << 20), DType::bf16);
+  cuda::Buffer in(n * 2);
+  RT_CU(cuMemcpyHtoD(in.get(), host.data(), n * 2));
+  const __nv_bfloat16 s = r.sum(reinterpret_cast<const __nv_bfloat16*>(in.get()), n);
+  CHECK(float(s) == float(1u << 21));
+}
+
+TEST_CASE("reducer: stored half configurations, and those a half sum cannot use passed over",
+          "[gpu][half]") {
+  const Gpu g;
+  const TempDir dir;
+  const auto path = dir.path / "tuning.db";
+  {
+    db::Store s(path.string());
+    db::DeviceRecord dev;
+    dev.uuid = g.info.uuid;
+    dev.name = g.info.name;
+    dev.cc_major = g.info.cc_major;
+    dev.cc_minor = g.info.cc_minor;
+    dev.sm_count = g.info.sm_count;
+    s.upsert_device(dev);
+    db::RunRecord run;
+    run.device_uuid = g.info.uuid;
+    run.tool_version = "test";
+    run.nvrtc_version = "13.0";
+    run.timing_method = "fixture";
+    const auto id = s.begin_run(run);
+    std::vector<db::Measurement> rows;
+    for (DType d : kHalves)
+      for (Op op : kOps)
+        for (const auto& [k, us] : {std::pair{"streaming.b256.u4.v8.g4.shfl.firstblock", 1.0},
+                                    std::pair{"unroll_warps.b256.u4.shfl.host", 2.0}}) {
+          db::Measurement m;
+          m.key = k;
+          m.variant = m.key.substr(0, m.key.find('.'));
+          m.dtype = d;
+          m.op = op;
+          m.n = 1ull << 20;
+          m.median_us = m.min_us = m.max_us = us;
+          m.reps = 1;
+          m.valid = true;
+          rows.push_back(m);
+        }
+    s.add_measurements(id, rows);
+    s.end_run(id, "done");
+  }
+  Options o;
+  o.store_path = path.string();
+  Reducer r(0, o);
+  for (DType d : kHalves)
+    for (Op op : kOps) {
+      const std::uint64_t n = 1ull << 20;
+      const HostArray a = make_input(d, n, 21);
+      cuda::Buffer in(a.bytes.size());
+      RT_CU(cuMemcpyHtoD(in.get(), a.bytes.data(), a.bytes.size()));
+      const Choice c = r.config_for(d, op, n);
+      INFO(name(d) << " " << name(op) << ": " << key(c.config) << " (" << c.note << ")");
+      CHECK(c.match == Match::exact);
+      if (op == Op::sum) {
+        CHECK(key(c.config) == "unroll_warps.b256.u4.shfl.host");
+        CHECK_THAT(c.note, Catch::Contains("streaming.b256.u4.v8.g4.shfl.firstblock"));
+      } else {
+        CHECK(key(c.config) == "streaming.b256.u4.v8.g4.shfl.firstblock");
+      }
+      const std::string bad = mismatch(g, c, a, op, typed(r, d, op, in.get(), n));
+      INFO(bad);
+      CHECK(bad.empty());
+    }
+}
