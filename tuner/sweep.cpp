@@ -148,7 +148,7 @@ std::size_t precompile(const SweepOptions& o, int cc, int max_block, int sm_coun
               [&](std::size_t done, std::size_t total) {
                 if (progress) {
                   const double el = seconds_since(t0);
-                  progress({.done = done, .total = total, .phase = "compile", .elapsed_s = el,
+                  progress({.done = done, .total = total, .phase = "compile", .key = {}, .elapsed_s = el,
                             .eta_s = compile_eta(done, total, el)});
                 }
               });
@@ -195,7 +195,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   {
     const auto outcomes = compile_all(loader, jobs, 0, [&](std::size_t done, std::size_t total) {
       if (progress)
-        progress({.done = done, .total = total, .phase = "compile", .elapsed_s = seconds_since(t_start), .eta_s =
+        progress({.done = done, .total = total, .phase = "compile", .key = {}, .elapsed_s = seconds_since(t_start), .eta_s =
                   compile_eta(done, total, seconds_since(t_compile))});
     });
     res.compiled = cache.misses();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI: bounded fuzzing with libFuzzer (clang, AddressSanitizer and UndefinedBehaviorSanitizer) of
 # what reads outside input: size expressions (tuner/sizes.cpp), configuration keys
-# (kernels/config.cpp with the catalogue), database files (db/store.cpp with SQLite) and, once it
+# (kernels/config.cpp with the catalogue), database files (db/*.cpp with SQLite) and, once it
 # exists, the reference-data CSV parser (tuner/compare.cpp). Built with clang++ directly, not
 # through the project's CMake (which uses g++), into build-fuzz/.
 #
@@ -44,7 +44,7 @@ cflags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -I. 
 declare -A sources=(
   [fuzz_sizes]="tuner/sizes.cpp"
   [fuzz_key]="kernels/config.cpp kernels/catalogue.cpp kernels/segmented.cpp $B/generated/templates_embedded.cpp"
-  [fuzz_store]="db/store.cpp"
+  [fuzz_store]="db/schema.cpp db/writes.cpp db/merge.cpp db/reads.cpp kernels/config.cpp"
 )
 libs="-lsqlite3 -lpthread -ldl"
 if [ -f tuner/compare.cpp ] && [ -f "$B/generated/published_embedded.cpp" ]; then
