@@ -13,6 +13,7 @@
 #include "kernels/reference.h"
 #include "reduce_tune/reducer.h"
 #include "tests/fixtures.h"
+#include "tests/store_fixture.h"
 #include "tests/graph_fixture.h"
 
 #include <atomic>
@@ -64,35 +65,11 @@ constexpr int kVersions = 4; ///< input versions per case: replay i reads versio
 
 /// A store whose only row for each case's (dtype, op) at its bucket start is the case's key.
 void write_store(const std::string& path, const cuda::DeviceInfo& info) {
-  db::Store s(path);
-  db::DeviceRecord d;
-  d.uuid = info.uuid;
-  d.name = info.name;
-  d.cc_major = info.cc_major;
-  d.cc_minor = info.cc_minor;
-  d.sm_count = info.sm_count;
-  s.upsert_device(d);
-  db::RunRecord run;
-  run.device_uuid = info.uuid;
-  run.tool_version = "test";
-  run.nvrtc_version = "13.0";
-  run.timing_method = "fixture";
-  const auto id = s.begin_run(run);
   std::vector<db::Measurement> rows;
-  for (const Case& c : kCases) {
-    db::Measurement m;
-    m.key = c.key;
-    m.variant = m.key.substr(0, m.key.find('.'));
-    m.dtype = c.dtype;
-    m.op = c.op;
-    m.n = std::uint64_t(1) << (std::bit_width(c.n) - 1);
-    m.median_us = m.min_us = m.max_us = 1.0;
-    m.reps = 1;
-    m.valid = true;
-    rows.push_back(m);
-  }
-  s.add_measurements(id, rows);
-  s.end_run(id, "done");
+  for (const Case& c : kCases)
+    rows.push_back(reduce_tune::testing::stored_row(c.key, c.dtype, c.op, 1.0, Problem::array,
+                                                    {1, std::uint64_t(1) << (std::bit_width(c.n) - 1)}));
+  reduce_tune::testing::write_gpu_store(path, info, rows);
 }
 
 /// The inputs of every case in kVersions versions (device buffers the graph never reads), the

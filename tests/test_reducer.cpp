@@ -13,6 +13,7 @@
 #include "reduce_tune/reducer.h"
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"
+#include "tests/store_fixture.h"
 
 #include <atomic>
 #include <filesystem>
@@ -88,20 +89,6 @@ std::string mismatch(const Gpu& g, const Choice& c, const HostArray& a, Op op, S
 /// A store at `path` with rows for this GPU at 2^20, for every dtype and op: an in-place host
 /// finish (fastest), an atomic finish, a host finish and a two-pass finish.
 void write_store(const fs::path& path, const cuda::DeviceInfo& info) {
-  db::Store s(path.string());
-  db::DeviceRecord d;
-  d.uuid = info.uuid;
-  d.name = info.name;
-  d.cc_major = info.cc_major;
-  d.cc_minor = info.cc_minor;
-  d.sm_count = info.sm_count;
-  s.upsert_device(d);
-  db::RunRecord run;
-  run.device_uuid = info.uuid;
-  run.tool_version = "test";
-  run.nvrtc_version = "13.0";
-  run.timing_method = "fixture";
-  const auto id = s.begin_run(run);
   std::vector<db::Measurement> rows;
   for (DType dt : kDTypes)
     for (Op op : kOps)
@@ -111,19 +98,9 @@ void write_store(const fs::path& path, const cuda::DeviceInfo& info) {
                                   std::pair{"unroll_warps.b256.u4.shfl.host", 5.0},
                                   std::pair{"vectorized.b512.u2.v2.g4.shfl.twopass", 6.0}}) {
         if (std::string_view(k).ends_with("firstblock") && op != Op::min) continue; // min only
-        db::Measurement m;
-        m.key = k;
-        m.variant = m.key.substr(0, m.key.find('.'));
-        m.dtype = dt;
-        m.op = op;
-        m.n = 1ull << 20;
-        m.median_us = m.min_us = m.max_us = us;
-        m.reps = 1;
-        m.valid = true;
-        rows.push_back(m);
+        rows.push_back(reduce_tune::testing::stored_row(k, dt, op, us));
       }
-  s.add_measurements(id, rows);
-  s.end_run(id, "done");
+  reduce_tune::testing::write_gpu_store(path.string(), info, rows);
 }
 
 } // namespace

@@ -14,6 +14,7 @@
 #include "reduce_tune/reducer.h" // after CUDA's headers: half.h comes with it
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"
+#include "tests/store_fixture.h"
 
 #include <bit>
 #include <cstring>
@@ -137,38 +138,13 @@ TEST_CASE("reducer: stored half configurations, and those a half sum cannot use 
   const TempDir dir;
   const auto path = dir.path / "tuning.db";
   {
-    db::Store s(path.string());
-    db::DeviceRecord dev;
-    dev.uuid = g.info.uuid;
-    dev.name = g.info.name;
-    dev.cc_major = g.info.cc_major;
-    dev.cc_minor = g.info.cc_minor;
-    dev.sm_count = g.info.sm_count;
-    s.upsert_device(dev);
-    db::RunRecord run;
-    run.device_uuid = g.info.uuid;
-    run.tool_version = "test";
-    run.nvrtc_version = "13.0";
-    run.timing_method = "fixture";
-    const auto id = s.begin_run(run);
     std::vector<db::Measurement> rows;
     for (DType d : kHalves)
       for (Op op : kOps)
         for (const auto& [k, us] : {std::pair{"streaming.b256.u4.v8.g4.shfl.firstblock", 1.0},
-                                    std::pair{"unroll_warps.b256.u4.shfl.host", 2.0}}) {
-          db::Measurement m;
-          m.key = k;
-          m.variant = m.key.substr(0, m.key.find('.'));
-          m.dtype = d;
-          m.op = op;
-          m.n = 1ull << 20;
-          m.median_us = m.min_us = m.max_us = us;
-          m.reps = 1;
-          m.valid = true;
-          rows.push_back(m);
-        }
-    s.add_measurements(id, rows);
-    s.end_run(id, "done");
+                                    std::pair{"unroll_warps.b256.u4.shfl.host", 2.0}})
+          rows.push_back(reduce_tune::testing::stored_row(k, d, op, us));
+    reduce_tune::testing::write_gpu_store(path.string(), g.info, rows);
   }
   Options o;
   o.store_path = path.string();

@@ -11,6 +11,7 @@
 #include "reduce_tune/reducer.h"
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"
+#include "tests/store_fixture.h"
 
 #include <filesystem>
 #include <vector>
@@ -120,35 +121,16 @@ TEST_CASE("reducer: segmented calls match the CPU with stored configurations", "
   const TempDir dir;
   const fs::path path = dir.path / "tuning.db";
   {
-    db::Store s(path.string());
-    db::DeviceRecord d;
-    d.uuid = g.info.uuid, d.name = g.info.name, d.cc_major = g.info.cc_major, d.cc_minor = g.info.cc_minor;
-    d.sm_count = g.info.sm_count;
-    s.upsert_device(d);
-    db::RunRecord run;
-    run.device_uuid = g.info.uuid, run.tool_version = "test", run.nvrtc_version = "13.0";
-    run.timing_method = "fixture";
-    const auto id = s.begin_run(run);
     std::vector<db::Measurement> rows;
     auto add = [&](const char* k, Problem p, Shape shape) {
       for (DType dt : kDTypes)
-        for (Op op : kOps) {
-          db::Measurement m;
-          m.key = k;
-          m.variant = m.key.substr(0, m.key.find('.'));
-          m.dtype = dt, m.op = op, m.problem = p, m.count = shape.count, m.n = shape.length;
-          m.median_us = m.min_us = m.max_us = 1;
-          m.reps = 1;
-          m.valid = true;
-          rows.push_back(m);
-        }
+        for (Op op : kOps) rows.push_back(reduce_tune::testing::stored_row(k, dt, op, 1, p, shape));
     };
     add("rows_group.b256.w4.u2.v2.direct", Problem::rows, {1024, 64});
     add("rows_split.b512.u2.v4.g2.atomic", Problem::rows, {8, 1 << 20});
     add("columns_split.b256.u2.v2.g4.atomic", Problem::columns, {64, 1 << 16});
     add("segments_block.b128.u4.v1.direct", Problem::segments, {4096, 300});
-    s.add_measurements(id, rows);
-    s.end_run(id, "done");
+    reduce_tune::testing::write_gpu_store(path.string(), g.info, rows);
   }
   Options o;
   o.store_path = path.string();
