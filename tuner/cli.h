@@ -1,7 +1,9 @@
 // reduce-tune: what the command-line front ends share (tuner/main.cpp, tuner/cli_compare.cpp).
 #pragma once
 
+#include "reduce_tune/config.h"
 #include "tuner/report.h"
+#include "tuner/sizes.h"
 
 #include <boost/program_options.hpp>
 
@@ -44,6 +46,37 @@ parse(const std::vector<std::string>& args, const boost::program_options::option
   po::store(parser.run(), vm);
   po::notify(vm);
   return vm;
+}
+
+/// A size expression (2^20, 16M, 3*2^20+17), or Usage naming the problem.
+inline std::uint64_t parse_n(const std::string& text) {
+  std::string why;
+  auto n = parse_size(text, &why);
+  if (!n) throw Usage(why);
+  return *n;
+}
+
+
+/// --problem's value, or Usage naming the choices.
+inline Problem problem_option(const std::string& text) {
+  auto p = parse_problem(text);
+  if (!p) throw Usage("unknown problem '" + text + "' (array, rows, columns or segments)");
+  return *p;
+}
+
+// "4096x1024,2^20x3": rows and columns take ROWSxCOLS (the matrix), segments SEGMENTSxMEAN.
+inline std::vector<Shape> parse_shapes(const std::string& text, Problem problem) {
+  std::vector<Shape> out;
+  for (const auto& tok : split(text)) {
+    const auto x = tok.find('x');
+    if (x == std::string::npos)
+      throw Usage("shape '" + tok + "' is not AxB (rows x cols, or segments x mean length)");
+    const std::uint64_t a = parse_n(tok.substr(0, x)), b = parse_n(tok.substr(x + 1));
+    if (a == 0 || b == 0) throw Usage("shape '" + tok + "' is empty");
+    if (b > ~std::uint64_t(0) / a) throw Usage("shape '" + tok + "' overflows 64 bits");
+    out.push_back(problem == Problem::columns ? Shape{b, a} : Shape{a, b});
+  }
+  return out;
 }
 
 } // namespace reduce_tune::cli

@@ -1,0 +1,135 @@
+// reduce-tune: the commands that report what is there: query (the stored best for a problem),
+// devices (the GPUs of this machine), nvrtc (the NVRTC library and its architectures).
+#include "tuner/cli_info.h"
+
+#include "db/store.h"
+#include "kernels/driver.h"
+#include "kernels/nvrtc.h"
+#include "tuner/cli.h"
+#include "tuner/sizes.h"
+#include "tuner/sweep.h"
+
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace po = boost::program_options;
+
+namespace reduce_tune {
+
+using cli::Usage;
+using cli::parse;
+using cli::parse_n;
+using cli::parse_shapes;
+using cli::problem_option;
+
+int cmd_query(const std::vector<std::string>& args) {
+  po::options_description desc("reduce-tune query options");
+  std::string db_path, dtype_text = "float32", op_text = "sum", n_text, uuid, problem_text = "array", shape_text;
+  int device = -1;
+  desc.add_options()
+    ("help,h", "this help")
+    ("device", po::value(&device), "GPU ordinal (needs the GPU to read its UUID)")
+    ("uuid", po::value(&uuid), "GPU UUID as stored (works without a GPU)")
+    ("dtype", po::value(&dtype_text)->default_value(dtype_text), "dtype")
+    ("op", po::value(&op_text)->default_value(op_text), "op")
+    ("problem", po::value(&problem_text)->default_value(problem_text), "array, rows, columns or segments")
+    ("n", po::value(&n_text), "array problem: number of elements, e.g. 1000000 or 2^20")
+    ("shape", po::value(&shape_text), "segmented problems: ROWSxCOLS (rows, columns) or SEGMENTSxMEAN")
+    ("db", po::value(&db_path), "tuning database");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  const Problem problem = problem_option(problem_text);
+  Shape shape;
+  if (problem == Problem::array) {
+    if (n_text.empty()) throw Usage("query needs --n");
+    if (!shape_text.empty()) throw Usage("--shape is for --problem rows, columns or segments");
+    shape = {1, parse_n(n_text)};
+  } else {
+    if (shape_text.empty()) throw Usage("query --problem " + problem_text + " needs --shape");
+    if (!n_text.empty()) throw Usage("--n is for the array problem; --shape gives a segmented shape");
+    const auto shapes = parse_shapes(shape_text, problem);
+    if (shapes.size() != 1) throw Usage("--shape takes one shape");
+    shape = shapes[0];
+  }
+  const auto dtype = parse_dtype(dtype_text);
+  const auto op = parse_op(op_text);
+  if (!dtype) throw Usage("unknown dtype '" + dtype_text + "'");
+  if (!op) throw Usage("unknown op '" + op_text + "'");
+  if (device >= 0) uuid = cuda::device_info(device).uuid;
+  const std::string path = db_path.empty() ? db::default_store_path() : db_path;
+  db::Store store(path);
+  std::vector<db::DeviceRecord> devs;
+  if (!uuid.empty()) {
+    auto d = store.device(uuid);
+    if (!d) {
+      std::fprintf(stderr, "no tuning stored for %s in %s\n", uuid.c_str(), path.c_str());
+      return 1;
+    }
+    devs.push_back(*d);
+  } else {
+    devs = store.devices();
+  }
+  db::Measurement asked;
+  asked.dtype = *dtype, asked.op = *op, asked.problem = problem, asked.count = shape.count, asked.n = shape.length;
+  int found = 0;
+  for (const auto& d : devs) {
+    auto b = store.nearest(d.uuid, *dtype, *op, problem, shape);
+    if (!b) continue;
+    ++found;
+    std::printf("%s (%s): %s -> %s  %.2f us  %.1f GB/s  %.1f%% of peak%s\n", d.name.c_str(), d.uuid.c_str(),
+                point_text(asked).c_str(), b->m.key.c_str(), b->m.median_us, b->m.gbps, b->m.pct_peak,
+                b->shape == shape ? "  (tuned at this shape)" : ("  (nearest tuned: " + point_text(b->m) + ")").c_str());
+  }
+  if (!found) {
+    std::fprintf(stderr, "no tuning stored for %s in %s\n", point_text(asked).c_str(), path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int cmd_devices(const std::vector<std::string>& args) {
+  po::options_description desc("reduce-tune devices options");
+  std::string db_path;
+  desc.add_options()("help,h", "this help")("db", po::value(&db_path), "tuning database");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  std::string why;
+  if (!cuda::available(&why)) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    return 1;
+  }
+  for (int i = 0; i < cuda::device_count(); ++i) {
+    const auto d = cuda::device_info(i);
+    std::printf("%d  %s  %s  sm_%d%d  %d SMs  %.0f MiB L2  %.1f GiB  peak %.0f GB/s  driver %d\n", i,
+                d.name.c_str(), d.uuid.c_str(), d.cc_major, d.cc_minor, d.sm_count,
+                double(d.l2_bytes) / (1 << 20), double(d.total_mem) / (1 << 30), d.peak_gbps(),
+                d.driver_version);
+  }
+  return 0;
+}
+
+int cmd_nvrtc(const std::vector<std::string>& args) {
+  po::options_description desc("reduce-tune nvrtc options");
+  std::string path;
+  desc.add_options()("help,h", "this help")("nvrtc", po::value(&path), "NVRTC library");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  Nvrtc nvrtc(path);
+  std::printf("NVRTC %s (%s)\narchitectures:", nvrtc.version().c_str(), nvrtc.path().c_str());
+  for (int a : nvrtc.archs()) std::printf(" sm_%d", a);
+  std::printf("\n");
+  return 0;
+}
+
+} // namespace reduce_tune
