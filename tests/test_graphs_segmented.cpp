@@ -12,6 +12,7 @@
 #include "reduce_tune/reducer.h"
 #include "tests/fixtures.h"
 #include "tests/graph_fixture.h"
+#include "tests/store_fixture.h"
 
 #include <atomic>
 #include <cstring>
@@ -59,29 +60,10 @@ std::vector<SegCase> cases() {
 
 void write_store(const std::string& path, const cuda::DeviceInfo& info,
                  const std::vector<SegCase>& cs) {
-  db::Store s(path);
-  db::DeviceRecord d;
-  d.uuid = info.uuid, d.name = info.name, d.cc_major = info.cc_major, d.cc_minor = info.cc_minor;
-  d.sm_count = info.sm_count;
-  s.upsert_device(d);
-  db::RunRecord run;
-  run.device_uuid = info.uuid, run.tool_version = "test", run.nvrtc_version = "13.0";
-  run.timing_method = "fixture";
-  const auto id = s.begin_run(run);
   std::vector<db::Measurement> rows;
-  for (const SegCase& c : cs) {
-    db::Measurement m;
-    m.key = c.key;
-    m.variant = m.key.substr(0, m.key.find('.'));
-    m.dtype = c.dtype, m.op = c.op, m.problem = c.problem;
-    m.count = c.stored.count, m.n = c.stored.length;
-    m.median_us = m.min_us = m.max_us = 1;
-    m.reps = 1;
-    m.valid = true;
-    rows.push_back(m);
-  }
-  s.add_measurements(id, rows);
-  s.end_run(id, "done");
+  for (const SegCase& c : cs)
+    rows.push_back(reduce_tune::testing::stored_row(c.key, c.dtype, c.op, 1, c.problem, c.stored));
+  reduce_tune::testing::write_gpu_store(path, info, rows);
 }
 
 /// The call of a case on `in`, results to `out`.

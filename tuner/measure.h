@@ -3,9 +3,11 @@
 #pragma once
 
 #include "db/store.h"
+#include "kernels/driver.h"
 #include "kernels/reference.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,16 @@ inline bool record_check(const Check& chk, db::Measurement& m) {
                                    std::to_string(chk.bound) + ")"
                              : "");
   return chk.ok;
+}
+
+/// Throws unless device memory `d_in` still holds `data`, the input a sweep reduced: no
+/// configuration may modify the caller's input. `what` names the problem in the message.
+inline void check_input_unchanged(CUdeviceptr d_in, const HostArray& data, const std::string& what) {
+  HostArray after;
+  after.bytes.resize(data.bytes.size());
+  RT_CU(cuMemcpyDtoH(after.bytes.data(), d_in, after.bytes.size()));
+  if (after.bytes != data.bytes)
+    throw std::runtime_error("the input buffer was modified during the sweep of " + what);
 }
 
 } // namespace reduce_tune

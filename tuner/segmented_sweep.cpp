@@ -234,13 +234,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         }
         if (res.interrupted) break;
       }
-      HostArray after;
-      after.bytes.resize(elements * es);
-      RT_CU(cuMemcpyDtoH(after.bytes.data(), d_in.get(), elements * es));
-      if (after.bytes != data.bytes)
-        throw std::runtime_error("the input buffer was modified during the sweep of " +
-                                 std::string(name(d)) + " " + std::to_string(shape.count) + " x " +
-                                 std::to_string(shape.length));
+      check_input_unchanged(d_in.get(), data,
+                            std::string(name(d)) + " " + std::to_string(shape.count) + " x " +
+                                std::to_string(shape.length));
     }
   }
 }

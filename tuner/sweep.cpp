@@ -406,13 +406,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         }
         if (res.interrupted) break;
       }
-      // No configuration may modify the caller's input.
-      HostArray after;
-      after.bytes.resize(n * es);
-      RT_CU(cuMemcpyDtoH(after.bytes.data(), d_in.get(), n * es));
-      if (after.bytes != data.bytes)
-        throw std::runtime_error("the input buffer was modified during the sweep of " +
-                                 std::string(name(d)) + " n=" + format_size(n));
+      check_input_unchanged(d_in.get(), data, std::string(name(d)) + " n=" + format_size(n));
     }
   }
   if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");
