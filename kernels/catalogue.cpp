@@ -224,6 +224,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     return "double-precision atomicAdd needs sm_60";
   if (atomic && t.dtype == DType::i64 && t.op != Op::sum && t.cc < 35)
     return "64-bit atomicMin/atomicMax need sm_35";
+  if (v.problem != Problem::array) return segmented_invalid(c, t);
   return std::nullopt;
 }
 

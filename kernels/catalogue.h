@@ -42,6 +42,9 @@ struct Variant {
   std::string_view source = {};             ///< template file when not <name>.cu
   std::string_view define = {};             ///< macro the template is rendered with, if any
   Problem problem = Problem::array;         ///< the problem kind it solves
+  /// Swept only when named (`reduce-tune tune --variants NAME`), never by default: a variant
+  /// whose GPU tests have not yet passed on a lent GPU (kernels/segmented.cpp says which).
+  bool opt_in = false;
 };
 
 /// The catalogue of one problem kind, in its listing order.
@@ -77,8 +80,8 @@ struct LaunchPlan {
 LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n);
 
 /// How a configuration of a segmented problem (rows, columns, segments) is launched for a shape:
-/// an optional fill of the results with the identity, rt_segmented, and for the binned variant
-/// rt_segmented_chunks (templates/segmented/). For Problem::segments only shape.count is used (the
+/// an optional fill of the results with the identity, for the merge variant rt_segmented_partition,
+/// rt_segmented, and for the binned variant rt_segmented_chunks (templates/segmented/). For Problem::segments only shape.count is used (the
 /// lengths are in device memory).
 struct SegmentedPlan {
   unsigned grid = 0;            ///< blocks of rt_segmented (>= 1 for every count >= 1)
@@ -87,6 +90,7 @@ struct SegmentedPlan {
   std::uint64_t aux = 0;        ///< the template's launch parameter (templates/segmented/*.cu)
   bool fill = false;            ///< results set to the identity first (atomic finishes)
   unsigned chunk_grid = 0;      ///< blocks of rt_segmented_chunks; 0: not launched
+  unsigned partition_grid = 0;  ///< blocks of rt_segmented_partition, before; 0: not launched
   std::size_t work_bytes = 0;   ///< the variant's self-resetting state, zeroed once
 };
 SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape);

@@ -41,6 +41,8 @@ Kernel KernelLoader::load(const Config& c, DType dtype, Op op) {
     k.fill = module->function("rt_fill_identity");
     if (source.find("rt_segmented_chunks") != std::string::npos)
       k.chunks = module->function("rt_segmented_chunks");
+    if (source.find("rt_segmented_partition") != std::string::npos)
+      k.partition = module->function("rt_segmented_partition");
   }
   k.combine = module->function("rt_combine_partials");
   k.resources = res;
@@ -184,6 +186,7 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
     cuda::launch(k.fill, std::max(blocks, 1u), 256, 0, s, fill_args);
   }
   void* args[] = {&in, &offsets, &out, &count, &length, &stride, &aux, &work};
+  if (p.partition_grid) cuda::launch(k.partition, p.partition_grid, p.block, 0, s, args);
   cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args);
   if (p.chunk_grid) cuda::launch(k.chunks, p.chunk_grid, p.block, p.smem_bytes, s, args);
 }

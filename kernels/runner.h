@@ -21,9 +21,9 @@ struct Kernel {
   Op op = Op::sum;
   std::shared_ptr<const cuda::Module> module; // shared by configurations with the same source
   CUfunction reduce = nullptr, combine = nullptr;
-  /// Segmented variants: rt_segmented (in `reduce`), rt_fill_identity, and the binned variant's
-  /// rt_segmented_chunks (null for the others).
-  CUfunction fill = nullptr, chunks = nullptr;
+  /// Segmented variants: rt_segmented (in `reduce`), rt_fill_identity, the binned variant's
+  /// rt_segmented_chunks and the merge variant's rt_segmented_partition (null for the others).
+  CUfunction fill = nullptr, chunks = nullptr, partition = nullptr;
   Resources resources;
   /// The two-pass finish's second kernel is launched programmatically (compiled for sm_90+, the
   /// driver has cuLaunchKernelEx, REDUCE_TUNE_NO_PDL unset): templates/common.cuh's rt_pdl_wait is

@@ -12,6 +12,7 @@ namespace reduce_tune {
 namespace {
 
 constexpr int kU124[] = {1, 2, 4};
+constexpr int kItems[] = {4, 8, 16}; // merge: items per thread
 constexpr Tail kShfl[] = {Tail::shfl};
 constexpr Finish kDirect[] = {Finish::direct};
 constexpr Finish kAtomic[] = {Finish::atomic};
@@ -20,8 +21,10 @@ constexpr unsigned kGroup = P_BLOCK | P_WIDTH | P_UNROLL | P_VEC | P_FINISH;
 constexpr unsigned kBlock = P_BLOCK | P_UNROLL | P_VEC | P_FINISH;
 constexpr unsigned kSplit = P_BLOCK | P_UNROLL | P_VEC | P_GRID | P_FINISH;
 constexpr unsigned kBinned = kGroup | P_GRID;
+constexpr unsigned kMerge_ = P_BLOCK | P_UNROLL | P_GRID | P_FINISH;
 
 constexpr std::string_view kContiguous = "segmented/contiguous.cu";
+constexpr std::string_view kMerge = "segmented/merge.cu";
 
 // Grouped by problem. The block size is compile-time in every segmented template.
 constexpr Variant kRows[] = {
@@ -51,6 +54,13 @@ constexpr Variant kSegments[] = {
      "load-balanced: short segments by a group of w lanes, long ones cut into chunks that g "
      "blocks per SM share (two kernels)",
      kBinned, kU124, kShfl, kAtomic, true, false, 32, "segmented/binned.cu", {}, Problem::segments},
+    {"segments_merge",
+     "merge path: segment ends and elements split evenly over g blocks per SM, tiles of u items "
+     "per thread staged in shared memory, cut segments combined atomically (two kernels)",
+     kMerge_, kItems, kShfl, kAtomic, true, false, 32, kMerge, {}, Problem::segments,
+     // Opt-in until its GPU tests pass: its first GPU run (2026-11-23) hung on a shuffle that
+     // lane 0 skipped, fixed since, but no GPU was lent again that session to run the fix.
+     true},
 };
 
 // The sweep's values (a subset of what the validity rules admit).
@@ -63,12 +73,25 @@ constexpr int kSplitVecs[] = {2, 4};
 constexpr int kSplitGrids[] = {2, 4, 8};
 constexpr int kBinnedWidths[] = {1, 8, 32}; // 1: a thread per segment of a mean length near 1
 constexpr int kBinnedGrids[] = {4, 8};
+constexpr int kMergeBlocks[] = {128, 256};
+constexpr int kMergeGrids[] = {2, 4, 8};
 constexpr int kNone[] = {0};
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 std::uint64_t log2_ceil(std::uint64_t x) { return x <= 1 ? 0 : std::bit_width(x - 1); }
 
 bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
+bool is_merge(const Variant& v) { return v.source == kMerge; }
+
+// The merge mapping's tile: block x u items, their elements and 32-bit segment ends in shared
+// memory.
+std::uint64_t merge_tile_bytes(const Config& c, DType dtype) {
+  return std::uint64_t(c.block) * c.unroll * (size_of(dtype) + sizeof(std::int32_t));
+}
+constexpr std::uint64_t kMergeTileItems = 4096, kMergeTileBytes = 40 * 1024;
+// Resident threads per SM the merge kernel is compiled for (templates/segmented/merge.cu: at most 64
+// registers a thread); every GPU of the catalogue holds them.
+constexpr std::uint64_t kResidentThreads = 1024;
 
 unsigned checked_grid(const Config& c, std::uint64_t grid, Shape shape) {
   if (grid > 0x7fffffffull)
@@ -130,6 +153,13 @@ std::span<const Variant> segmented_variants(Problem problem) {
 }
 
 std::vector<Config> segmented_space(const Variant& v) {
+  if (is_merge(v)) {
+    std::vector<Config> out;
+    for (int b : kMergeBlocks)
+      for (int u : v.unrolls)
+        for (int g : kMergeGrids) out.push_back(Config{std::string(v.name), b, u, 1, g, v.tails.front(), v.finishes.front()});
+    return out;
+  }
   const bool group = takes(v, P_WIDTH) && !takes(v, P_GRID);
   const bool binned = takes(v, P_WIDTH) && takes(v, P_GRID);
   const bool split = takes(v, P_GRID) && !binned;
@@ -157,8 +187,28 @@ std::vector<Config> segmented_space(const Variant& v) {
   return out;
 }
 
+std::optional<std::string> segmented_invalid(const Config& c, const Target& t) {
+  const Variant& v = *find_variant(c.variant);
+  if (!is_merge(v)) return std::nullopt;
+  const std::uint64_t items = std::uint64_t(c.block) * c.unroll, bytes = merge_tile_bytes(c, t.dtype);
+  if (items > kMergeTileItems || bytes > kMergeTileBytes)
+    return "a tile of " + std::to_string(items) + " items (" + std::to_string(bytes) +
+           " bytes of shared memory) exceeds " + std::to_string(kMergeTileItems) + " items or " +
+           std::to_string(kMergeTileBytes) + " bytes";
+  return std::nullopt;
+}
+
 std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t longest) {
   const Variant& v = *find_variant(c.variant);
+  // Merge: every block loops over an equal share; blocks past the resident ones run in a second
+  // wave after the first has finished its shares.
+  if (is_merge(v)) {
+    if (std::uint64_t(c.grid) * c.block > kResidentThreads)
+      return std::to_string(c.grid) + " blocks of " + std::to_string(c.block) +
+             " per SM exceed the " + std::to_string(kResidentThreads) +
+             " resident threads: the blocks past them run their shares in a second wave";
+    return std::nullopt;
+  }
   // Offsets: a mapping that gives each segment w lanes or a block keeps them on the longest
   // segment for longest / lanes elements each, while the binned and split mappings cut it.
   if (v.problem == Problem::segments && !takes(v, P_GRID)) {
@@ -214,6 +264,15 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
     p.aux = slices << 11 | tx;
     return p;
   }
+  if (is_merge(v)) { // the partition kernel, a warp per split point, then the shares
+    p.grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
+    p.aux = p.grid;
+    p.smem_bytes = unsigned(merge_tile_bytes(c, t.dtype));
+    p.fill = false;
+    p.partition_grid = unsigned(ceil_div((p.aux + 1) * 32, c.block));
+    p.work_bytes = (p.aux + 1) * 2 * sizeof(std::int64_t);
+    return p;
+  }
   if (takes(v, P_WIDTH)) { // group and binned
     p.grid = checked_grid(c, ceil_div(shape.count * c.width, c.block), shape);
     if (takes(v, P_GRID)) {
@@ -238,6 +297,11 @@ std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::
     const std::uint64_t stripes = ceil_div(std::max<std::uint64_t>(shape.count, 1), tx * c.vec);
     const std::uint64_t slices = row_slices(c, t, shape, stripes);
     return ceil_div(ceil_div(len, slices), ty) + log2_ceil(ty) + slices + 1;
+  }
+  if (is_merge(v)) { // a thread's items, the scan, one combine per tile, one per block cut
+    const std::uint64_t tile = std::uint64_t(c.block) * c.unroll;
+    return std::uint64_t(c.unroll) + 2 * log_block + ceil_div(len, tile) +
+           std::uint64_t(c.grid) * t.sm_count + 4;
   }
   if (takes(v, P_WIDTH) && takes(v, P_GRID)) { // binned: a group (short, or the list was full),
                                                 // or chunks of a block each

@@ -15,6 +15,9 @@ namespace reduce_tune {
 std::span<const Variant> segmented_variants(Problem problem);
 /// The sweep's configurations of a segmented variant.
 std::vector<Config> segmented_space(const Variant& v);
+/// Why a configuration of a segmented variant is invalid beyond the rules every variant shares
+/// (kernels/catalogue.cpp), or nullopt.
+std::optional<std::string> segmented_invalid(const Config& c, const Target& t);
 /// Why measuring `c` at `shape` would tell nothing (another configuration of the sweep does the
 /// same work with fewer idle lanes, or far sooner), or nullopt. Not a validity rule: the
 /// configuration is right. `longest`: the longest segment of an offsets problem (0: unknown).

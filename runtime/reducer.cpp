@@ -279,6 +279,9 @@ struct Reducer::Impl {
   /// Enqueues a segmented reduction whose arguments were checked: the entry's kernel, on a lease
   /// whose workspace holds the plan's state, ordered on `stream` like reduce_async.
   void run_segmented(Problem problem, DType dtype, Op op, const SegmentedArgs& a, CUstream stream);
+  /// reduce_async's work once the context is current: the arguments checked, then enqueued.
+  void reduce_array_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
+                          CUstream stream);
   /// reduce_rows and reduce_columns: the same matrix, one result per row or per column.
   void reduce_matrix(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
                      std::uint64_t cols, void* d_out, CUstream stream, std::uint64_t row_stride);
@@ -545,8 +548,22 @@ void Reducer::Impl::reduce_matrix(Problem problem, DType dtype, Op op, const voi
   if ((problem == Problem::rows ? rows : cols) == 0) return;
   const RestoreContext restore;
   restore.enter(ctx);
-  const SegmentedArgs a = matrix_args(problem, dtype, d_in, rows, cols, d_out,
-                                      row_stride ? row_stride : cols, context.ordinal());
+  const std::uint64_t stride = row_stride ? row_stride : cols;
+  const SegmentedArgs a = matrix_args(problem, dtype, d_in, rows, cols, d_out, stride, context.ordinal());
+  // Shapes that are another problem in disguise take that problem's faster path: one element per
+  // result (rows of one dense column, columns of one row) is a copy (a sum of one element is the
+  // element, NaN and -0.0 included), and one result over contiguous elements (one row, or the
+  // column of a dense n x 1 matrix) is the tuned 1-D reduction.
+  const bool dense = stride == cols || rows == 1;
+  const std::uint64_t per_result = a.shape.length, results = a.shape.count;
+  if (per_result == 1 && (problem == Problem::columns || dense)) {
+    RT_CU(cuMemcpyDtoDAsync(a.out, a.in, results * size_of(dtype), stream));
+    return;
+  }
+  if (results == 1 && dense) {
+    reduce_array_async(dtype, op, d_in, per_result, d_out, stream);
+    return;
+  }
   run_segmented(problem, dtype, op, a, stream);
 }
 
@@ -618,9 +635,14 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
   check_problem(dtype, op);
   const RestoreContext restore;
   restore.enter(impl_->ctx);
+  impl_->reduce_array_async(dtype, op, d_in, n, d_out, stream);
+}
+
+void Reducer::Impl::reduce_array_async(DType dtype, Op op, const void* d_in, std::uint64_t n,
+                                       void* d_out, CUstream stream) {
   const capture::Relaxed relaxed;
   const capture::State cap = capture::state(stream);
-  const int ordinal = impl_->context.ordinal();
+  const int ordinal = context.ordinal();
   check_pointer("d_out", d_out, 1, dtype, ordinal);
   const CUdeviceptr out = reinterpret_cast<CUdeviceptr>(d_out);
   if (n == 0) {
@@ -628,11 +650,11 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
     return;
   }
   check_pointer("d_in", d_in, n, dtype, ordinal);
-  const Entry& e = impl_->ready_entry(dtype, op, n, true);
-  const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
+  const Entry& e = ready_entry(dtype, op, n, true);
+  const LaunchPlan p = plan(e.kernel.config, target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
   if (cap.active) {
-    impl_->captured(
+    captured(
         cap.graph, e.kernel,
         [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, dtype, n, zero_on); },
         [&](const Kernel& k, Workspace& ws) {
@@ -641,7 +663,7 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
         });
     return;
   }
-  Impl::Borrowed lease(*impl_, stream);
+  Borrowed lease(*this, stream);
   lease.run(stream, [&](Lease& l) {
     l.ws.reserve(p, dtype, n, stream);
     prepare(e.kernel, p, in, n, l.ws, stream);

@@ -131,15 +131,24 @@ const std::vector<Case>& column_cases() {
   return c;
 }
 
-// Skewed, with empty segments, one very long segment, and decreasing offsets (an empty segment).
+// Skewed, with empty segments, one very long segment, offsets that start past 0, a run of
+// 300,000 one-element segments (many segment ends per tile of the merge mapping), and 10^5 empty
+// segments around one of 5,000 elements (segment ends only).
 const std::vector<Case>& segment_cases() {
   static const std::vector<Case> c = [] {
     std::vector<Case> v;
     v.push_back(segments(skewed_offsets(1000, 50000, 1)));
     v.push_back(segments(skewed_offsets(100, 300000, 2), 1));
     v.push_back(segments(skewed_offsets(20000, 1u << 22, 3)));
-    v.push_back(segments({0, 0, 5, 5, 3, 1u << 21, (1u << 21) + 1, (1u << 21) + 1}));
+    v.push_back(segments({0, 0, 5, 5, 5, 1u << 21, (1u << 21) + 1, (1u << 21) + 1}));
+    v.push_back(segments({7, 7, 7, 8, 1000, 1000, 1000, 200000, 200001, 200001}));
     v.push_back(segments({0, 1}));
+    std::vector<std::int64_t> ones(300001);
+    std::iota(ones.begin(), ones.end(), 0);
+    v.push_back(segments(std::move(ones), 3));
+    std::vector<std::int64_t> empties(100001, 0);
+    for (std::size_t i = 50000; i < empties.size(); ++i) empties[i] = 5000;
+    v.push_back(segments(std::move(empties)));
     return v;
   }();
   return c;
@@ -171,7 +180,8 @@ TEST_CASE("segmented: min and max and every dtype through the same templates", "
     for (Op op : {Op::sum, Op::min, Op::max}) {
       CHECK(check_problem(Problem::rows, d, op, r, {"rows_group", "rows_split"}) > 0);
       CHECK(check_problem(Problem::columns, d, op, c) > 0);
-      CHECK(check_problem(Problem::segments, d, op, s, {"segments_binned", "segments_block"}) > 0);
+      CHECK(check_problem(Problem::segments, d, op, s,
+                          {"segments_binned", "segments_block", "segments_merge"}) > 0);
     }
 }
 
@@ -180,11 +190,42 @@ TEST_CASE("segmented: bf16 and f16, every configuration, sum in float32, exact m
   const std::vector<Case> r = {rows(33, 100, 0, 1), rows(3, 70001), rows(1000, 7, 2, 3)};
   const std::vector<Case> c = {columns(257, 67, 9, 2), columns(5000, 3), columns(100, 1000, 0, 5)};
   const std::vector<Case> s = {segments(skewed_offsets(500, 200000, 4), 1),
-                               segments({0, 0, 5, 5, 3, 1u << 20, (1u << 20) + 1})};
+                               segments({0, 0, 5, 5, 5, 1u << 20, (1u << 20) + 1})};
   for (DType d : {DType::bf16, DType::f16})
     for (Op op : {Op::sum, Op::min, Op::max}) {
       CHECK(check_problem(Problem::rows, d, op, r) > 0);
       CHECK(check_problem(Problem::columns, d, op, c) > 0);
       CHECK(check_problem(Problem::segments, d, op, s) > 0);
     }
+}
+
+TEST_CASE("segmented: offsets out of order (outside the contract) never fault the merge mapping",
+          "[gpu]") {
+  Gpu& g = gpu();
+  Target t = g.target(DType::f32, Op::sum);
+  t.problem = Problem::segments;
+  const std::vector<std::int64_t> off = {0, 0, 5, 5, 3, 1 << 21, 7, (1 << 21) + 1, 2};
+  const std::uint64_t count = off.size() - 1, elements = (1 << 21) + 1;
+  const HostArray data = make_input(DType::f32, elements, 99);
+  cuda::Buffer in(data.bytes.size()), offsets(off.size() * 8), out(count * 4);
+  RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+  RT_CU(cuMemcpyHtoD(offsets.get(), off.data(), off.size() * 8));
+  Workspace ws;
+  std::size_t launched = 0;
+  for (const Config& c : space(*find_variant("segments_merge"))) {
+    if (invalid_reason(c, t)) continue;
+    const Kernel k = g.loader.load(c, DType::f32, Op::sum);
+    const SegmentedPlan p = segmented_plan(c, t, {count, 0});
+    ws.reserve(p);
+    SegmentedArgs a;
+    a.in = in.get();
+    a.offsets = offsets.get();
+    a.out = out.get();
+    a.shape = {count, 0};
+    enqueue(k, p, a, ws, g.stream.get());
+    // A read outside the buffers or a hang would fail here (or time out the test).
+    RT_CU(cuStreamSynchronize(g.stream.get()));
+    ++launched;
+  }
+  CHECK(launched >= 10);
 }

@@ -6,6 +6,7 @@
 #include "kernels/catalogue.h"
 #include "kernels/runner.h"
 #include "kernels/segmented.h"
+#include "tuner/sweep.h"
 
 #include <cstring>
 
@@ -63,6 +64,13 @@ TEST_CASE("segmented: validity rules name the problem", "[segmented]") {
   CHECK_THAT(reason("rows_split.b256.u2.v4.g0.atomic", sm90(Problem::rows)),
              Catch::Contains("grid 0"));
   CHECK(reason("segments_binned.b256.w32.u2.v4.g4.atomic", sm90(Problem::segments)).empty());
+  CHECK(reason("segments_merge.b256.u8.g4.atomic", sm90(Problem::segments)).empty());
+  CHECK_THAT(reason("segments_merge.b256.u16.g4.atomic", sm90(Problem::segments, DType::f64)),
+             Catch::Contains("shared memory"));
+  CHECK_THAT(reason("segments_merge.b256.u2.g4.atomic", sm90(Problem::segments)),
+             Catch::Contains("unroll 2"));
+  CHECK_THAT(reason("segments_merge.b256.u8.g4.atomic", sm90(Problem::segments, DType::bf16)),
+             Catch::Contains("atomic"));
   std::string why;
   CHECK_FALSE(parse_key("rows_block.b256.w8.u2.v4.direct", &why));
   CHECK_THAT(why, Catch::Contains("takes no parameter 'w8'"));
@@ -97,6 +105,15 @@ TEST_CASE("segmented: launch plans cover every result", "[segmented]") {
   CHECK(p.chunk_grid == 4 * 132);
   CHECK(p.work_bytes > 0);
   CHECK_FALSE(p.fill); // the group kernel writes the identity of chunked segments itself
+  // Merge: g blocks per SM, the partition kernel's warp per split point, its coordinates, and the
+  // tile's elements and ends in shared memory.
+  p = segmented_plan(cfg("segments_merge.b256.u8.g4.atomic"), sm90(Problem::segments), {1000, 0});
+  CHECK(p.grid == 4 * 132);
+  CHECK(p.aux == p.grid);
+  CHECK(p.partition_grid * 256 >= (p.aux + 1) * 32);
+  CHECK(p.work_bytes == (p.aux + 1) * 16);
+  CHECK(p.smem_bytes == 256 * 8 * (4 + 4));
+  CHECK_FALSE(p.fill); // the partition kernel sets the cut segments to the identity
   CHECK_THROWS_AS(segmented_plan(cfg("rows_block.b256.u2.v4.direct"), rows, {1ull << 32, 1}),
                   std::invalid_argument);
 }
@@ -128,6 +145,9 @@ TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]"
   CHECK(pointless(cfg("segments_block.b256.u4.v4.direct"), {1 << 16, 4096}, 1 << 25));
   CHECK_FALSE(pointless(cfg("segments_block.b256.u4.v4.direct"), {1 << 16, 4096}, 1 << 20));
   CHECK_FALSE(pointless(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), {1 << 16, 4096}, 1 << 25));
+  // Merge: a grid past the resident threads it is compiled for runs in two waves.
+  CHECK(pointless(cfg("segments_merge.b256.u8.g8.atomic"), {1 << 16, 4096}));
+  CHECK_FALSE(pointless(cfg("segments_merge.b128.u8.g8.atomic"), {1 << 16, 4096}, 1 << 25));
 }
 
 TEST_CASE("segmented: skewed offsets are many short, a few long, and total exactly", "[segmented]") {
@@ -214,4 +234,21 @@ TEST_CASE("segmented: every configuration of the sweep compiles for sm_90", "[se
   }
   CHECK(jobs.size() > 400);
   CHECK(failed == 0);
+}
+
+TEST_CASE("segmented: an opt-in variant is swept only when named", "[segmented]") {
+  SweepOptions o;
+  o.problem = Problem::segments;
+  auto has = [](const std::vector<Config>& cs, std::string_view v) {
+    return std::any_of(cs.begin(), cs.end(), [&](const Config& c) { return c.variant == v; });
+  };
+  REQUIRE(find_variant("segments_merge")->opt_in);
+  const std::vector<Config> all = selected_configs(o);
+  CHECK(has(all, "segments_binned"));
+  CHECK_FALSE(has(all, "segments_merge"));
+  o.variants = {"segments_merge", "segments_block"};
+  const std::vector<Config> named = selected_configs(o);
+  CHECK(has(named, "segments_merge"));
+  CHECK(has(named, "segments_block"));
+  CHECK_FALSE(has(named, "segments_binned"));
 }

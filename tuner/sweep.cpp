@@ -39,28 +39,6 @@ template <typename T> bool in(const std::vector<T>& list, const T& x) {
   return list.empty() || std::find(list.begin(), list.end(), x) != list.end();
 }
 
-// The configurations the options select, before validity.
-std::vector<Config> selected(const SweepOptions& o) {
-  std::vector<Config> out;
-  if (!o.keys.empty()) {
-    for (const auto& k : o.keys) {
-      std::string why;
-      auto c = parse_key(k, &why);
-      if (!c) throw std::invalid_argument(why);
-      out.push_back(*c);
-    }
-    return out;
-  }
-  for (const Variant& v : variants(o.problem)) {
-    if (!in(o.variants, std::string(v.name))) continue;
-    for (const Config& c : space(v))
-      if (in(o.blocks, c.block) && in(o.unrolls, c.unroll) && in(o.tails, c.tail) &&
-          in(o.finishes, c.finish))
-        out.push_back(c);
-  }
-  return out;
-}
-
 std::string host_name() {
   char buf[256] = {};
   gethostname(buf, sizeof buf - 1);
@@ -73,7 +51,7 @@ using Job = CompileJob;
 std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm_count,
                             std::vector<Skip>* skipped) {
   std::vector<Job> jobs;
-  const std::vector<Config> configs = selected(o);
+  const std::vector<Config> configs = selected_configs(o);
   for (DType d : o.dtypes)
     for (Op op : o.ops) {
       const Target t{d, op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
@@ -90,6 +68,28 @@ std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm
 
 } // namespace
 
+std::vector<Config> selected_configs(const SweepOptions& o) {
+  std::vector<Config> out;
+  if (!o.keys.empty()) {
+    for (const auto& k : o.keys) {
+      std::string why;
+      auto c = parse_key(k, &why);
+      if (!c) throw std::invalid_argument(why);
+      out.push_back(*c);
+    }
+    return out;
+  }
+  for (const Variant& v : variants(o.problem)) {
+    if (!in(o.variants, std::string(v.name))) continue;
+    if (o.variants.empty() && v.opt_in) continue; // swept only when named
+    for (const Config& c : space(v))
+      if (in(o.blocks, c.block) && in(o.unrolls, c.unroll) && in(o.tails, c.tail) &&
+          in(o.finishes, c.finish))
+        out.push_back(c);
+  }
+  return out;
+}
+
 std::optional<std::string> too_large(const SweepOptions& o, std::int64_t total_mem) {
   if (o.problem != Problem::array) { // the input and one result per segment
     for (DType d : o.dtypes)
@@ -103,7 +103,7 @@ std::optional<std::string> too_large(const SweepOptions& o, std::int64_t total_m
     return std::nullopt;
   }
   bool in_place = false;
-  for (const Config& c : selected(o)) in_place |= find_variant(c.variant)->in_place;
+  for (const Config& c : selected_configs(o)) in_place |= find_variant(c.variant)->in_place;
   for (DType d : o.dtypes)
     for (std::uint64_t n : o.sizes.empty() ? default_sizes() : o.sizes) {
       const double need = double(n) * double(size_of(d)) * (in_place ? 2 : 1);
