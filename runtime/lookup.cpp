@@ -275,8 +275,9 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
                 req);
 }
 
-std::string shipped_store_path() {
+std::string shipped_store_path(const std::string& preferred) {
   if (const char* e = std::getenv("REDUCE_TUNE_SHIPPED_DB")) return e;
+  if (!preferred.empty()) return preferred;
   std::error_code ec;
 #ifdef RT_SHIPPED_INSTALLED
   if (std::filesystem::is_regular_file(RT_SHIPPED_INSTALLED, ec)) return RT_SHIPPED_INSTALLED;
@@ -287,8 +288,8 @@ std::string shipped_store_path() {
   return "";
 }
 
-std::unique_ptr<db::Store> open_shipped_store(std::string* why) {
-  const std::string path = shipped_store_path();
+std::unique_ptr<db::Store> open_shipped_store(std::string* why, const std::string& preferred) {
+  const std::string path = shipped_store_path(preferred);
   std::string reason;
   if (path.empty()) {
     reason = "no shipped tuning";

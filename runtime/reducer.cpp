@@ -192,7 +192,7 @@ struct Reducer::Impl {
     store = open_existing_store(
         options.store_path.empty() ? db::default_store_path() : options.store_path, &no_store);
     std::string no_shipped;
-    shipped = open_shipped_store(&no_shipped);
+    shipped = open_shipped_store(&no_shipped, options.shipped_path);
     if (!shipped) no_store += "; " + no_shipped;
   }
 

@@ -501,7 +501,10 @@ TEST_CASE("lookup: the shipped store opens read-only, from the environment or th
   setenv("REDUCE_TUNE_SHIPPED_DB", "", 1);
   CHECK_FALSE(open_shipped_store(&why));
   CHECK(why == "no shipped tuning");
+  CHECK_FALSE(open_shipped_store(&why, path)); // the environment wins over Options::shipped_path
   unsetenv("REDUCE_TUNE_SHIPPED_DB");
+  CHECK(shipped_store_path(path) == path);    // unset: the caller's path (the Python package's)
+  REQUIRE(open_shipped_store(&why, path));
   // The repository's own shipped tuning is a current, readable store of sm_90 GPUs.
   const std::string repo = shipped_store_path();
   if (!repo.empty()) {

@@ -56,6 +56,10 @@ struct Options {
                                ///< input: on a copy the reducer owns)
   std::string store_path;      ///< empty: $REDUCE_TUNE_DB, else the default store path
   std::string nvrtc_path;      ///< empty: $REDUCE_TUNE_NVRTC, else the NVRTC built against
+  /// The shipped tuning to use when $REDUCE_TUNE_SHIPPED_DB is unset (which wins, empty meaning
+  /// none); empty: the one installed with the library (share/reduce-tune/tuning.db). The Python
+  /// package passes the copy inside it.
+  std::string shipped_path;
 };
 
 /// Whether this machine has a CUDA driver and a GPU; never throws. `why` gets the reason if not.

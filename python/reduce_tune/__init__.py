@@ -15,8 +15,9 @@ accurate to a bound like a pairwise sum's. An empty reduction gives
 the identity (0; for min the largest value, +inf for floats; for max the lowest, -inf).
 
 The kernel for each (GPU, dtype, op, size) comes from the tuning store that ``reduce-tune tune``
-writes (``$REDUCE_TUNE_DB``, else the default path; ``python -m reduce_tune --help``), else a
-built-in default; :func:`config_for` says which. The first call at a size compiles its kernel
+writes (``$REDUCE_TUNE_DB``, else the default path; ``python -m reduce_tune --help``), else the
+tuning shipped inside the package for the same GPU model (H100, H200), else a built-in default;
+:func:`config_for` says which. The first call at a size compiles its kernel
 (NVRTC, cached on disk).
 
 Errors: a host (NumPy) array or an unsupported dtype -> TypeError; a non-contiguous array that no
@@ -24,6 +25,8 @@ row stride expresses, or arrays and stream on different GPUs -> ValueError; no C
 -> RuntimeError (importing works without one).
 """
 from __future__ import annotations
+
+import os as _os
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -40,6 +43,12 @@ from ._dtypes import OPS as _OPS
 _SUM, _MIN, _MAX = _OPS["sum"], _OPS["min"], _OPS["max"]
 
 __version__: str = _ext.version
+
+# The sm_90 tuning installed inside the package (share/tuning.db): looked up after the user's own
+# store, as the C++ library looks up its installed copy ($REDUCE_TUNE_SHIPPED_DB wins; empty: none).
+_SHIPPED_DB = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "share", "tuning.db")
+if _os.path.isfile(_SHIPPED_DB):
+    _ext.set_shipped_path(_SHIPPED_DB)
 __all__ = ["sum", "min", "max", "segment_sum", "segment_min", "segment_max", "config_for",
            "devices", "gpu_available", "dtypes", "DeviceArray", "__version__"]
 

@@ -31,6 +31,7 @@ using Ptr = std::uintptr_t;
 
 std::mutex g_reducers_mu;
 std::vector<Reducer*> g_reducers; // index: ordinal; leaked on purpose (see above)
+std::string g_shipped_path;       // the package's copy of the shipped tuning (set_shipped_path)
 
 /// The Reducer of GPU `ordinal`, created on first use. Throws RuntimeError (no driver or GPU)
 /// or ValueError (no such GPU).
@@ -44,7 +45,11 @@ Reducer& reducer(int ordinal) {
       throw std::invalid_argument("reduce_tune: no GPU " + std::to_string(ordinal) + " (this machine has " +
                                   std::to_string(count) + ")");
     if (g_reducers.size() < std::size_t(count)) g_reducers.resize(count, nullptr);
-    if (!g_reducers[ordinal]) g_reducers[ordinal] = new Reducer(ordinal);
+    if (!g_reducers[ordinal]) {
+      Options o;
+      o.shipped_path = g_shipped_path;
+      g_reducers[ordinal] = new Reducer(ordinal, o);
+    }
   }
   return *g_reducers[ordinal];
 }
@@ -265,6 +270,16 @@ NB_MODULE(_ext, m) {
   m.def("problems", &names<Problem>, "(name, Problem value) of every problem kind.");
   m.def("item_size", [](int dtype) { return size_of(to_dtype(dtype)); }, "dtype"_a,
         "Bytes per element of a DType value.");
+  m.def("set_shipped_path", [](const std::string& path) {
+    std::lock_guard lock(g_reducers_mu);
+    g_shipped_path = path;
+  }, "path"_a,
+        "The shipped tuning for reducers created from now on, unless $REDUCE_TUNE_SHIPPED_DB is "
+        "set (the package calls it at import with its own copy).");
+  m.def("shipped_path", [] {
+    std::lock_guard lock(g_reducers_mu);
+    return g_shipped_path;
+  }, "The path set_shipped_path set ('' if none).");
   m.def("gpu_available", [] {
     std::string why;
     const bool ok = gpu_available(&why);

@@ -61,6 +61,13 @@ def test_dtypes_are_the_librarys():
             assert _dtypes.from_typestr(d.typestr) is d
 
 
+def test_shipped_tuning_is_inside_the_package():
+    db = Path(rt.__file__).resolve().parent / "share" / "tuning.db"
+    assert db.is_file()
+    assert db.read_bytes()[:16] == b"SQLite format 3\x00"
+    assert Path(_ext.shipped_path()).resolve() == db
+
+
 def test_public_api():
     for f in ("sum", "min", "max", "segment_sum", "segment_min", "segment_max", "config_for",
               "devices", "gpu_available", "dtypes"):

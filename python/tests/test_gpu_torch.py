@@ -4,6 +4,10 @@ torch."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -310,7 +314,7 @@ def test_cuda_graph_capture_and_replay(torch):
 
 def test_config_for_and_devices(torch):
     c = rt.config_for("float32", "sum", 1 << 24)
-    assert c["key"] and c["match"] in ("exact", "nearest_size", "same_arch", "builtin")
+    assert c["key"] and c["match"] in ("exact", "nearest_size", "shipped", "same_arch", "builtin")
     assert c["dtype"] == "float32" and c["op"] == "sum"
     c = rt.config_for(torch.float32, "max", (4096, 1024), problem="rows")
     assert c["key"] and c["problem"] == "rows"
@@ -345,3 +349,21 @@ def test_fast_and_general_paths_agree(torch):
         assert abs(a.item() - r.item()) <= bound
     assert abs(a.item() - x.sum().item()) <= bound
     assert rt.max(x[::2]).item() == x[::2].max().item()  # not contiguous: the general path
+
+
+def test_a_fresh_install_uses_the_shipped_tuning(torch, tmp_path):
+    """With no store of its own, a GPU model the package ships tuning for gets it (match
+    "shipped"); another GPU falls back to the same architecture or the built-in default. In a
+    fresh process: the store and the shipped tuning are read when a GPU's reducer is created."""
+    import sqlite3
+    shipped = Path(rt.__file__).resolve().parent / "share" / "tuning.db"
+    models = {r[0] for r in sqlite3.connect(f"file:{shipped}?mode=ro", uri=True).execute("select name from devices")}
+    env = {k: v for k, v in os.environ.items() if k != "REDUCE_TUNE_SHIPPED_DB"}
+    env["REDUCE_TUNE_DB"] = str(tmp_path / "absent.db")
+    code = "import reduce_tune as rt; print(rt.config_for('float32', 'sum', 1 << 24)['match'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    match = out.stdout.strip()
+    if torch.cuda.get_device_name(0) in models:
+        assert match == "shipped"
+    else:
+        assert match in ("same_arch", "builtin")
