@@ -4,6 +4,9 @@
 # the store it wrote, and the segmented bench when it is built. Logs under $OUT; a summary last.
 # From the repository root on the GPU machine, after scripts/device-build.sh here:
 #   scripts/device-segmented.sh [tests|sweep|bench ...]   (default: all three)
+# B: the build folder; PROBLEMS: the sweeps (default rows columns segments); SWEEP_ARGS: more tune
+# options, e.g. --variants segments_group,segments_block,segments_split,segments_binned,segments_merge
+# (the opt-in merge mapping is swept only when named); BENCH_ARGS: the bench's options.
 set -uo pipefail
 OUT=${OUT:-/tmp/rt-out}
 L=$OUT/logs
@@ -29,7 +32,7 @@ fi
 if has sweep; then
   for p in ${PROBLEMS:-rows columns segments}; do
     t0=$(date +%s)
-    timeout -s INT -k 20 200 $B/reduce-tune tune --device 0 --problem $p > "$L/sweep-$p.md" 2> "$L/sweep-$p.err"
+    timeout -s INT -k 20 200 $B/reduce-tune tune --device 0 --problem $p ${SWEEP_ARGS:-} > "$L/sweep-$p.md" 2> "$L/sweep-$p.err"
     rc=$?
     note "default $p sweep exit $rc in $(since $t0) s: $(grep -E 'run [0-9]+|wall time' "$L/sweep-$p.err" | tr '\n' ' ' | cut -c1-300)"
   done

@@ -192,10 +192,16 @@ public:
   void reduce_rows(DType dtype, Op op, const void* d_in, std::uint64_t rows, std::uint64_t cols,
                    void* d_out, CUstream stream = nullptr, std::uint64_t row_stride = 0);
   /// Reduces each column of the same matrix into `d_out[col]` (`cols` results).
+  /// For both: a shape with one element per result (rows of a dense n x 1 matrix, columns of a
+  /// single row) is a device-to-device copy, and one with a single result over contiguous elements
+  /// (a single row, the column of a dense n x 1 matrix) is reduce_async's tuned 1-D reduction;
+  /// config_for(..., problem, shape) still names the segmented configuration for those shapes.
   void reduce_columns(DType dtype, Op op, const void* d_in, std::uint64_t rows, std::uint64_t cols,
                       void* d_out, CUstream stream = nullptr, std::uint64_t row_stride = 0);
   /// Reduces segment s = [d_offsets[s], d_offsets[s+1]) of `d_in` into `d_out[s]`, for s <
-  /// `segments`. `d_offsets` holds segments + 1 non-decreasing int64 offsets in device memory.
+  /// `segments`. `d_offsets` holds segments + 1 non-decreasing int64 offsets in device memory
+  /// (CSR row offsets; offsets[0] need not be 0), each within d_in's allocation. Decreasing
+  /// offsets are outside the contract: the results are then unspecified.
   void reduce_segments(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
                        std::uint64_t segments, void* d_out, CUstream stream = nullptr);
 
