@@ -3,6 +3,7 @@
 // reduce_bench_segmented. Header-only: templates, each instantiated where used.
 #pragma once
 
+#include "bench/cuda_types.h"
 #include "bench/data.h"
 #include "bench/timer.cuh"
 #include "kernels/driver.h"
@@ -175,11 +176,6 @@ void ceiling_call(DType dt, const T* in, std::uint64_t n, T* out, int sm_count, 
 }
 
 // ---- the ceiling for bf16 and f16 ----------------------------------------------------------
-
-/// CUDA's type for the library's host bf16_t / f16_t (the same bits); other types unchanged.
-template <typename T> struct CudaType { using type = T; };
-template <> struct CudaType<reduce_tune::bf16_t> { using type = __nv_bfloat16; };
-template <> struct CudaType<reduce_tune::f16_t> { using type = __half; };
 
 __device__ __forceinline__ float to_float(__nv_bfloat16 h) { return __bfloat162float(h); }
 __device__ __forceinline__ float to_float(__half h) { return __half2float(h); }

@@ -1,6 +1,7 @@
 // reduce-tune bench: cub::DeviceSegmentedReduce for the segmented problems (segmented_cub.h).
 #include "bench/segmented_cub.h"
 
+#include "bench/cuda_types.h"
 #include "bench/data.h"
 
 #include <cub/device/device_segmented_reduce.cuh>
@@ -35,11 +36,6 @@ template <typename T> struct Gather {
   std::int64_t rows, cols;
   __host__ __device__ T operator()(std::int64_t k) const { return in[(k % rows) * cols + k / rows]; }
 };
-
-/// CUDA's type for the library's host bf16_t / f16_t (the same bits); other types unchanged.
-template <typename T> struct Cuda { using type = T; };
-template <> struct Cuda<reduce_tune::bf16_t> { using type = __nv_bfloat16; };
-template <> struct Cuda<reduce_tune::f16_t> { using type = __half; };
 
 template <typename In, typename T, typename B, typename E>
 cudaError_t call(Op op, void* tmp, std::size_t& bytes, In in, T* out, std::int64_t count, B begin,
@@ -91,7 +87,7 @@ cudaError_t cub_segmented(CubKind kind, DType dt, Op op, void* tmp, std::size_t&
                           const void* in, const std::int64_t* offsets, std::uint64_t count,
                           std::uint64_t rows, std::uint64_t cols, void* out, cudaStream_t s) {
   return visit(dt, [&](auto t) {
-    using T = typename Cuda<decltype(t)>::type;
+    using T = typename CudaType<decltype(t)>::type;
     return typed<T>(kind, op, tmp, bytes, static_cast<const T*>(in), offsets, std::int64_t(count),
                     std::int64_t(rows), std::int64_t(cols), static_cast<T*>(out), s);
   });
