@@ -156,23 +156,24 @@ const std::vector<Case>& segment_cases() {
 
 } // namespace
 
-TEST_CASE("segmented: every rows configuration is right at awkward shapes", "[gpu]") {
+TEST_CASE("segmented: every rows configuration is right at awkward shapes", "[gpu][segmented]") {
   for (DType d : {DType::i32, DType::f32})
     CHECK(check_problem(Problem::rows, d, Op::sum, row_cases()) > 10000);
 }
 
-TEST_CASE("segmented: every columns configuration is right at awkward shapes", "[gpu]") {
+TEST_CASE("segmented: every columns configuration is right at awkward shapes", "[gpu][segmented]") {
   for (DType d : {DType::i32, DType::f32})
     CHECK(check_problem(Problem::columns, d, Op::sum, column_cases()) > 10000);
 }
 
 TEST_CASE("segmented: every offsets configuration is right, empty and long segments included",
-          "[gpu]") {
+          "[gpu][segmented][merge]") {
   for (DType d : {DType::i32, DType::f32})
     CHECK(check_problem(Problem::segments, d, Op::sum, segment_cases()) > 10000);
 }
 
-TEST_CASE("segmented: min and max and every dtype through the same templates", "[gpu]") {
+TEST_CASE("segmented: min and max and every dtype through the same templates",
+          "[gpu][segmented][merge]") {
   const std::vector<Case> r = {rows(33, 100, 0, 1), rows(3, 70001)};
   const std::vector<Case> c = {columns(257, 67, 9, 2), columns(5000, 3)};
   const std::vector<Case> s = {segments(skewed_offsets(500, 200000, 4), 1)};
@@ -186,7 +187,7 @@ TEST_CASE("segmented: min and max and every dtype through the same templates", "
 }
 
 TEST_CASE("segmented: bf16 and f16, every configuration, sum in float32, exact min and max",
-          "[gpu][half]") {
+          "[gpu][half][segmented]") {
   const std::vector<Case> r = {rows(33, 100, 0, 1), rows(3, 70001), rows(1000, 7, 2, 3)};
   const std::vector<Case> c = {columns(257, 67, 9, 2), columns(5000, 3), columns(100, 1000, 0, 5)};
   const std::vector<Case> s = {segments(skewed_offsets(500, 200000, 4), 1),
@@ -200,7 +201,7 @@ TEST_CASE("segmented: bf16 and f16, every configuration, sum in float32, exact m
 }
 
 TEST_CASE("segmented: offsets out of order (outside the contract) never fault the merge mapping",
-          "[gpu]") {
+          "[gpu][segmented][merge]") {
   Gpu& g = gpu();
   Target t = g.target(DType::f32, Op::sum);
   t.problem = Problem::segments;
