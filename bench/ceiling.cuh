@@ -108,54 +108,71 @@ template <bool EvictFirst, typename V> __device__ __forceinline__ V ceiling_load
   else return __ldg(p);
 }
 
-template <Op O, typename T, bool EvictFirst>
-__global__ void __launch_bounds__(kCeilBlock)
-    ceiling_kernel(const T* __restrict__ in, unsigned long long n, T* __restrict__ out) {
-  using V = typename Vec16<T>::type;
+/// The block's streaming read of in[0..n): grid-stride over 16-byte vectors V (`per` elements of
+/// T each), kCeilUnroll loads in flight per thread, each vector combined into an accumulator A by
+/// `vec`, the last n % per elements widened by `elem`; then the warps' values through shared
+/// memory. Returns the block's value in thread 0 (the other threads' return value is unused).
+template <Op O, typename A, bool EvictFirst, typename V, typename T, typename VecF, typename ElemF>
+__device__ __forceinline__ A ceiling_block(const T* __restrict__ in, unsigned long long n, VecF vec,
+                                           ElemF elem) {
   constexpr unsigned per = sizeof(V) / sizeof(T);
   const V* __restrict__ vin = reinterpret_cast<const V*>(in);
   const unsigned long long nv = n / per;
   const unsigned long long tid = (unsigned long long)blockIdx.x * kCeilBlock + threadIdx.x;
   const unsigned long long stride = (unsigned long long)gridDim.x * kCeilBlock;
-  T acc = identity<O, T>();
+  A acc = identity<O, A>();
   unsigned long long i = tid;
   for (; i + (kCeilUnroll - 1) * stride < nv; i += kCeilUnroll * stride) {
     V v[kCeilUnroll];
 #pragma unroll
     for (int u = 0; u < kCeilUnroll; ++u) v[u] = ceiling_load<EvictFirst>(vin + i + u * stride);
 #pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine_vec<O>(v[u]));
+    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, vec(v[u]));
   }
-  for (; i < nv; i += stride) acc = combine<O>(acc, combine_vec<O>(ceiling_load<EvictFirst>(vin + i)));
-  if (tid < n - nv * per) acc = combine<O>(acc, in[nv * per + tid]);
+  for (; i < nv; i += stride) acc = combine<O>(acc, vec(ceiling_load<EvictFirst>(vin + i)));
+  if (tid < n - nv * per) acc = combine<O>(acc, elem(in[nv * per + tid]));
 
-  __shared__ T warp_part[kCeilBlock / 32];
+  __shared__ A warp_part[kCeilBlock / 32];
   acc = warp_reduce<O>(acc);
   if ((threadIdx.x & 31) == 0) warp_part[threadIdx.x / 32] = acc;
   __syncthreads();
   if (threadIdx.x < 32) {
-    acc = threadIdx.x < kCeilBlock / 32 ? warp_part[threadIdx.x] : identity<O, T>();
+    acc = threadIdx.x < kCeilBlock / 32 ? warp_part[threadIdx.x] : identity<O, A>();
     acc = warp_reduce<O>(acc);
-    if (threadIdx.x == 0) atomic_combine<O>(out, acc);
   }
+  return acc;
+}
+
+template <Op O, typename T, bool EvictFirst>
+__global__ void __launch_bounds__(kCeilBlock)
+    ceiling_kernel(const T* __restrict__ in, unsigned long long n, T* __restrict__ out) {
+  const T acc = ceiling_block<O, T, EvictFirst, typename Vec16<T>::type>(
+      in, n, [](auto v) { return combine_vec<O>(v); }, [](T x) { return x; });
+  if (threadIdx.x == 0) atomic_combine<O>(out, acc);
+}
+
+/// Blocks of `kernel` (kCeilBlock threads) resident on one SM, at least 1; asked once per kernel.
+template <auto Kernel> int resident_blocks() {
+  static const int per_sm = [] {
+    int b = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, Kernel, kCeilBlock, 0));
+    return std::max(b, 1);
+  }();
+  return per_sm;
+}
+
+/// Grid for a ceiling kernel reading `per` elements a load: every block resident at once
+/// (occupancy x SMs), or fewer when the data gives each thread less than one round of loads.
+template <auto Kernel> unsigned ceiling_grid(std::uint64_t n, unsigned per, int sm_count) {
+  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * per;
+  const std::uint64_t data = (n + per_block - 1) / per_block;
+  return unsigned(std::max<std::uint64_t>(
+      1, std::min<std::uint64_t>(data, std::uint64_t(resident_blocks<Kernel>()) * sm_count)));
 }
 
 /// Stores an 8-byte identity: cuMemsetD32 repeats one 32-bit pattern, which no 8-byte min/max
 /// identity is.
 template <typename W = unsigned long long> __global__ void store_kernel(W* out, W bits) { *out = bits; }
-
-/// Grid for the ceiling: every block resident at once (occupancy x SMs), or fewer when the data
-/// gives each thread less than one round of loads.
-template <Op O, typename T, bool EvictFirst> unsigned ceiling_grid(std::uint64_t n, int sm_count) {
-  static const int per_sm = [] {
-    int b = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_kernel<O, T, EvictFirst>, kCeilBlock, 0));
-    return std::max(b, 1);
-  }();
-  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * (16 / sizeof(T));
-  const std::uint64_t data = (n + per_block - 1) / per_block;
-  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(data, std::uint64_t(per_sm) * sm_count)));
-}
 
 /// One ceiling call: the output set to the identity (it is part of any real call) by one small
 /// operation, then the kernel. The operation is a memset, except for int64/float64 min/max: there
@@ -170,8 +187,8 @@ void ceiling_call(DType dt, const T* in, std::uint64_t n, T* out, int sm_count, 
     store_kernel<<<1, 1, 0, s>>>(reinterpret_cast<unsigned long long*>(out), (unsigned long long)bits);
     CK(cudaGetLastError());
   }
-  ceiling_kernel<O, T, EvictFirst>
-      <<<ceiling_grid<O, T, EvictFirst>(n, sm_count), kCeilBlock, 0, s>>>(in, n, out);
+  constexpr auto kernel = ceiling_kernel<O, T, EvictFirst>;
+  kernel<<<ceiling_grid<kernel>(n, 16 / sizeof(T), sm_count), kCeilBlock, 0, s>>>(in, n, out);
   CK(cudaGetLastError());
 }
 
@@ -200,51 +217,17 @@ template <Op O, typename H, bool EvictFirst>
 __global__ void __launch_bounds__(kCeilBlock)
     ceiling_half_kernel(const H* __restrict__ in, unsigned long long n, H* __restrict__ out,
                         float* acc_out, unsigned* ticket) {
-  const uint4* __restrict__ vin = reinterpret_cast<const uint4*>(in);
-  constexpr unsigned per = 8;
-  const unsigned long long nv = n / per;
-  const unsigned long long tid = (unsigned long long)blockIdx.x * kCeilBlock + threadIdx.x;
-  const unsigned long long stride = (unsigned long long)gridDim.x * kCeilBlock;
-  float acc = identity<O, float>();
-  unsigned long long i = tid;
-  for (; i + (kCeilUnroll - 1) * stride < nv; i += kCeilUnroll * stride) {
-    uint4 v[kCeilUnroll];
-#pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) v[u] = ceiling_load<EvictFirst>(vin + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < kCeilUnroll; ++u) acc = combine<O>(acc, combine8<O, H>(v[u]));
-  }
-  for (; i < nv; i += stride) acc = combine<O>(acc, combine8<O, H>(ceiling_load<EvictFirst>(vin + i)));
-  if (tid < n - nv * per) acc = combine<O>(acc, to_float(in[nv * per + tid]));
-
-  __shared__ float warp_part[kCeilBlock / 32];
-  acc = warp_reduce<O>(acc);
-  if ((threadIdx.x & 31) == 0) warp_part[threadIdx.x / 32] = acc;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    acc = threadIdx.x < kCeilBlock / 32 ? warp_part[threadIdx.x] : identity<O, float>();
-    acc = warp_reduce<O>(acc);
-    if (threadIdx.x == 0) {
-      atomic_combine<O>(acc_out, acc);
+  const float acc = ceiling_block<O, float, EvictFirst, uint4>(
+      in, n, [](const uint4& v) { return combine8<O, H>(v); }, [](H x) { return to_float(x); });
+  if (threadIdx.x == 0) {
+    atomic_combine<O>(acc_out, acc);
+    __threadfence();
+    if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
       __threadfence();
-      if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
-        __threadfence();
-        from_float(*reinterpret_cast<volatile float*>(acc_out), out);
-        *ticket = 0;
-      }
+      from_float(*reinterpret_cast<volatile float*>(acc_out), out);
+      *ticket = 0;
     }
   }
-}
-
-template <Op O, typename H, bool EvictFirst> unsigned ceiling_half_grid(std::uint64_t n, int sm_count) {
-  static const int per_sm = [] {
-    int b = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ceiling_half_kernel<O, H, EvictFirst>, kCeilBlock, 0));
-    return std::max(b, 1);
-  }();
-  const std::uint64_t per_block = std::uint64_t(kCeilBlock) * kCeilUnroll * 8;
-  const std::uint64_t data = (n + per_block - 1) / per_block;
-  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(data, std::uint64_t(per_sm) * sm_count)));
 }
 
 /// One bf16/f16 ceiling call: the float accumulator set to the identity by a memset (as the other
@@ -263,7 +246,8 @@ void ceiling_half_call(const H* in, std::uint64_t n, H* out, int sm_count, cudaS
   unsigned bits = 0;
   std::memcpy(&bits, &id, 4);
   RT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(state), bits, 1, s));
-  ceiling_half_kernel<O, H, EvictFirst><<<ceiling_half_grid<O, H, EvictFirst>(n, sm_count), kCeilBlock, 0, s>>>(
+  constexpr auto kernel = ceiling_half_kernel<O, H, EvictFirst>;
+  kernel<<<ceiling_grid<kernel>(n, 8, sm_count), kCeilBlock, 0, s>>>(
       in, n, out, reinterpret_cast<float*>(state), state + 1);
   CK(cudaGetLastError());
 }
