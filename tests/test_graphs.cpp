@@ -13,6 +13,7 @@
 #include "kernels/reference.h"
 #include "reduce_tune/reducer.h"
 #include "tests/fixtures.h"
+#include "tests/gpu_fixture.h"
 #include "tests/store_fixture.h"
 #include "tests/graph_fixture.h"
 
@@ -35,13 +36,7 @@ using testing::Pinned;
 
 namespace {
 
-struct Gpu {
-  cuda::Context ctx{0};
-  cuda::DeviceInfo info = cuda::device_info(0);
-  Target target(DType d, Op op) const {
-    return Target{d, op, info.cc(), info.max_threads_per_block, info.sm_count, false};
-  }
-};
+using Gpu = testing::GpuContext;
 
 /// One captured call, and the configuration the store makes the lookup choose for it.
 struct Case {

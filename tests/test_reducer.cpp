@@ -13,6 +13,7 @@
 #include "reduce_tune/reducer.h"
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"
+#include "tests/gpu_fixture.h"
 #include "tests/store_fixture.h"
 
 #include <atomic>
@@ -33,13 +34,8 @@ const std::uint64_t kSizes[] = {1, 1000, 3 * (1ull << 20) + 17};
 
 /// GPU 0's primary context (the reducer's), current on the calling thread for the test's own
 /// allocations and copies.
-struct Gpu {
-  cuda::Context ctx{0};
-  cuda::DeviceInfo info = cuda::device_info(0);
-  Target target(DType d, Op op) const {
-    return Target{d, op, info.cc(), info.max_threads_per_block, info.sm_count, false};
-  }
-};
+using Gpu = testing::GpuContext;
+using testing::mismatch;
 
 /// A unique directory under the temp directory, removed at the end.
 using reduce_tune::testing::TempDir;
@@ -75,16 +71,6 @@ Scalar reduce_sync(Reducer& r, DType d, Op op, CUdeviceptr p, std::uint64_t n,
   });
 }
 
-/// `got` checked against the CPU reference of `a`, with the float bound of the configuration the
-/// reducer reports for the call. Returns the message for a failure, empty when right.
-std::string mismatch(const Gpu& g, const Choice& c, const HostArray& a, Op op, Scalar got) {
-  const Check k = check(reference(a, op), got, op,
-                        summation_depth(c.config, g.target(a.dtype, op), a.n));
-  if (k.ok) return "";
-  return key(c.config) + " " + std::string(name(a.dtype)) + " " + std::string(name(op)) +
-         " n=" + std::to_string(a.n) + ": got " + k.observed + ", expected " + k.expected +
-         " (error " + std::to_string(k.error) + ", bound " + std::to_string(k.bound) + ")";
-}
 
 /// A store at `path` with rows for this GPU at 2^20, for every dtype and op: an in-place host
 /// finish (fastest), an atomic finish, a host finish and a two-pass finish.

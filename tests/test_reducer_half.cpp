@@ -14,6 +14,7 @@
 #include "reduce_tune/reducer.h" // after CUDA's headers: half.h comes with it
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"
+#include "tests/gpu_fixture.h"
 #include "tests/store_fixture.h"
 
 #include <bit>
@@ -29,13 +30,8 @@ static_assert(dtype_of<__half>() == DType::f16);
 
 namespace {
 
-struct Gpu {
-  cuda::Context ctx{0};
-  cuda::DeviceInfo info = cuda::device_info(0);
-  Target target(DType d, Op op) const {
-    return Target{d, op, info.cc(), info.max_threads_per_block, info.sm_count, false};
-  }
-};
+using Gpu = testing::GpuContext;
+using testing::mismatch;
 
 template <typename H> Scalar bits_of(H v, DType d) {
   Scalar s;
@@ -51,14 +47,6 @@ Scalar typed(Reducer& r, DType d, Op op, CUdeviceptr p, std::uint64_t n) {
   return bits_of(r.reduce(op, reinterpret_cast<const __half*>(p), n), d);
 }
 
-std::string mismatch(const Gpu& g, const Choice& c, const HostArray& a, Op op, Scalar got) {
-  const Check k = check(reference(a, op), got, op,
-                        summation_depth(c.config, g.target(a.dtype, op), a.n));
-  if (k.ok) return "";
-  return key(c.config) + " " + std::string(name(a.dtype)) + " " + std::string(name(op)) +
-         " n=" + std::to_string(a.n) + ": got " + k.observed + ", expected " + k.expected +
-         " (error " + std::to_string(k.error) + ", bound " + std::to_string(k.bound) + ")";
-}
 
 constexpr DType kHalves[] = {DType::bf16, DType::f16};
 constexpr Op kOps[] = {Op::sum, Op::min, Op::max};

@@ -11,6 +11,7 @@
 #include "reduce_tune/reducer.h"
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"
+#include "tests/gpu_fixture.h"
 #include "tests/store_fixture.h"
 
 #include <filesystem>
@@ -24,10 +25,7 @@ namespace {
 constexpr DType kDTypes[] = {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64, DType::bf16, DType::f16};
 constexpr Op kOps[] = {Op::sum, Op::min, Op::max};
 
-struct Gpu {
-  cuda::Context ctx{0};
-  cuda::DeviceInfo info = cuda::device_info(0);
-};
+using Gpu = reduce_tune::testing::GpuContext;
 
 using reduce_tune::testing::TempDir;
 
@@ -58,7 +56,8 @@ std::string run_and_check(Reducer& r, const Gpu& g, Problem p, DType d, Op op, c
   got.bytes.resize(results * size_of(d));
   RT_CU(cuMemcpyDtoH(got.bytes.data(), out.get(), got.bytes.size()));
   const Choice c = r.config_for(d, op, p, p == Problem::segments ? Shape{results, 0} : seg.shape);
-  Target t{d, op, g.info.cc(), g.info.max_threads_per_block, g.info.sm_count, false, p};
+  Target t = g.target(d, op);
+  t.problem = p;
   const Check k = check_segmented(segmented_reference(a, seg, op), got, seg, op, [&](std::uint64_t len) {
     return segment_depth(c.config, t, seg.shape, len);
   });
