@@ -36,7 +36,7 @@ def parse_size(text):
 
 
 def fmt_size(n):
-    return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
+    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
 
 
 def fmt_us(us):

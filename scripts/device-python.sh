@@ -3,6 +3,7 @@
 # the wheel that scripts/device-python-build.sh built (pip --no-index, into a folder on PYTHONPATH,
 # not the image's environment), runs python/tests and bench/python_api.py, logs to $OUT.
 #   usage: scripts/device-python.sh [DIR]   DIR holds wheels/, python/tests/ and bench/python_api.py
+#   (with bench/frameworks.py, whose size parsing and formatting it uses)
 #   (default: this checkout, with the wheels in build-device-python/wheels). TUNED_DB_GZ: a gzipped
 #   tuning store for the bench (default docs/results/h100-h200-merged.db.gz).
 set -uo pipefail
