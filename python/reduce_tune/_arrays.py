@@ -7,6 +7,7 @@ is imported here: an object is one of theirs only if its module is already loade
 """
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, Dict, Optional, Tuple
 
@@ -42,10 +43,7 @@ class Array:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def device(self, default: int = 0) -> int:
         """The GPU ordinal; for __cuda_array_interface__ objects asked of the driver (raises
@@ -255,10 +253,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
