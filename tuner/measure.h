@@ -1,5 +1,5 @@
 // reduce-tune: what the array and the segmented sweeps share when they measure one point: the
-// verdict of its checked launch, and how many timed repetitions it earns.
+// verdict of its checked launch, how many timed repetitions it earns, and its timings.
 #pragma once
 
 #include "db/store.h"
@@ -34,6 +34,19 @@ inline bool record_check(const Check& chk, db::Measurement& m) {
                                    std::to_string(chk.bound) + ")"
                              : "");
   return chk.ok;
+}
+
+/// Records a point's timings in `m`: the median, min and max of the kernel times `kernel_ms` plus
+/// `host_us` (the host finish's time, 0 for the others), the repetitions, and the rate of `bytes`
+/// read at the median against the device's `peak_gbps`.
+inline void record_times(const std::vector<float>& kernel_ms, double host_us, double bytes,
+                         double peak_gbps, db::Measurement& m) {
+  m.median_us = median(kernel_ms) * 1e3 + host_us;
+  m.min_us = *std::min_element(kernel_ms.begin(), kernel_ms.end()) * 1e3 + host_us;
+  m.max_us = *std::max_element(kernel_ms.begin(), kernel_ms.end()) * 1e3 + host_us;
+  m.reps = int(kernel_ms.size());
+  m.gbps = bytes / (m.median_us * 1e-6) / 1e9;
+  m.pct_peak = 100 * m.gbps / peak_gbps;
 }
 
 /// Throws unless device memory `d_in` still holds `data`, the input a sweep reduced: no

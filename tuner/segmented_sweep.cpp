@@ -216,12 +216,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
               }
             }
             res.times.timing_s += std::chrono::duration<double>(Clock::now() - t_time).count();
-            m.median_us = median(ms) * 1e3;
-            m.min_us = *std::min_element(ms.begin(), ms.end()) * 1e3;
-            m.max_us = *std::max_element(ms.begin(), ms.end()) * 1e3;
-            m.reps = int(ms.size());
-            m.gbps = bytes / (m.median_us * 1e-6) / 1e9;
-            m.pct_peak = 100 * m.gbps / info.peak_gbps();
+            record_times(ms, 0, bytes, info.peak_gbps(), m);
             best_us = std::min(best_us, m.median_us);
           } catch (const cuda::CudaError& e) {
             m.valid = false;

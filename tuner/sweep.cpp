@@ -386,12 +386,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             }
             res.times.timing_s += seconds_since(t_time);
             m.host_us = host_us.empty() ? 0 : median(host_us);
-            m.median_us = median(kernel_ms) * 1e3 + m.host_us;
-            m.min_us = *std::min_element(kernel_ms.begin(), kernel_ms.end()) * 1e3 + m.host_us;
-            m.max_us = *std::max_element(kernel_ms.begin(), kernel_ms.end()) * 1e3 + m.host_us;
-            m.reps = int(kernel_ms.size());
-            m.gbps = double(n) * double(es) / (m.median_us * 1e-6) / 1e9;
-            m.pct_peak = 100 * m.gbps / info.peak_gbps();
+            record_times(kernel_ms, m.host_us, double(n) * double(es), info.peak_gbps(), m);
             best_us = std::min(best_us, m.median_us);
           } catch (const cuda::CudaError& e) {
             // A fault leaves the context unusable: record it, then end this process's sweep (a
