@@ -21,10 +21,10 @@ constexpr unsigned kGroup = P_BLOCK | P_WIDTH | P_UNROLL | P_VEC | P_FINISH;
 constexpr unsigned kBlock = P_BLOCK | P_UNROLL | P_VEC | P_FINISH;
 constexpr unsigned kSplit = P_BLOCK | P_UNROLL | P_VEC | P_GRID | P_FINISH;
 constexpr unsigned kBinned = kGroup | P_GRID;
-constexpr unsigned kMerge_ = P_BLOCK | P_UNROLL | P_GRID | P_FINISH;
+constexpr unsigned kMergeParams = P_BLOCK | P_UNROLL | P_GRID | P_FINISH;
 
 constexpr std::string_view kContiguous = "segmented/contiguous.cu";
-constexpr std::string_view kMerge = "segmented/merge.cu";
+constexpr std::string_view kMergeSource = "segmented/merge.cu";
 
 // Grouped by problem. The block size is compile-time in every segmented template.
 constexpr Variant kRows[] = {
@@ -57,7 +57,7 @@ constexpr Variant kSegments[] = {
     {"segments_merge",
      "merge path: segment ends and elements split evenly over g blocks per SM, tiles of u items "
      "per thread staged in shared memory, cut segments combined atomically (two kernels)",
-     kMerge_, kItems, kShfl, kAtomic, true, false, 32, kMerge, {}, Problem::segments,
+     kMergeParams, kItems, kShfl, kAtomic, true, false, 32, kMergeSource, {}, Problem::segments,
      // Opt-in until its GPU tests pass: its first GPU run (2026-11-23) hung on a shuffle that
      // lane 0 skipped, fixed since, but no GPU was lent again that session to run the fix.
      true},
@@ -81,7 +81,7 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 std::uint64_t log2_ceil(std::uint64_t x) { return x <= 1 ? 0 : std::bit_width(x - 1); }
 
 bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
-bool is_merge(const Variant& v) { return v.source == kMerge; }
+bool is_merge(const Variant& v) { return v.source == kMergeSource; }
 
 // The merge mapping's tile: block x u items, their elements and 32-bit segment ends in shared
 // memory.
