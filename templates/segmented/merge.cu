@@ -30,6 +30,14 @@ __device__ __forceinline__ long long rt_start(const long long* __restrict__ offs
   return x == 0 ? 0 : rt_end(offsets, x - 1, base, n);
 }
 
+// Whether the split point (x segment ends, y elements) cuts segment x: it has elements on both
+// sides. The partition kernel sets exactly these results to the identity, and only these are
+// combined atomically, so both kernels ask this one question.
+__device__ __forceinline__ bool rt_cuts(const long long* __restrict__ offsets, long long x,
+                                        long long y, long long segs, long long base, long long n) {
+  return x < segs && y > rt_start(offsets, x, base, n);
+}
+
 // The number of segment ends among the first d items, known to lie in [lo, hi]: the smallest x
 // whose end comes after element d - x - 1. A whole warp calls it; each step probes 32 points.
 __device__ long long rt_merge_search(const long long* __restrict__ offsets, long long base,
@@ -69,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented_partition(RT
     long long* coord = reinterpret_cast<long long*>(work);
     coord[2 * b] = x;
     coord[2 * b + 1] = y;
-    if (b > 0 && b < aux && x < segs && y > rt_start(offsets, x, base, n))
+    if (b > 0 && b < aux && rt_cuts(offsets, x, y, segs, base, n))
       out[x] = rt_from_acc(rt_identity()); // cut here: both blocks combine into it
   }
 }
@@ -98,7 +106,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK) rt_segme
   const long long xb = coord[2 * blockIdx.x], yb = coord[2 * blockIdx.x + 1];
   const long long xe = coord[2 * blockIdx.x + 2], ye = coord[2 * blockIdx.x + 3];
   // The segment open at the block's start began in an earlier block: its result is combined.
-  const bool head_cut = blockIdx.x > 0 && xb < segs && yb > rt_start(offsets, xb, base, n);
+  const bool head_cut = blockIdx.x > 0 && rt_cuts(offsets, xb, yb, segs, base, n);
 
   long long x = xb, y = yb;
   A carry = rt_identity(); // the open segment's value so far, from earlier tiles of this block
@@ -213,6 +221,6 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK) rt_segme
     y = yt;
   }
   // The segment open at the block's end, if it has elements here, continues in the next block.
-  if (tid == 0 && xe + ye > xb + yb && xe < segs && ye > rt_start(offsets, xe, base, n))
+  if (tid == 0 && xe + ye > xb + yb && rt_cuts(offsets, xe, ye, segs, base, n))
     rt_atomic_out(out + xe, carry);
 }
