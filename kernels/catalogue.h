@@ -42,9 +42,6 @@ struct Variant {
   std::string_view source = {};             ///< template file when not <name>.cu
   std::string_view define = {};             ///< macro the template is rendered with, if any
   Problem problem = Problem::array;         ///< the problem kind it solves
-  /// Swept only when named (`reduce-tune tune --variants NAME`), never by default: a variant
-  /// whose GPU tests have not yet passed on a lent GPU (kernels/segmented.cpp says which).
-  bool opt_in = false;
 };
 
 /// The catalogue of one problem kind, in its listing order.

@@ -25,9 +25,10 @@ struct Kernel {
   /// rt_segmented_chunks and the merge variant's rt_segmented_partition (null for the others).
   CUfunction fill = nullptr, chunks = nullptr, partition = nullptr;
   Resources resources;
-  /// The two-pass finish's second kernel is launched programmatically (compiled for sm_90+, the
-  /// driver has cuLaunchKernelEx, REDUCE_TUNE_NO_PDL unset): templates/common.cuh's rt_pdl_wait is
-  /// compiled in exactly then.
+  /// The second kernel of a call (the two-pass finish's combine, the merge mapping's main kernel
+  /// after its partition, the binned mapping's chunks) is launched programmatically (compiled for
+  /// sm_90+, the driver has cuLaunchKernelEx, REDUCE_TUNE_NO_PDL unset): templates/common.cuh's
+  /// rt_pdl_wait is compiled in exactly then.
   bool programmatic = false;
 };
 
@@ -122,8 +123,9 @@ struct SegmentedArgs {
   Shape shape;
   std::uint64_t stride = 0;   ///< rows and columns: elements between row starts
 };
-/// Enqueues one segmented reduction: the fill, rt_segmented, the binned chunks. The workspace must
-/// have been reserved for the plan.
+/// Enqueues one segmented reduction: the fill, the merge partition, rt_segmented, the binned
+/// chunks; with k.programmatic the kernel after a partition and the chunks start programmatically.
+/// The workspace must have been reserved for the plan.
 void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Workspace& w,
              CUstream s);
 

@@ -57,10 +57,7 @@ constexpr Variant kSegments[] = {
     {"segments_merge",
      "merge path: segment ends and elements split evenly over g blocks per SM, tiles of u items "
      "per thread staged in shared memory, cut segments combined atomically (two kernels)",
-     kMergeParams, kItems, kShfl, kAtomic, true, false, 32, kMergeSource, {}, Problem::segments,
-     // Opt-in until its GPU tests pass: its first GPU run (2026-11-23) hung on a shuffle that
-     // lane 0 skipped, fixed since, but no GPU was lent again that session to run the fix.
-     true},
+     kMergeParams, kItems, kShfl, kAtomic, true, false, 32, kMergeSource, {}, Problem::segments},
 };
 
 // The sweep's values (a subset of what the validity rules admit).

@@ -5,8 +5,7 @@
 # From the repository root on the GPU machine, after scripts/device-build.sh here:
 #   scripts/device-segmented.sh [tests|sweep|bench ...]   (default: all three)
 # B: the build folder; PROBLEMS: the sweeps (default rows columns segments); SWEEP_ARGS: more tune
-# options, e.g. --variants segments_group,segments_block,segments_split,segments_binned,segments_merge
-# (the opt-in merge mapping is swept only when named); BENCH_ARGS: the bench's options.
+# options, e.g. --variants segments_binned,segments_merge; BENCH_ARGS: the bench's options.
 set -uo pipefail
 OUT=${OUT:-/tmp/rt-out}
 L=$OUT/logs

@@ -81,7 +81,6 @@ std::vector<Config> selected_configs(const SweepOptions& o) {
   }
   for (const Variant& v : variants(o.problem)) {
     if (!in(o.variants, std::string(v.name))) continue;
-    if (o.variants.empty() && v.opt_in) continue; // swept only when named
     for (const Config& c : space(v))
       if (in(o.blocks, c.block) && in(o.unrolls, c.unroll) && in(o.tails, c.tail) &&
           in(o.finishes, c.finish))

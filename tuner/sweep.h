@@ -85,7 +85,7 @@ SweepResult sweep(const SweepOptions& options, const std::function<void(const Pr
                   const std::function<bool()>& stop = {});
 
 /// The configurations `o` selects, before validity: its keys, or the spaces of its variants (by
-/// default every variant of its problem that is not opt-in).
+/// default every variant of its problem).
 std::vector<Config> selected_configs(const SweepOptions& o);
 
 /// The default sizes: 2^10, 2^12, ..., 2^28.

@@ -8,6 +8,8 @@
 //     rt_segmented set to the identity.
 // `work` = {chunks listed, blocks done, chunk 0, chunk 1, ...}; a chunk is (segment << 24 | index),
 // ~0 a slot of a reservation that did not fit.
+// On sm_90+ the chunks kernel is launched programmatically (its blocks are resident and waiting
+// when rt_segmented ends, instead of launched after it).
 // The last block of rt_segmented_chunks to finish sets both counters back to zero, so the state is
 // ready for the next launch with no host step.
 
@@ -15,6 +17,7 @@
 #define RT_CHUNK (RT_BLOCK * RT_VEC * RT_UNROLL * 8)
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED_PARAMS) {
+  rt_pdl_trigger(); // the chunks kernel may start; it waits for this one before reading the list
   const rt_size s = (rt_size(blockIdx.x) * RT_BLOCK + threadIdx.x) / RT_WIDTH;
   const unsigned lane = threadIdx.x % RT_WIDTH;
   rt_size begin = 0, len = 0;
@@ -39,6 +42,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
 rt_segmented_chunks(RT_SEGMENTED_PARAMS) {
   __shared__ bool rt_last;
+  rt_pdl_wait(); // launched programmatically on sm_90+: until rt_segmented's list is complete
   rt_size listed = *(volatile unsigned long long*)work;
   if (listed > aux) listed = aux; // a full list: the overflowing segments were reduced in place
   for (rt_size c = blockIdx.x; c < listed; c += gridDim.x) {

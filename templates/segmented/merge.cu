@@ -65,6 +65,7 @@ __device__ __forceinline__ void rt_merge_extent(const long long* __restrict__ of
 }
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented_partition(RT_SEGMENTED_PARAMS) {
+  rt_pdl_trigger(); // rt_segmented may start; it waits for this kernel before reading `work`
   const rt_size b = (rt_size(blockIdx.x) * RT_BLOCK + threadIdx.x) / 32;
   if (b > aux) return; // whole warps
   long long base, n;
@@ -99,6 +100,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK) rt_segme
   __shared__ A carry_s;
   const unsigned tid = threadIdx.x, lane = tid & 31u, warp = tid / 32;
 
+  rt_pdl_wait(); // launched programmatically on sm_90+: until the partition's coordinates are there
   long long base, n;
   rt_merge_extent(offsets, count, &base, &n);
   const long long segs = (long long)count;
