@@ -5,7 +5,7 @@
 #   usage: scripts/device-python.sh [DIR]   DIR holds wheels/, python/tests/ and bench/python_api.py
 #   (with bench/frameworks.py, whose size parsing and formatting it uses)
 #   (default: this checkout, with the wheels in build-device-python/wheels). TUNED_DB_GZ: a gzipped
-#   tuning store for the bench (default docs/results/h100-h200-merged.db.gz).
+#   tuning store for the bench (default: none, the shipped tuning inside the package).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root}
@@ -36,11 +36,11 @@ prc=$?
 t1=$(date +%s)
 tail -40 "$OUT/pytest.log"
 
-db_gz=${TUNED_DB_GZ:-$dir/h100-h200-merged.db.gz}
-[ -f "$db_gz" ] || db_gz=$root/docs/results/h100-h200-merged.db.gz
+# The bench measures what a fresh install gets: the package's shipped tuning. TUNED_DB_GZ names a
+# gzipped store to use instead (REDUCE_TUNE_DB).
 bench_env=()
-if [ -f "$db_gz" ]; then
-  zcat "$db_gz" > /tmp/rt-tuned.db && bench_env=(REDUCE_TUNE_DB=/tmp/rt-tuned.db)
+if [ -n "${TUNED_DB_GZ:-}" ]; then
+  zcat "$TUNED_DB_GZ" > /tmp/rt-tuned.db && bench_env=(REDUCE_TUNE_DB=/tmp/rt-tuned.db) || exit 3
 fi
 env "${bench_env[@]}" timeout 200 "$py" "$dir/bench/python_api.py" ${BENCH_ARGS:-} \
   > "$OUT/python_api.md" 2> "$OUT/python_api.err"

@@ -6,12 +6,13 @@
 //   rt_segmented_chunks: a grid-stride loop of whole blocks over the list; a chunk that is its
 //     segment's only one is written, the others are combined atomically into the result, which
 //     rt_segmented set to the identity.
-// `work` = {chunks listed, blocks done, chunk 0, chunk 1, ...}; a chunk is (segment << 24 | index),
-// ~0 a slot of a reservation that did not fit.
+// `work` = {chunks listed, entries consumed, chunk 0, chunk 1, ...}; a chunk is
+// (segment << 24 | index), ~0 a slot of a reservation that did not fit.
 // On sm_90+ the chunks kernel is launched programmatically (its blocks are resident and waiting
 // when rt_segmented ends, instead of launched after it).
-// The last block of rt_segmented_chunks to finish sets both counters back to zero, so the state is
-// ready for the next launch with no host step.
+// The block that consumes the last listed entry sets both counters back to zero (no block reads
+// them after that: every entry has been read), so the state is ready for the next launch with no
+// host step; with no entry listed they are zero already.
 
 #define RT_SHORT (RT_WIDTH * RT_VEC * RT_UNROLL * 8)
 #define RT_CHUNK (RT_BLOCK * RT_VEC * RT_UNROLL * 8)
@@ -45,7 +46,9 @@ rt_segmented_chunks(RT_SEGMENTED_PARAMS) {
   rt_pdl_wait(); // launched programmatically on sm_90+: until rt_segmented's list is complete
   rt_size listed = *(volatile unsigned long long*)work;
   if (listed > aux) listed = aux; // a full list: the overflowing segments were reduced in place
+  unsigned long long taken = 0;   // list entries this block consumed
   for (rt_size c = blockIdx.x; c < listed; c += gridDim.x) {
+    ++taken;
     const unsigned long long item = work[2 + c];
     if (item == ~0ull) continue; // the same for the whole block
     const rt_size s = item >> 24, k = item & 0xffffffu;
@@ -59,9 +62,11 @@ rt_segmented_chunks(RT_SEGMENTED_PARAMS) {
       else rt_atomic_out(out + s, v);
     }
   }
+  // Blocks without an entry (most of the grid on a small problem) leave at once, with no atomic.
+  if (taken == 0) return; // the same for the whole block
   if (threadIdx.x == 0) {
     __threadfence();
-    rt_last = atomicAdd(work + 1, 1ull) == gridDim.x - 1;
+    rt_last = atomicAdd(work + 1, taken) + taken == listed;
   }
   __syncthreads();
   if (rt_last && threadIdx.x == 0) {
