@@ -417,7 +417,7 @@ int run(const Options& o) {
             for (int w = 0; w < kWho; ++w) {
               Cell& c = row.cell[mode][w];
               c.ran = true;
-              try {
+              if (std::string e = rt_bench::cell_error([&] {
                 // Times `call`, then checks the result it left.
                 auto measure = [&](auto&& call) {
                   std::pair<Stats, rt_bench::Verdict> r;
@@ -446,13 +446,9 @@ int run(const Options& o) {
                   std::tie(c.st, c.v) = take_plain ? plain : ef;
                   if (!ef.second.ok) c.v = ef.second;
                 }
-              } catch (const CudaRuntimeError&) {
-                throw; // CUDA errors end the run: a fault leaves the context unusable
-              } catch (const reduce_tune::cuda::CudaError&) {
-                throw;
-              } catch (const std::exception& e) {
-                c.error = e.what(); // a library error (argument, compile, store): this cell fails
-              }
+              });
+              !e.empty())
+                c.error = e; // a library error (argument, compile, store): this cell fails
               ++n_checks;
               if (failed(c)) {
                 ++n_failed;

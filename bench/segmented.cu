@@ -455,7 +455,7 @@ int run(const Options& o) {
               if (!o.who[w] || (w == CUB_ITER && p != Problem::rows)) continue;
               Cell& x = row.cell[mode][w];
               x.ran = true;
-              try {
+              if (std::string e = rt_bench::cell_error([&] {
                 // Times `call`, then checks every result it left.
                 auto measure = [&](auto&& call) {
                   x.st = timer.time(cold, out.get(), c.count() * es, call);
@@ -502,13 +502,9 @@ int run(const Options& o) {
                   x.st = best;
                   x.ok = x.error.empty();
                 }
-              } catch (const CudaRuntimeError&) {
-                throw; // CUDA errors end the run: a fault leaves the context unusable
-              } catch (const reduce_tune::cuda::CudaError&) {
-                throw;
-              } catch (const std::exception& e) {
-                x.error = e.what(); // a library error (argument, compile, store): this cell fails
-              }
+              });
+              !e.empty())
+                x.error = e; // a library error (argument, compile, store): this cell fails
               ++n_checks;
               if (row.failed(mode, w)) {
                 ++n_failed;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "bench/data.h" // median
+#include "kernels/driver.h" // reduce_tune::cuda::CudaError
 
 #include <cuda_runtime.h>
 
@@ -21,6 +22,21 @@ namespace rt_bench {
 struct CudaRuntimeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// Runs one bench cell. A library error (an argument, a compile, the store) fails only that cell:
+/// its message is returned (empty: none). CUDA errors, runtime or driver, propagate and end the run.
+template <class F> std::string cell_error(F&& cell) {
+  try {
+    cell();
+  } catch (const CudaRuntimeError&) {
+    throw;
+  } catch (const reduce_tune::cuda::CudaError&) {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
 
 /// Throws CudaRuntimeError naming the call and where it was made.
 void check_cuda(cudaError_t e, const char* call, const char* file, int line);
