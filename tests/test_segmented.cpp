@@ -6,8 +6,10 @@
 #include "kernels/catalogue.h"
 #include "kernels/runner.h"
 #include "kernels/segmented.h"
+#include "tuner/segmented_sweep.h"
 #include "tuner/sweep.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace reduce_tune;
@@ -251,4 +253,26 @@ TEST_CASE("segmented: the default sweep covers every variant of its problem, --v
   CHECK(has(named, "segments_merge"));
   CHECK(has(named, "segments_block"));
   CHECK_FALSE(has(named, "segments_binned"));
+}
+
+TEST_CASE("segmented: the default grids", "[segmented]") {
+  auto has = [](const std::vector<Shape>& g, Shape s) {
+    return std::find(g.begin(), g.end(), s) != g.end();
+  };
+  for (Problem p : {Problem::rows, Problem::columns}) {
+    const std::vector<Shape> g = default_shapes(p);
+    // Every power-of-two length and two odd ones at 2^16, 2^20 and 2^24 elements.
+    for (int total : {16, 20, 24}) {
+      for (int e = 0; e <= total; ++e) CHECK(has(g, {1ull << (total - e), 1ull << e}));
+      CHECK(has(g, {(1ull << total) / 1000 + ((1ull << total) % 1000 >= 500), 1000}));
+    }
+    CHECK(has(g, {(1ull << 28) >> 12, 1ull << 12}));
+    CHECK(has(g, {(1ull << 28) >> 20, 1ull << 20}));
+    CHECK(g.size() == 17 + 21 + 25 + 3 * 2 + 2);
+  }
+  // Offsets: looked up by count, so the counts run from 2^8 to one segment per element.
+  const std::vector<Shape> s = default_shapes(Problem::segments);
+  CHECK(has(s, {1ull << 8, 1ull << 12}));
+  CHECK(has(s, {1ull << 24, 1}));
+  for (const Shape& x : s) CHECK(x.count >= 256);
 }
