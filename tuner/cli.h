@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -46,6 +47,14 @@ parse(const std::vector<std::string>& args, const boost::program_options::option
   po::store(parser.run(), vm);
   po::notify(vm);
   return vm;
+}
+
+/// Whether --help was given; if so, prints the command's options (the command then returns 0).
+inline bool help_asked(const boost::program_options::variables_map& vm,
+                       const boost::program_options::options_description& desc) {
+  if (!vm.count("help")) return false;
+  std::cout << desc << "\n";
+  return true;
 }
 
 /// A size expression (2^20, 16M, 3*2^20+17), or Usage naming the problem.

@@ -118,10 +118,7 @@ int cmd_compare(const std::vector<std::string>& args) {
                                                     "architecture uses the newest that targets it)")
     ("threads", po::value(&threads)->default_value(threads), "--static: parallel compiles");
   auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (cli::help_asked(vm, desc)) return 0;
   const Format fmt = parse_format(format);
   if (is_static) return compare_static(archs, nvrtc_paths, doc, dtype, op, threads, fmt);
   CompareOptions o;
@@ -184,10 +181,7 @@ int cmd_merge(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("other", -1);
   auto vm = parse(args, desc, &pos);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (cli::help_asked(vm, desc)) return 0;
   if (others.empty()) usage("merge needs at least one database to bring in (reduce-tune merge OTHER.db)");
   const std::string path = db_path.empty() ? db::default_store_path() : db_path;
   db::Store store(path);
@@ -208,10 +202,7 @@ int cmd_import_reference(const std::vector<std::string>& args) {
     ("file", po::value(&file), "the CSV to load (default: data/published.csv as built in)")
     ("db", po::value(&db_path), "tuning database (default $REDUCE_TUNE_DB or the XDG data dir)");
   auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (cli::help_asked(vm, desc)) return 0;
   const auto rows = file.empty() ? parse_published_csv(embedded_published_csv()) : parse_published_csv(read_file(file));
   const std::string path = db_path.empty() ? db::default_store_path() : db_path;
   db::Store store(path);

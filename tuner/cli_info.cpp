@@ -39,10 +39,7 @@ int cmd_query(const std::vector<std::string>& args) {
     ("shape", po::value(&shape_text), "segmented problems: ROWSxCOLS (rows, columns) or SEGMENTSxMEAN")
     ("db", po::value(&db_path), "tuning database");
   auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (cli::help_asked(vm, desc)) return 0;
   const Problem problem = problem_option(problem_text);
   Shape shape;
   if (problem == Problem::array) {
@@ -97,10 +94,7 @@ int cmd_devices(const std::vector<std::string>& args) {
   std::string db_path;
   desc.add_options()("help,h", "this help")("db", po::value(&db_path), "tuning database");
   auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (cli::help_asked(vm, desc)) return 0;
   std::string why;
   if (!cuda::available(&why)) {
     std::fprintf(stderr, "%s\n", why.c_str());
@@ -121,10 +115,7 @@ int cmd_nvrtc(const std::vector<std::string>& args) {
   std::string path;
   desc.add_options()("help,h", "this help")("nvrtc", po::value(&path), "NVRTC library");
   auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (cli::help_asked(vm, desc)) return 0;
   Nvrtc nvrtc(path);
   std::printf("NVRTC %s (%s)\narchitectures:", nvrtc.version().c_str(), nvrtc.path().c_str());
   for (int a : nvrtc.archs()) std::printf(" sm_%d", a);

@@ -138,8 +138,7 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("in-process", po::bool_switch(&t.in_process), "measure in this process (no fault isolation; one GPU)");
   if (worker) desc.add_options()("run-id", po::value(&o.run_id)->required(), "the run to continue");
   auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
+  if (cli::help_asked(vm, desc)) {
     t.help = true;
     return t;
   }
@@ -385,10 +384,7 @@ int cmd_variants(const std::vector<std::string>& args) {
     ("problem", po::value(&problem)->default_value(problem), "array, rows, columns or segments")
     ("unsafe-tails", po::bool_switch(&unsafe), "admit the volatile tail on sm_70+");
   auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (cli::help_asked(vm, desc)) return 0;
   if (material) {
     std::printf("%-28s %-36s %s\n", "document", "kernel", "configuration key");
     for (const auto& k : material_kernels())
@@ -447,10 +443,7 @@ int cmd_compile(const std::vector<std::string>& args) {
     ("cache-dir", po::value(&cache_dir), "use this compile cache (default: none)")
     ("quiet", po::bool_switch(&quiet), "print only the summary and failures");
   auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (cli::help_asked(vm, desc)) return 0;
   const auto ds = parse_list<DType>(dtypes, parse_dtype, "dtype");
   const auto os = parse_list<Op>(ops, parse_op, "op");
   const Problem pr = problem_option(problem);
