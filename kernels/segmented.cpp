@@ -73,6 +73,7 @@ constexpr int kBinnedGrids[] = {4, 8};
 constexpr int kMergeBlocks[] = {128, 256};
 constexpr int kMergeGrids[] = {2, 4, 8};
 constexpr int kNone[] = {0};
+constexpr int kOne[] = {1}; // merge: no vector loads (elements go through shared memory)
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 std::uint64_t log2_ceil(std::uint64_t x) { return x <= 1 ? 0 : std::bit_width(x - 1); }
@@ -150,26 +151,24 @@ std::span<const Variant> segmented_variants(Problem problem) {
 }
 
 std::vector<Config> segmented_space(const Variant& v) {
-  if (is_merge(v)) {
-    std::vector<Config> out;
-    for (int b : kMergeBlocks)
-      for (int u : v.unrolls)
-        for (int g : kMergeGrids) out.push_back(Config{std::string(v.name), b, u, 1, g, v.tails.front(), v.finishes.front()});
-    return out;
-  }
+  const bool merge = is_merge(v);
   const bool group = takes(v, P_WIDTH) && !takes(v, P_GRID);
   const bool binned = takes(v, P_WIDTH) && takes(v, P_GRID);
-  const bool split = takes(v, P_GRID) && !binned;
+  const bool split = takes(v, P_GRID) && !binned && !merge;
   const std::span<const int> blocks = group || binned ? std::span<const int>(kGroupBlocks)
                                       : split        ? std::span<const int>(kSplitBlocks)
+                                      : merge        ? std::span<const int>(kMergeBlocks)
                                                      : std::span<const int>(kBlockBlocks);
   const std::span<const int> widths = group    ? std::span<const int>(kWidths)
                                       : binned ? std::span<const int>(kBinnedWidths)
                                                : std::span<const int>(kNone);
-  const std::span<const int> vecs =
-      split && v.problem != Problem::columns ? std::span<const int>(kSplitVecs) : std::span<const int>(kVecs);
+  const std::span<const int> vecs = merge ? std::span<const int>(kOne)
+                                    : split && v.problem != Problem::columns
+                                        ? std::span<const int>(kSplitVecs)
+                                        : std::span<const int>(kVecs);
   const std::span<const int> grids = binned  ? std::span<const int>(kBinnedGrids)
                                      : split ? std::span<const int>(kSplitGrids)
+                                     : merge ? std::span<const int>(kMergeGrids)
                                              : std::span<const int>(kNone);
   std::vector<Config> out;
   for (int b : blocks)
