@@ -209,10 +209,6 @@ Choice builtin_choice(Problem problem, DType dtype, Shape shape, std::string not
   return c;
 }
 
-Choice builtin_choice(DType dtype, std::uint64_t n, std::string note) {
-  return builtin_choice(Problem::array, dtype, Shape{1, n}, std::move(note));
-}
-
 Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
               Op op, Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
   shape.count = std::max<std::uint64_t>(shape.count, 1);

@@ -64,7 +64,6 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
 /// The built-in default as a Choice, with `note` saying why it was used.
 Choice builtin_choice(Problem problem, DType dtype, Shape shape, std::string note,
                       bool deterministic = false);
-Choice builtin_choice(DType dtype, std::uint64_t n, std::string note);
 
 /// The tuning shipped with the library: $REDUCE_TUNE_SHIPPED_DB if set (empty: none), else
 /// `preferred` if given (Options::shipped_path), else the installed share/reduce-tune/tuning.db,

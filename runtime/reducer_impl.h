@@ -205,14 +205,7 @@ struct Reducer::Impl {
     try {
       e->kernel = loader.load(e->choice->config, dtype, op);
     } catch (const std::exception& err) {
-      if (e->choice->match == Match::builtin) throw;
-      std::string why = err.what();
-      why = why.substr(0, why.find('\n'));
-      e->choice = builtin_choice(problem, dtype, at, "the stored configuration " +
-                                                         key(e->choice->config) +
-                                                         " failed to load: " + why,
-                                 options.deterministic);
-      e->kernel = loader.load(e->choice->config, dtype, op);
+      fall_back(*e, dtype, op, problem, at, err);
     }
     e->ready.store(true, std::memory_order_release);
     return *e;
@@ -275,22 +268,25 @@ struct Reducer::Impl {
     try {
       e.kernel = loader.load(e.choice->config, dtype, op);
     } catch (const CompileError& err) {
-      fall_back(e, dtype, op, bucket_start(n), err);
+      fall_back(e, dtype, op, Problem::array, Shape{1, bucket_start(n)}, err);
     } catch (const cuda::CudaError& err) {
-      fall_back(e, dtype, op, bucket_start(n), err);
+      fall_back(e, dtype, op, Problem::array, Shape{1, bucket_start(n)}, err);
     }
     e.ready.store(true, std::memory_order_release);
     return e;
   }
 
   /// Called while handling `err`, the failed load of e's stored choice: loads the built-in
-  /// default instead, or rethrows when that was the one that failed.
-  void fall_back(Entry& e, DType dtype, Op op, std::uint64_t at, const std::exception& err) {
+  /// default for (problem, at) instead, under the same Options (deterministic), or rethrows when
+  /// that was the one that failed.
+  void fall_back(Entry& e, DType dtype, Op op, Problem problem, Shape at, const std::exception& err) {
     if (e.choice->match == Match::builtin) throw;
     std::string why = err.what();
     why = why.substr(0, why.find('\n')); // a compile error's log follows its first line
-    e.choice = builtin_choice(dtype, at, "the stored configuration " + key(e.choice->config) +
-                                         " failed to load: " + why);
+    e.choice = builtin_choice(problem, dtype, at,
+                              "the stored configuration " + key(e.choice->config) +
+                                  " failed to load: " + why,
+                              options.deterministic);
     e.kernel = loader.load(e.choice->config, dtype, op);
   }
 
