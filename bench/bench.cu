@@ -86,6 +86,7 @@ struct Options {
   std::uint64_t seed = 20240601;
   std::string csv;
   std::string command;
+  bool float_result = false; ///< bf16/f16: reduce-tune and CUB write the float32 accumulator
 };
 
 const char* kUsage =
@@ -110,6 +111,8 @@ const char* kUsage =
     "                        GPU idles and each call's host side (dispatch, launches) is timed too\n"
     "  --seed N              data seed\n"
     "  --csv PATH            also write every measurement as CSV\n"
+    "  --float-result        bfloat16/float16: reduce-tune (reduce_async with DType::f32) and CUB\n"
+    "                        write the float32 accumulator, not the element type\n"
     "exit code: 0 all results correct, 1 a result FAILED its check, 2 no CUDA device, 3 error\n";
 
 
@@ -162,6 +165,8 @@ Options parse(int argc, char** argv) {
       o.seed = std::strtoull(next().c_str(), nullptr, 10);
     } else if (flag == "--csv") {
       o.csv = next();
+    } else if (flag == "--float-result") {
+      o.float_result = true;
     } else {
       throw UsageError("unknown option '" + flag + "'");
     }
@@ -312,7 +317,7 @@ int run(const Options& o) {
               "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %d.%d.%d, temp storage allocated "
               "beforehand; bfloat16/float16: `cub::DeviceReduce::Reduce` with a float accumulator, "
               "`cuda::std::plus<float>` from 0.0f, `cuda::minimum<float>`/`cuda::maximum<float>` from -+inf, the "
-              "result written as the element type); ceiling = a streaming-read kernel (16-byte loads, the faster of plain and evict-first, grid-stride, %d "
+              "result written as the element type%s); ceiling = a streaming-read kernel (16-byte loads, the faster of plain and evict-first, grid-stride, %d "
               "loads in flight per thread, one atomic per block, output set inside the timed "
               "region: a memset, for int64/float64 min/max a one-thread kernel; bfloat16/float16: float accumulation, "
               "one float atomic per block, the last block rounds the result). GB/s = n x "
@@ -320,7 +325,11 @@ int run(const Options& o) {
               "rt/CUB = CUB time / reduce-tune time, rt/ceiling = ceiling time / reduce-tune time, "
               "rt/CUB, all calls = the same from the medians of every timed call (all chunks) "
               "(above 1: reduce-tune faster).\n",
-              CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION, kCeilUnroll);
+              CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION,
+              o.float_result ? "; with --float-result, reduce-tune (`reduce_async(..., DType::f32)`) "
+                               "and CUB write it as float32, unrounded, checked with float32's "
+                               "tolerance" : "",
+              kCeilUnroll);
   std::fflush(stdout);
 
   std::set<std::uint64_t> table_sizes(o.sizes.begin(), o.sizes.end());
@@ -397,7 +406,13 @@ int run(const Options& o) {
                        reduce_tune::format_size(n).c_str());
           Row row;
           row.n = n;
-          const reduce_tune::Choice ch = reducer.async_config_for(dt, op, n);
+          // bf16/f16 with --float-result: reduce-tune and CUB write the float32 accumulator, checked
+          // as float32; the ceiling keeps its own (element-typed) result.
+          const bool wide = o.float_result && reduce_tune::is_half(dt);
+          const rt_bench::Reference wref = wide ? rt_bench::widened(ref) : ref;
+          const std::size_t res_es = wide ? 4 : es;
+          const reduce_tune::Choice ch =
+              wide ? reducer.async_config_for(dt, op, n, DType::f32) : reducer.async_config_for(dt, op, n);
           row.key = reduce_tune::key(ch.config);
           row.match = std::string(reduce_tune::name(ch.match));
           const std::string what = dtype_name(dt) + " " + op_name(op) + " at n = " +
@@ -408,7 +423,7 @@ int run(const Options& o) {
             notes["the synchronous API would use `" + sync_key + "`"].push_back(what);
 
           std::size_t tmp_bytes = 0;
-          CK(cub_dispatch(dt, op, nullptr, tmp_bytes, d_in, d_out, n, s));
+          CK(cub_dispatch(dt, op, nullptr, tmp_bytes, d_in, d_out, n, s, wide));
           void* tmp = nullptr;
           CK(cudaMalloc(&tmp, std::max<std::size_t>(tmp_bytes, 1)));
 
@@ -418,29 +433,36 @@ int run(const Options& o) {
               Cell& c = row.cell[mode][w];
               c.ran = true;
               if (std::string e = rt_bench::cell_error([&] {
-                // Times `call`, then checks the result it left.
-                auto measure = [&](auto&& call) {
+                // Times `call`, then checks the result it left (`bytes` of it, against `want`).
+                auto measure = [&](auto&& call, const rt_bench::Reference& want,
+                                   std::size_t bytes) {
                   std::pair<Stats, rt_bench::Verdict> r;
-                  r.first = timer.time(mode == 0, d_out, es, call);
-                  std::uint64_t got = 0; // the es result bytes in its low bytes (bench/data.h)
-                  CK(cudaMemcpy(&got, d_out, es, cudaMemcpyDeviceToHost));
-                  r.second = rt_bench::check(ref, got);
+                  r.first = timer.time(mode == 0, d_out, bytes, call);
+                  std::uint64_t got = 0; // the result bytes in its low bytes (bench/data.h)
+                  CK(cudaMemcpy(&got, d_out, bytes, cudaMemcpyDeviceToHost));
+                  r.second = rt_bench::check(want, got);
                   return r;
                 };
                 if (w == RT) {
-                  std::tie(c.st, c.v) =
-                      measure([&] { reducer.reduce_async(dt, op, d_in, n, d_out, s); });
+                  std::tie(c.st, c.v) = measure(
+                      [&] {
+                        if (wide) reducer.reduce_async(dt, op, d_in, n, d_out, DType::f32, s);
+                        else reducer.reduce_async(dt, op, d_in, n, d_out, s);
+                      },
+                      wref, res_es);
                 } else if (w == CUB) {
-                  std::tie(c.st, c.v) = measure([&] {
-                    std::size_t b = tmp_bytes;
-                    CK(cub_dispatch(dt, op, tmp, b, d_in, d_out, n, s));
-                  });
+                  std::tie(c.st, c.v) = measure(
+                      [&] {
+                        std::size_t b = tmp_bytes;
+                        CK(cub_dispatch(dt, op, tmp, b, d_in, d_out, n, s, wide));
+                      },
+                      wref, res_es);
                 } else {
                   // The ceiling is the faster of its two load kinds; both must be right.
-                  const auto plain =
-                      measure([&] { ceiling<false>(dt, op, d_in, n, d_out, dev.sm_count, s); });
-                  const auto ef =
-                      measure([&] { ceiling<true>(dt, op, d_in, n, d_out, dev.sm_count, s); });
+                  const auto plain = measure(
+                      [&] { ceiling<false>(dt, op, d_in, n, d_out, dev.sm_count, s); }, ref, es);
+                  const auto ef = measure(
+                      [&] { ceiling<true>(dt, op, d_in, n, d_out, dev.sm_count, s); }, ref, es);
                   const bool take_plain = !plain.second.ok || !ef.second.ok ||
                                           plain.first.median_us <= ef.first.median_us;
                   std::tie(c.st, c.v) = take_plain ? plain : ef;

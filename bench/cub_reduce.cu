@@ -32,10 +32,11 @@ cudaError_t cub_reduce_n(Op op, void* tmp, std::size_t& bytes, const T* in, T* o
 
 /// bf16 and f16 (H = __nv_bfloat16 or __half): cub::DeviceReduce::Reduce with a float
 /// accumulator (the operator and the initial value are float, so CUB combines in float and writes
-/// the result once as H), as reduce-tune does. Sum: cuda::std::plus<float> from 0; min/max:
-/// cuda::minimum<float> / cuda::maximum<float> from +-infinity (exact either way).
-template <typename H, typename N>
-cudaError_t cub_reduce_half_n(Op op, void* tmp, std::size_t& bytes, const H* in, H* out, N n,
+/// the result once as O: H, or float for the float result), as reduce-tune does. Sum:
+/// cuda::std::plus<float> from 0; min/max: cuda::minimum<float> / cuda::maximum<float> from
+/// +-infinity (exact either way).
+template <typename H, typename O, typename N>
+cudaError_t cub_reduce_half_n(Op op, void* tmp, std::size_t& bytes, const H* in, O* out, N n,
                               cudaStream_t s) {
   constexpr float inf = cuda::std::numeric_limits<float>::infinity();
   switch (op) {
@@ -46,16 +47,23 @@ cudaError_t cub_reduce_half_n(Op op, void* tmp, std::size_t& bytes, const H* in,
   return cudaErrorInvalidValue;
 }
 
+template <typename H, typename O>
+cudaError_t cub_reduce_half(Op op, void* tmp, std::size_t& bytes, const H* in, O* out,
+                            std::uint64_t n, cudaStream_t s) {
+  if (n <= std::uint64_t(INT_MAX)) return cub_reduce_half_n(op, tmp, bytes, in, out, int(n), s);
+  return cub_reduce_half_n(op, tmp, bytes, in, out, std::int64_t(n), s);
+}
+
 template <typename T>
 cudaError_t cub_reduce(Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
-                       std::uint64_t n, cudaStream_t s) {
+                       std::uint64_t n, cudaStream_t s, bool float_result) {
   if constexpr (reduce_tune::is_half_float_v<T>) {
     using H = typename rt_bench::CudaType<T>::type;
     const H* i = static_cast<const H*>(in);
-    H* o = static_cast<H*>(out);
-    if (n <= std::uint64_t(INT_MAX)) return cub_reduce_half_n(op, tmp, bytes, i, o, int(n), s);
-    return cub_reduce_half_n(op, tmp, bytes, i, o, std::int64_t(n), s);
+    if (float_result) return cub_reduce_half(op, tmp, bytes, i, static_cast<float*>(out), n, s);
+    return cub_reduce_half(op, tmp, bytes, i, static_cast<H*>(out), n, s);
   } else {
+    if (float_result) return cudaErrorInvalidValue; // only bf16 and f16 have a wider result
     const T* i = static_cast<const T*>(in);
     T* o = static_cast<T*>(out);
     if (n <= std::uint64_t(INT_MAX)) return cub_reduce_n(op, tmp, bytes, i, o, int(n), s);
@@ -66,9 +74,9 @@ cudaError_t cub_reduce(Op op, void* tmp, std::size_t& bytes, const void* in, voi
 } // namespace
 
 cudaError_t cub_dispatch(DType dt, Op op, void* tmp, std::size_t& bytes, const void* in, void* out,
-                         std::uint64_t n, cudaStream_t s) {
+                         std::uint64_t n, cudaStream_t s, bool float_result) {
   return rt_bench::visit(dt, [&](auto t) {
-    return cub_reduce<decltype(t)>(op, tmp, bytes, in, out, n, s);
+    return cub_reduce<decltype(t)>(op, tmp, bytes, in, out, n, s, float_result);
   });
 }
 

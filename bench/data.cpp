@@ -169,6 +169,16 @@ template <typename T> Reference reference_of(const T* data, std::uint64_t n, Op 
 // loop: even with every rounding the same way, n u 40 / sum|x| (sum|x| ~ n/2) is about 1e-14.
 // Yet one dropped or doubled element (|x| ~ 0.5) moves the sum by about sum|x| / n, which is
 // above 1e-13 sum|x| for every n < 2^43: the float64 check still sees it.
+Reference widened(const Reference& ref) {
+  Reference w = ref;
+  w.dtype = DType::f32;
+  const float v = float(ref.exact); // min/max: exact; sums: rounded once to float32
+  std::uint32_t b = 0;
+  std::memcpy(&b, &v, 4);
+  w.bits = b;
+  return w;
+}
+
 double sum_tolerance(DType dtype) { return dtype == DType::f64 ? 1e-13 : 1e-6; }
 double result_tolerance(DType dtype) {
   return reduce_tune::is_half(dtype) ? reduce_tune::half_unit_roundoff(dtype) : sum_tolerance(dtype);

@@ -68,6 +68,9 @@ struct Verdict {
   std::string got, want;  ///< for the FAILED line
 };
 Verdict check(const Reference& ref, std::uint64_t got_bits);
+/// The reference of a bf16 or f16 reduction for a float32 result (the accumulator, unrounded):
+/// dtype float32, the exact value as float, checked with float32's tolerances.
+Reference widened(const Reference& ref);
 
 /// eps of the float-sum check: 1e-6 for float32 and for bf16/f16 (which accumulate in float32),
 /// 1e-13 for float64 (data.cpp says why).

@@ -208,12 +208,18 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     return "finish " + std::string(name(c.finish)) + " is not available for " +
            std::string(v.name);
   const bool atomic = atomic_finish(c.finish);
+  if (t.wide_result && !is_half(t.dtype))
+    return "a float32 result is for bf16 and f16 reductions; " + std::string(name(t.dtype)) +
+           " results have the element type";
+  if (t.wide_result && v.problem != Problem::array)
+    return "a float32 result of a bf16 or f16 reduction is offered for the array problem only";
   // bf16 and f16 sums accumulate in float32 and round once; an atomic finish would round the
-  // result to the element type at every block's combine, an in-place variant every partial.
-  if (is_half(t.dtype) && t.op == Op::sum && atomic)
+  // result to the element type at every block's combine (unless the result is the float32
+  // accumulator itself), an in-place variant every partial.
+  if (is_half(t.dtype) && t.op == Op::sum && atomic && !t.wide_result)
     return "a " + std::string(name(t.dtype)) +
            " sum would round at every atomic combine into the result: it accumulates in float32 "
-           "and rounds once";
+           "and rounds once (a float32 result may finish atomically)";
   if (is_half(t.dtype) && t.op == Op::sum && v.in_place)
     return "a " + std::string(name(t.dtype)) +
            " sum in place would round every partial to the element type: it accumulates in "
@@ -226,6 +232,14 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     return "64-bit atomicMin/atomicMax need sm_35";
   if (v.problem != Problem::array) return segmented_invalid(c, t);
   return std::nullopt;
+}
+
+bool valid_wide_only(const Config& c, const Target& t) {
+  if (t.wide_result || !is_half(t.dtype) || t.problem != Problem::array || !invalid_reason(c, t))
+    return false;
+  Target wide = t;
+  wide.wide_result = true;
+  return !invalid_reason(c, wide);
 }
 
 std::vector<Config> space(const Variant& v) {
@@ -300,7 +314,7 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
   return thread + block + finish + 1;
 }
 
-std::string render(const Config& c, DType dtype, Op op) {
+std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   const Variant& v = *find_variant(c.variant);
   // The element type, its macro, the unsigned type signed sums wrap in, and the identities of min
   // and max in the accumulator (float for bf16 and f16, stored as unsigned short).
@@ -330,6 +344,7 @@ std::string render(const Config& c, DType dtype, Op op) {
        std::string(name(op)) + "\n";
   s += "typedef " + std::string(tt.t) + " T;\n";
   s += "typedef " + std::string(is_half(dtype) ? "float" : tt.t) + " A;\n";
+  s += wide_result ? "typedef A R;\n#define RT_WIDE_RESULT 1\n" : "typedef T R;\n";
   s += "#define " + std::string(tt.macro) + " 1\n";
   if (is_half(dtype)) s += "#define RT_HALF 1\n";
   s += "#define RT_UNSIGNED_OF_T " + std::string(tt.uns) + "\n";

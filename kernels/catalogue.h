@@ -21,6 +21,10 @@ struct Target {
   int sm_count = 132;
   bool allow_unsafe = false;    ///< admit the volatile tail where it is unsafe (for study)
   Problem problem = Problem::array;
+  /// bf16 and f16, the array problem: the result is written as the float32 accumulator, not
+  /// rounded to the element type (Reducer::reduce_async with DType::f32), which lets their sums
+  /// finish atomically.
+  bool wide_result = false;
 };
 
 /// The parameters a variant takes (bit set).
@@ -51,6 +55,11 @@ const Variant* find_variant(std::string_view name);
 
 /// Why `c` is not a valid point for `t` (its problem included), or nullopt when it is.
 std::optional<std::string> invalid_reason(const Config& c, const Target& t);
+
+/// Whether `c` is invalid for `t`, whose result has the element type, but valid with a float32
+/// result (Target::wide_result: the atomic finishes of bf16 and f16 sums). The sweep measures
+/// such points with that result; lookups for a float32 result take them, others pass them over.
+bool valid_wide_only(const Config& c, const Target& t);
 
 /// The configurations the sweep tries for a variant (valid or not, so that invalid points are
 /// reported with their reason). For `vectorized` and `streaming` it is a subset of what the
@@ -102,7 +111,8 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
 
 /// The CUDA C++ source for (configuration, dtype, op): generated header + common + template.
 /// Parameters the template does not use are left out, so configurations that differ only in
-/// them share one compiled module.
-std::string render(const Config& c, DType dtype, Op op);
+/// them share one compiled module. `wide_result`: the result is the float32 accumulator of a bf16
+/// or f16 reduction (Target::wide_result).
+std::string render(const Config& c, DType dtype, Op op, bool wide_result = false);
 
 } // namespace reduce_tune

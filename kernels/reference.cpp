@@ -349,13 +349,19 @@ namespace {
 /// sweep checks millions of results per configuration). error and bound as in Check.
 bool within(const Reference& ref, Scalar got, Op op, std::uint64_t depth, double& error, double& bound) {
   const DType d = ref.value.dtype;
-  if (!is_float(d) || op != Op::sum)
-    return got == ref.value ||
-           (is_float(d) && std::isnan(got.to_double()) && std::isnan(ref.value.to_double()));
+  // A float32 result of a bf16 or f16 reduction (Target::wide_result): min and max are the exact
+  // element widened (signed zeros included), a sum has the float32 bound, without the rounding
+  // to the element type.
+  const bool wide = got.dtype != d;
+  if (!is_float(d) || op != Op::sum) {
+    const double g = got.to_double(), r = ref.value.to_double();
+    if (is_float(d) && std::isnan(g) && std::isnan(r)) return true;
+    return wide ? g == r && std::signbit(g) == std::signbit(r) : got == ref.value;
+  }
   const double g = got.to_double(), e = ref.exact;
   if (std::isnan(e) || std::isinf(e)) return std::isnan(e) ? std::isnan(g) : g == e;
   error = std::fabs(g - e);
-  bound = float_bound(d, depth, ref.abs_sum, e);
+  bound = float_bound(wide ? got.dtype : d, depth, ref.abs_sum, e);
   return std::isfinite(g) && error <= bound;
 }
 

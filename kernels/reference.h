@@ -117,7 +117,9 @@ struct Check {
 /// differs from exact by at most e = gamma(depth) sum|x| + 2^-24 |exact|, and its rounding adds
 /// at most u_h |s| <= u_h (|exact| + e) (u_h = 2^-8 for bf16, 2^-11 for f16) in the normal range,
 /// or half the subnormal spacing below it, so the bound is e + u_h (|exact| + e) + that half
-/// spacing. NaN matches NaN; an infinity matches the same infinity.
+/// spacing. A float32 result of a bf16 or f16 reduction (`got` of dtype f32: Target::wide_result)
+/// has the float32 bound e (sums) or is the exact value widened (min, max). NaN matches NaN; an
+/// infinity matches the same infinity.
 Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth);
 double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact);
 /// Checks every result of a segmented reduction (`got` holds s.shape.count of them) against its

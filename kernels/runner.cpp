@@ -9,12 +9,12 @@
 
 namespace reduce_tune {
 
-Compiled KernelLoader::compile(const Config& c, DType dtype, Op op) {
-  return cache_.get(nvrtc_, render(c, dtype, op), target_);
+Compiled KernelLoader::compile(const Config& c, DType dtype, Op op, bool wide_result) {
+  return cache_.get(nvrtc_, render(c, dtype, op, wide_result), target_);
 }
 
-Kernel KernelLoader::load(const Config& c, DType dtype, Op op) {
-  const std::string source = render(c, dtype, op);
+Kernel KernelLoader::load(const Config& c, DType dtype, Op op, bool wide_result) {
+  const std::string source = render(c, dtype, op, wide_result);
   std::shared_ptr<const cuda::Module> module;
   Resources res;
   {
@@ -33,6 +33,7 @@ Kernel KernelLoader::load(const Config& c, DType dtype, Op op) {
   k.config = c;
   k.dtype = dtype;
   k.op = op;
+  k.wide_result = wide_result;
   k.module = module;
   if (find_variant(c.variant)->problem == Problem::array) {
     k.reduce = module->function("rt_reduce");
@@ -61,7 +62,8 @@ std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<
   std::vector<std::size_t> source_of(jobs.size());
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    auto [it, inserted] = first.emplace(render(jobs[i].config, jobs[i].dtype, jobs[i].op), i);
+    auto [it, inserted] =
+        first.emplace(render(jobs[i].config, jobs[i].dtype, jobs[i].op, jobs[i].wide_result), i);
     if (inserted) todo.push_back(i);
     source_of[i] = it->second;
   }
@@ -74,7 +76,7 @@ std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<
       for (std::size_t k; (k = next++) < todo.size(); ++finished) {
         const CompileJob& j = jobs[todo[k]];
         try {
-          out[todo[k]].compiled = loader.compile(j.config, j.dtype, j.op);
+          out[todo[k]].compiled = loader.compile(j.config, j.dtype, j.op, j.wide_result);
         } catch (const std::exception& e) {
           out[todo[k]].error = e.what();
         }
@@ -163,7 +165,7 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
              CUstream s, CUdeviceptr out) {
   if (!out || p.host_finish) out = w.out();
   CUdeviceptr partials = w.partials(), work = w.scratch(), counter = w.counter();
-  if (p.init_out) set_identity(out, k.dtype, k.op, s);
+  if (p.init_out) set_identity(out, k.result_dtype(), k.op, s);
   unsigned long long count = n;
   void* args[] = {&in, &work, &partials, &out, &count, &counter};
   cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args);
@@ -197,15 +199,15 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
 }
 
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s) {
-  const std::size_t es = size_of(k.dtype);
+  const std::size_t es = size_of(k.result_dtype());
   if (p.host_finish) {
     RT_CU(cuMemcpyDtoHAsync(w.host_partials().bytes.data(), w.partials(),
                             p.grid * size_of(accumulator_of(k.dtype)), s));
     RT_CU(cuStreamSynchronize(s));
-    return combine_on_host(w.host_partials(), p.grid, k.op, k.dtype);
+    return combine_on_host(w.host_partials(), p.grid, k.op, k.result_dtype());
   }
   Scalar r;
-  r.dtype = k.dtype;
+  r.dtype = k.result_dtype();
   RT_CU(cuMemcpyDtoHAsync(&r.bits, w.out(), es, s));
   RT_CU(cuStreamSynchronize(s));
   return r;

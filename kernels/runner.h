@@ -30,6 +30,10 @@ struct Kernel {
   /// sm_90+, the driver has cuLaunchKernelEx, REDUCE_TUNE_NO_PDL unset): templates/common.cuh's
   /// rt_pdl_wait is compiled in exactly then.
   bool programmatic = false;
+  /// bf16/f16: the result is written as the float32 accumulator (Target::wide_result).
+  bool wide_result = false;
+  /// The dtype of the result: the element type, or float32 for a wide result.
+  DType result_dtype() const { return wide_result ? accumulator_of(dtype) : dtype; }
 };
 
 /// Renders, compiles (through the disk cache) and loads kernels for one device; modules with the
@@ -38,10 +42,10 @@ class KernelLoader {
 public:
   KernelLoader(const Nvrtc& nvrtc, CompileCache& cache, ArchTarget target)
       : nvrtc_(nvrtc), cache_(cache), target_(std::move(target)) {}
-  /// Compiles without loading (any thread; no context needed).
-  Compiled compile(const Config& c, DType dtype, Op op);
+  /// Compiles without loading (any thread; no context needed). `wide_result`: see Kernel.
+  Compiled compile(const Config& c, DType dtype, Op op, bool wide_result = false);
   /// Compiles if needed and loads into the current context.
-  Kernel load(const Config& c, DType dtype, Op op);
+  Kernel load(const Config& c, DType dtype, Op op, bool wide_result = false);
   const ArchTarget& target() const { return target_; }
   CompileCache& cache() { return cache_; }
 
@@ -58,6 +62,7 @@ struct CompileJob {
   Config config;
   DType dtype = DType::f32;
   Op op = Op::sum;
+  bool wide_result = false; ///< see Kernel
 };
 /// Its outcome: the compiled module, or the error (a CompileError's text carries the log).
 struct CompileOutcome {

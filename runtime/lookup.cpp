@@ -40,6 +40,9 @@ std::optional<std::string> unusable(const db::Measurement& m, const Target& t,
   std::string why;
   const std::optional<Config> c = parse_key(m.key, &why);
   if (!c) return "not a configuration this build knows: " + why;
+  if (valid_wide_only(*c, t))
+    return "measured with a float32 result (an atomic finish of a " + std::string(name(t.dtype)) +
+           " sum); this call's result has the element type";
   if (auto reason = invalid_reason(*c, t)) return "invalid on this device: " + *reason;
   if (req.deterministic && !deterministic(*c, t.dtype))
     return "not deterministic (floating-point atomic finish)";
@@ -220,6 +223,7 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   t.cc = device.cc_major * 10 + device.cc_minor;
   t.max_block = device.max_block;
   t.sm_count = device.sm_count;
+  t.wide_result = req.wide_result;
 
   db::MeasurementFilter filter;
   filter.dtype = dtype, filter.op = op, filter.problem = problem;

@@ -16,6 +16,7 @@ struct Requirements {
   bool deterministic = false;  ///< no floating-point atomic finish
   bool allow_in_place = false; ///< admit in-place variants (they run on a scratch copy)
   bool device_result = false;  ///< the result must end in device memory: no host finish
+  bool wide_result = false;    ///< bf16/f16: the result is written as float32 (Target::wide_result)
 };
 
 /// The device a lookup is for: its identity in the store and what configurations are checked

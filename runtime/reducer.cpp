@@ -86,6 +86,16 @@ CompileCache open_cache() {
   }
 }
 
+Result result_kind(DType dtype, DType result) {
+  check_problem(result, Op::sum);
+  if (result == dtype) return Result::device;
+  if (is_half(dtype) && result == DType::f32) return Result::wide;
+  throw InvalidArgument("reduce_tune: a " + std::string(name(dtype)) + " reduction cannot write a " +
+                        std::string(name(result)) + " result: " +
+                        (is_half(dtype) ? "its result is " + std::string(name(dtype)) + " or float32"
+                                        : "its result has the element type"));
+}
+
 void refuse_capture(const capture::State& cap) {
   if (cap.active)
     throw InvalidArgument("reduce_tune: sum, min, max and reduce wait for their result, which a "
@@ -119,11 +129,15 @@ Reducer::~Reducer() {
 }
 
 Choice Reducer::config_for(DType dtype, Op op, std::uint64_t n) const {
-  return impl_->choice_for(dtype, op, n, false);
+  return impl_->choice_for(dtype, op, n, Result::host);
 }
 
 Choice Reducer::async_config_for(DType dtype, Op op, std::uint64_t n) const {
-  return impl_->choice_for(dtype, op, n, true);
+  return impl_->choice_for(dtype, op, n, Result::device);
+}
+
+Choice Reducer::async_config_for(DType dtype, Op op, std::uint64_t n, DType result) const {
+  return impl_->choice_for(dtype, op, n, result_kind(dtype, result));
 }
 
 std::string Reducer::device_name() const { return impl_->info.name; }
@@ -142,7 +156,7 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
   const capture::Relaxed relaxed;
   refuse_capture(capture::state(stream));
   check_pointer("d_in", d_in, n, dtype, impl_->context.ordinal());
-  const Entry& e = impl_->ready_entry(dtype, op, n, false);
+  const Entry& e = impl_->ready_entry(dtype, op, n, Result::host);
   const LaunchPlan p = plan(e.kernel.config, impl_->target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
   Impl::Borrowed lease(*impl_, stream);
@@ -165,19 +179,29 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
   impl_->reduce_array_async(dtype, op, d_in, n, d_out, stream);
 }
 
+void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
+                           DType result, CUstream stream) {
+  check_problem(dtype, op);
+  const Result r = result_kind(dtype, result);
+  const RestoreContext restore;
+  restore.enter(impl_->ctx);
+  impl_->reduce_array_async(dtype, op, d_in, n, d_out, stream, r);
+}
+
 void Reducer::Impl::reduce_array_async(DType dtype, Op op, const void* d_in, std::uint64_t n,
-                                       void* d_out, CUstream stream) {
+                                       void* d_out, CUstream stream, Result result) {
   const capture::Relaxed relaxed;
   const capture::State cap = capture::state(stream);
   const int ordinal = context.ordinal();
-  check_pointer("d_out", d_out, 1, dtype, ordinal);
+  const DType out_dtype = result == Result::wide ? accumulator_of(dtype) : dtype;
+  check_pointer("d_out", d_out, 1, out_dtype, ordinal);
   const CUdeviceptr out = reinterpret_cast<CUdeviceptr>(d_out);
   if (n == 0) {
-    set_identity(out, dtype, op, stream); // a memset, not a launch (a graph node when captured)
+    set_identity(out, out_dtype, op, stream); // a memset, not a launch (a graph node when captured)
     return;
   }
   check_pointer("d_in", d_in, n, dtype, ordinal);
-  const Entry& e = ready_entry(dtype, op, n, true);
+  const Entry& e = ready_entry(dtype, op, n, result);
   const LaunchPlan p = plan(e.kernel.config, target(dtype, op), n);
   const CUdeviceptr in = reinterpret_cast<CUdeviceptr>(d_in);
   if (cap.active) {

@@ -63,7 +63,11 @@ private:
   CUcontext caller_ = nullptr;
 };
 
-/// The cached answer for one (dtype, op, size bucket, result on the device or not).
+/// Where a 1-D call's result goes: the host (sum, min, max), device memory as the element type
+/// (reduce_async), or device memory as float32 (reduce_async of bf16/f16 with DType::f32).
+enum class Result { host, device, wide };
+
+/// The cached answer for one (dtype, op, size bucket, Result).
 struct Entry {
   std::mutex mu;                  ///< held while looking up and loading
   std::optional<Choice> choice;   ///< set under mu
@@ -83,6 +87,10 @@ struct Lease {
 /// The user's compile cache, or none (every first use compiles) where it cannot be created: a
 /// read-only home must not stop the library.
 CompileCache open_cache();
+
+/// The Result of an asynchronous call that writes `result`: Result::device for the element type,
+/// Result::wide for float32 from bf16 or f16; InvalidArgument for anything else.
+Result result_kind(DType dtype, DType result);
 
 /// Throws InvalidArgument for a synchronous call on a capturing stream, before anything is
 /// enqueued (so the capture stays valid).
@@ -105,7 +113,8 @@ struct Reducer::Impl {
   CompileCache cache;
   KernelLoader loader;
 
-  std::array<std::atomic<Entry*>, kDTypes * kOps * kBuckets * 2> entries{};
+  /// The 1-D entries: per (dtype, op, size bucket, Result).
+  std::array<std::atomic<Entry*>, kDTypes * kOps * kBuckets * 3> entries{};
   std::mutex entries_mu; ///< guards `owned`
   std::vector<std::unique_ptr<Entry>> owned;
 
@@ -150,10 +159,12 @@ struct Reducer::Impl {
 
   /// The lookup for a bucket, at its lower end 2^k (where sweeps measure). A store that cannot be
   /// read gives the built-in default, as no store does.
-  Choice choose(DType dtype, Op op, std::uint64_t at, bool device_result) {
-    return choose(dtype, op, Problem::array, Shape{1, at}, device_result);
+  Choice choose(DType dtype, Op op, std::uint64_t at, Result result) {
+    return choose(dtype, op, Problem::array, Shape{1, at}, result != Result::host,
+                  result == Result::wide);
   }
-  Choice choose(DType dtype, Op op, Problem problem, Shape at, bool device_result) {
+  Choice choose(DType dtype, Op op, Problem problem, Shape at, bool device_result,
+                bool wide_result = false) {
     DeviceKey device;
     device.uuid = info.uuid;
     device.name = info.name;
@@ -165,6 +176,7 @@ struct Reducer::Impl {
     req.deterministic = options.deterministic;
     req.allow_in_place = options.allow_in_place;
     req.device_result = device_result;
+    req.wide_result = wide_result;
     std::lock_guard lock(store_mu);
     try {
       return lookup(store.get(), shipped.get(), device, dtype, op, problem, at, req, no_store);
@@ -216,7 +228,7 @@ struct Reducer::Impl {
   void run_segmented(Problem problem, DType dtype, Op op, const SegmentedArgs& a, CUstream stream);
   /// reduce_async's work once the context is current: the arguments checked, then enqueued.
   void reduce_array_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
-                          CUstream stream);
+                          CUstream stream, Result result = Result::device);
   /// reduce_rows and reduce_columns: the same matrix, one result per row or per column.
   void reduce_matrix(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
                      std::uint64_t cols, void* d_out, CUstream stream, std::uint64_t row_stride);
@@ -225,11 +237,11 @@ struct Reducer::Impl {
     return std::bit_floor(std::max<std::uint64_t>(n, 1));
   }
 
-  Entry& entry(DType dtype, Op op, std::uint64_t n, bool device_result) {
+  Entry& entry(DType dtype, Op op, std::uint64_t n, Result result) {
     const int bucket = std::bit_width(std::max<std::uint64_t>(n, 1));
     const std::size_t index =
-        ((std::size_t(dtype) * kOps + std::size_t(op)) * kBuckets + std::size_t(bucket)) * 2 +
-        (device_result ? 1 : 0);
+        ((std::size_t(dtype) * kOps + std::size_t(op)) * kBuckets + std::size_t(bucket)) * 3 +
+        std::size_t(result);
     std::atomic<Entry*>& slot = entries[index];
     if (Entry* e = slot.load(std::memory_order_acquire)) return *e;
     std::lock_guard lock(entries_mu);
@@ -240,15 +252,15 @@ struct Reducer::Impl {
   }
 
   /// The choice for n's bucket, graded for n itself.
-  Choice choice_for(DType dtype, Op op, std::uint64_t n, bool device_result) {
+  Choice choice_for(DType dtype, Op op, std::uint64_t n, Result result) {
     check_problem(dtype, op);
-    Entry& e = entry(dtype, op, n, device_result);
+    Entry& e = entry(dtype, op, n, result);
     Choice c;
     if (e.ready.load(std::memory_order_acquire)) {
       c = *e.choice;
     } else {
       std::lock_guard lock(e.mu);
-      if (!e.choice) e.choice = choose(dtype, op, bucket_start(n), device_result);
+      if (!e.choice) e.choice = choose(dtype, op, bucket_start(n), result);
       c = *e.choice;
     }
     if (c.match == Match::exact || c.match == Match::nearest_size)
@@ -259,18 +271,19 @@ struct Reducer::Impl {
   /// The entry for a call, its kernel loaded (first use only; needs the context current). A
   /// stored configuration that no longer compiles or loads (another NVRTC or driver than the
   /// tuner's) is replaced by the built-in default, and the note says why.
-  const Entry& ready_entry(DType dtype, Op op, std::uint64_t n, bool device_result) {
-    Entry& e = entry(dtype, op, n, device_result);
+  const Entry& ready_entry(DType dtype, Op op, std::uint64_t n, Result result) {
+    Entry& e = entry(dtype, op, n, result);
     if (e.ready.load(std::memory_order_acquire)) return e;
     std::lock_guard lock(e.mu);
     if (e.ready.load(std::memory_order_relaxed)) return e;
-    if (!e.choice) e.choice = choose(dtype, op, bucket_start(n), device_result);
+    if (!e.choice) e.choice = choose(dtype, op, bucket_start(n), result);
+    const bool wide = result == Result::wide;
     try {
-      e.kernel = loader.load(e.choice->config, dtype, op);
+      e.kernel = loader.load(e.choice->config, dtype, op, wide);
     } catch (const CompileError& err) {
-      fall_back(e, dtype, op, Problem::array, Shape{1, bucket_start(n)}, err);
+      fall_back(e, dtype, op, Problem::array, Shape{1, bucket_start(n)}, err, wide);
     } catch (const cuda::CudaError& err) {
-      fall_back(e, dtype, op, Problem::array, Shape{1, bucket_start(n)}, err);
+      fall_back(e, dtype, op, Problem::array, Shape{1, bucket_start(n)}, err, wide);
     }
     e.ready.store(true, std::memory_order_release);
     return e;
@@ -279,7 +292,8 @@ struct Reducer::Impl {
   /// Called while handling `err`, the failed load of e's stored choice: loads the built-in
   /// default for (problem, at) instead, under the same Options (deterministic), or rethrows when
   /// that was the one that failed.
-  void fall_back(Entry& e, DType dtype, Op op, Problem problem, Shape at, const std::exception& err) {
+  void fall_back(Entry& e, DType dtype, Op op, Problem problem, Shape at, const std::exception& err,
+                 bool wide_result = false) {
     if (e.choice->match == Match::builtin) throw;
     std::string why = err.what();
     why = why.substr(0, why.find('\n')); // a compile error's log follows its first line
@@ -287,7 +301,7 @@ struct Reducer::Impl {
                               "the stored configuration " + key(e.choice->config) +
                                   " failed to load: " + why,
                               options.deterministic);
-    e.kernel = loader.load(e.choice->config, dtype, op);
+    e.kernel = loader.load(e.choice->config, dtype, op, wide_result);
   }
 
   std::unique_ptr<Lease> take() {

@@ -1,7 +1,7 @@
 // reduce-tune: what every reduction template shares. The host prepends a header that defines
 // T (the element type), A (the type elements are combined in), RT_DTYPE_*, RT_OP_*, RT_TAIL_*,
-// RT_FINISH_*, RT_BLOCK (where compile-time), RT_UNROLL and RT_VEC, then this file, then the
-// variant's template. Every kernel has the same signature:
+// RT_FINISH_*, RT_BLOCK (where compile-time), RT_UNROLL and RT_VEC, and R (the type the result is
+// written in: T, or A with RT_WIDE_RESULT), then this file, then the variant's template. Every kernel has the same signature:
 //   rt_reduce(in, work, partials, out, n, counter)
 // `work` is a scratch copy of `in` for in-place variants; `partials` holds one value per block (of
 // type A); `out` is the final value; `counter` points at 16 zeroed bytes for the last-block and
@@ -9,15 +9,17 @@
 //
 // A is T, except for the 2-byte floats (RT_HALF: bf16 and f16, stored as unsigned short): A is
 // float. Every element is widened exactly as it is loaded (rt_to_acc), partials, shared memory
-// and shuffles are float, and the result is rounded once to T where it is written (rt_from_acc):
-// sums accumulate in float32, min and max stay exact. No CUDA header is included: the conversions
-// are PTX (and integer rounding for bf16 before sm_80), so any NVRTC compiles them.
+// and shuffles are float, and the result is rounded once to T where it is written (rt_result):
+// sums accumulate in float32, min and max stay exact. With RT_WIDE_RESULT, R is A: the result is
+// the float32 accumulator itself, not rounded, so the atomic finishes may add into it. No CUDA
+// header is included: the conversions are PTX (and integer rounding for bf16 before sm_80), so any
+// NVRTC compiles them.
 
 typedef unsigned long long rt_size;
 
 // The one signature of every reduction kernel.
 #define RT_REDUCE_PARAMS                                                                          \
-  const T *__restrict__ in, T *__restrict__ work, A *__restrict__ partials, T *__restrict__ out, \
+  const T *__restrict__ in, T *__restrict__ work, A *__restrict__ partials, R *__restrict__ out, \
       rt_size n, unsigned *counter
 
 // ---- element <-> accumulator ---------------------------------------------------------------
@@ -51,6 +53,12 @@ __device__ __forceinline__ T rt_from_acc(A v) {
 #else
 __device__ __forceinline__ A rt_to_acc(T x) { return x; }
 __device__ __forceinline__ T rt_from_acc(A v) { return v; }
+#endif
+// An accumulator as the result: rounded to T once, or kept as A (RT_WIDE_RESULT).
+#if defined(RT_WIDE_RESULT)
+__device__ __forceinline__ R rt_result(A v) { return v; }
+#else
+__device__ __forceinline__ R rt_result(A v) { return rt_from_acc(v); }
 #endif
 
 // ---- the operator: identity, combine, atomic combine --------------------------------------
@@ -139,11 +147,12 @@ __device__ __forceinline__ void rt_atomic_combine(A* addr, A v) {
 #endif
 }
 
-// Atomic combine of an accumulator into a result element. For bf16 and f16 a 16-bit CAS loop
-// (sm_70+) that combines in float and rounds: exact for min and max, which is all the catalogue
-// admits (a sum would round at every block, kernels/catalogue.cpp).
-__device__ __forceinline__ void rt_atomic_out(T* addr, A v) {
-#if defined(RT_HALF)
+// Atomic combine of an accumulator into a result element. For a bf16 or f16 result a 16-bit CAS
+// loop (sm_70+) that combines in float and rounds: exact for min and max, which is all the
+// catalogue admits (a sum would round at every block, kernels/catalogue.cpp); a float32 result
+// (RT_WIDE_RESULT) is combined as float.
+__device__ __forceinline__ void rt_atomic_out(R* addr, A v) {
+#if defined(RT_HALF) && !defined(RT_WIDE_RESULT)
   unsigned short old = *reinterpret_cast<volatile unsigned short*>(addr), assumed;
   do {
     assumed = old;
@@ -329,7 +338,7 @@ __device__ __forceinline__ void rt_store_release(unsigned* p, unsigned v) {
 #endif
 
 // Called by every thread as the block starts.
-__device__ __forceinline__ rt_ticket rt_finish_start(T* out, unsigned* counter) {
+__device__ __forceinline__ rt_ticket rt_finish_start(R* out, unsigned* counter) {
   rt_ticket t = {0, 0};
 #if defined(RT_FINISH_FIRSTBLOCK)
   if (threadIdx.x == 0 && gridDim.x > 1) {
@@ -337,7 +346,7 @@ __device__ __forceinline__ rt_ticket rt_finish_start(T* out, unsigned* counter) 
     t.word = atomicAdd(&st->ticket, 1ull);
     if (unsigned(t.word) == gridDim.x - 1) atomicAdd(&st->ticket, (1ull << 32) - gridDim.x);
     if (unsigned(t.word) == 0) {
-      *out = rt_from_acc(rt_identity());
+      *out = rt_result(rt_identity());
       rt_store_release(&st->ready, unsigned(t.word >> 32) + 1);
     }
   }
@@ -357,14 +366,14 @@ __device__ __forceinline__ rt_ticket rt_finish_peek(rt_ticket t, unsigned* count
 
 // Called by every thread of every block with the block's value in thread 0.
 // `ticket` is the first-block finish's (rt_finish_start, rt_finish_peek); other finishes ignore it.
-__device__ __forceinline__ void rt_finish_block(A v, A* partials, T* out, unsigned* counter,
+__device__ __forceinline__ void rt_finish_block(A v, A* partials, R* out, unsigned* counter,
                                                 rt_ticket ticket = rt_ticket{0, 0}) {
 #if defined(RT_FINISH_ATOMIC)
   if (threadIdx.x == 0) rt_atomic_out(out, v);
 #elif defined(RT_FINISH_FIRSTBLOCK)
   if (threadIdx.x != 0) return;
   if (gridDim.x == 1) { // one block: its value is the result, the state is left untouched
-    *out = rt_from_acc(v);
+    *out = rt_result(v);
     return;
   }
   const unsigned want = unsigned(ticket.word >> 32) + 1;
@@ -377,7 +386,7 @@ __device__ __forceinline__ void rt_finish_block(A v, A* partials, T* out, unsign
 #elif defined(RT_FINISH_TWOPASS)
   // One block: its value is the result and there is no second pass (LaunchPlan::second_pass).
   if (threadIdx.x == 0) {
-    if (gridDim.x == 1) *out = rt_from_acc(v);
+    if (gridDim.x == 1) *out = rt_result(v);
     else partials[blockIdx.x] = v;
   }
 #elif defined(RT_FINISH_LASTBLOCK)
@@ -386,7 +395,7 @@ __device__ __forceinline__ void rt_finish_block(A v, A* partials, T* out, unsign
   // order, so the result does not depend on which block came last.
   __shared__ bool rt_is_last;
   if (gridDim.x == 1) { // one block: its value is the result (small n: no fence, no ticket)
-    if (threadIdx.x == 0) *out = rt_from_acc(v);
+    if (threadIdx.x == 0) *out = rt_result(v);
     return;
   }
   if (threadIdx.x == 0) {
@@ -402,7 +411,7 @@ __device__ __forceinline__ void rt_finish_block(A v, A* partials, T* out, unsign
       acc = rt_combine(acc, __ldcg(partials + i));
     acc = rt_block_reduce(acc);
     if (threadIdx.x == 0) {
-      *out = rt_from_acc(acc);
+      *out = rt_result(acc);
       *counter = 0; // ready for the next launch
     }
   }
@@ -411,11 +420,11 @@ __device__ __forceinline__ void rt_finish_block(A v, A* partials, T* out, unsign
 
 // The one-block second pass of the two-pass finish (also used by host code paths that want a
 // device-side combine). Deterministic: a fixed assignment of partials to threads.
-extern "C" __global__ void rt_combine_partials(const A* __restrict__ partials, T* __restrict__ out,
+extern "C" __global__ void rt_combine_partials(const A* __restrict__ partials, R* __restrict__ out,
                                                rt_size count) {
   rt_pdl_wait();
   A acc = rt_identity();
   for (rt_size i = threadIdx.x; i < count; i += blockDim.x) acc = rt_combine(acc, partials[i]);
   acc = rt_block_reduce(acc);
-  if (threadIdx.x == 0) *out = rt_from_acc(acc);
+  if (threadIdx.x == 0) *out = rt_result(acc);
 }

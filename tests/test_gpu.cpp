@@ -14,14 +14,15 @@ namespace {
 
 // Runs each valid one of `configs` for (dtype, op) at each size; returns the number of results
 // checked. Each result is checked against the CPU reference; the input is compared byte for byte
-// afterwards.
+// afterwards. `wide`: bf16/f16 with the float32 result (Target::wide_result).
 std::size_t check_configs(DType d, Op op, const std::vector<std::uint64_t>& sizes,
-                          const std::vector<Config>& configs) {
+                          const std::vector<Config>& configs, bool wide = false) {
   Gpu& g = gpu();
-  const Target t = g.target(d, op);
+  Target t = g.target(d, op);
+  t.wide_result = wide;
   std::vector<CompileJob> jobs;
   for (const Config& c : configs)
-    if (!invalid_reason(c, t)) jobs.push_back({c, d, op});
+    if (!invalid_reason(c, t)) jobs.push_back({c, d, op, wide});
   for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
   Workspace ws;
   std::size_t checked = 0;
@@ -31,13 +32,14 @@ std::size_t check_configs(DType d, Op op, const std::vector<std::uint64_t>& size
     cuda::Buffer in(n * size_of(d));
     RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
     for (const CompileJob& j : jobs) {
-      const Kernel k = g.loader.load(j.config, d, op);
+      const Kernel k = g.loader.load(j.config, d, op, wide);
       const LaunchPlan p = plan(j.config, t, n);
       ws.reserve(p, d, n);
       RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, g.stream.get()));
       if (p.partials)
         RT_CU(cuMemsetD8Async(ws.partials(), 0xA5, p.grid * size_of(accumulator_of(d)), g.stream.get()));
       const Scalar got = reduce_once(k, p, in.get(), n, ws, g.stream.get());
+      REQUIRE(got.dtype == (wide ? DType::f32 : d));
       const Check c = check(ref, got, op, summation_depth(j.config, t, n));
       INFO(key(j.config) << " " << name(d) << " " << name(op) << " n=" << n << ": got " << c.observed
                          << ", expected " << c.expected << " (error " << c.error << ", bound " << c.bound << ")");
@@ -54,12 +56,12 @@ std::size_t check_configs(DType d, Op op, const std::vector<std::uint64_t>& size
 
 // Every configuration the sweep tries of `variants` (all when empty).
 std::size_t check_all(DType d, Op op, const std::vector<std::uint64_t>& sizes,
-                      const std::vector<std::string>& only = {}) {
+                      const std::vector<std::string>& only = {}, bool wide = false) {
   std::vector<Config> configs;
   for (const Variant& v : variants())
     if (only.empty() || std::find(only.begin(), only.end(), v.name) != only.end())
       for (const Config& c : space(v)) configs.push_back(c);
-  return check_configs(d, op, sizes, configs);
+  return check_configs(d, op, sizes, configs, wide);
 }
 
 const std::vector<std::uint64_t> kSizes = {1, 2, 31, 32, 33, 1000, (1u << 20) + 1, 1u << 24, 3u * (1u << 22) + 5};
@@ -92,6 +94,19 @@ TEST_CASE("every valid bf16 and f16 configuration is right at awkward sizes", "[
     for (Op op : {Op::sum, Op::min, Op::max}) {
       INFO(name(d) << " " << name(op));
       CHECK(check_all(d, op, op == Op::sum ? kSizes : some) > 1000);
+    }
+}
+
+TEST_CASE("bf16 and f16 with a float32 result: every valid configuration, the atomic sums too",
+          "[gpu][half]") {
+  // The result is the float32 accumulator (Reducer::reduce_async with DType::f32): sums within the
+  // float32 bound (no rounding to the element type), which lets them finish with float atomics;
+  // min and max the exact element widened.
+  const std::vector<std::uint64_t> some = {1, 33, 1000, (1u << 20) + 1, 3u * (1u << 22) + 5};
+  for (DType d : {DType::bf16, DType::f16})
+    for (Op op : {Op::sum, Op::min, Op::max}) {
+      INFO(name(d) << " " << name(op) << ", float32 result");
+      CHECK(check_all(d, op, op == Op::sum ? kSizes : some, {}, true) > 1000);
     }
 }
 

@@ -269,6 +269,53 @@ TEST_CASE("half: catalogue rules", "[half][catalogue]") {
              Catch::Contains("typedef float A;") && !Catch::Contains("#define RT_HALF"));
 }
 
+TEST_CASE("half: a float32 result, and the atomic sums it admits", "[half][catalogue]") {
+  auto reason = [](const char* k, Target t) { return invalid_reason(cfg(k), t).value_or(""); };
+  auto wide = [](Target t) {
+    t.wide_result = true;
+    return t;
+  };
+  for (DType d : kHalves) {
+    INFO(name(d));
+    const Target t = sm(90, d);
+    // The atomic finishes of a sum: not with the element type, valid with a float32 result.
+    for (const char* k : {"vectorized.b256.u4.v8.g4.shfl.firstblock", "vectorized.b256.u4.v8.g0.shfl.atomic",
+                          "atomic_global.b256.atomic", "unrolling.b256.u2.atomic"}) {
+      INFO(k);
+      CHECK(reason(k, wide(t)).empty());
+      CHECK(valid_wide_only(cfg(k), t));
+    }
+    // What the element type admits stays valid and is not "wide only"; in place still rounds.
+    CHECK(reason("vectorized.b256.u4.v8.g0.shfl.lastblock", wide(t)).empty());
+    CHECK_FALSE(valid_wide_only(cfg("vectorized.b256.u4.v8.g0.shfl.lastblock"), t));
+    CHECK_THAT(reason("neighbored_gmem.b256.host", wide(t)), Catch::Contains("in place"));
+    CHECK_FALSE(valid_wide_only(cfg("neighbored_gmem.b256.host"), t));
+    CHECK_FALSE(valid_wide_only(cfg("vectorized.b256.u4.v8.g4.shfl.firstblock"), sm(90, d, Op::max)));
+    // The array problem only.
+    Target rows = wide(t);
+    rows.problem = Problem::rows;
+    CHECK_THAT(reason("rows_block.b256.u4.v8.direct", rows), Catch::Contains("array problem only"));
+    // The kernel writes float: R is A.
+    const std::string w = render(cfg("vectorized.b256.u4.v8.g4.shfl.firstblock"), d, Op::sum, true);
+    CHECK_THAT(w, Catch::Contains("typedef A R;") && Catch::Contains("#define RT_WIDE_RESULT 1"));
+    CHECK_THAT(render(cfg("vectorized.b256.u4.v8.g4.shfl.firstblock"), d, Op::sum),
+               Catch::Contains("typedef T R;") && !Catch::Contains("#define RT_WIDE_RESULT"));
+  }
+  CHECK_THAT(reason("vectorized.b256.u4.v4.g0.shfl.lastblock", wide(sm(90, DType::f32))),
+             Catch::Contains("float32 result is for bf16 and f16"));
+  CHECK_FALSE(valid_wide_only(cfg("vectorized.b256.u4.v4.g4.shfl.firstblock"), sm(90, DType::f32)));
+
+  // The check of a float32 result: a sum within the float32 bound, without the rounding to bf16
+  // that an element-typed result is allowed; min and max the exact element.
+  const HostArray a = array_of(DType::bf16, {256.0, 1.0, 0.5});
+  const Reference ref = reference(a, Op::sum); // 257.5; in bf16 (spacing 2 there) 258
+  CHECK(check(ref, Scalar::of(257.5f), Op::sum, 3).ok);
+  CHECK(check(ref, Scalar::of(bf16_t(258.0)), Op::sum, 3).ok); // the one rounding to bf16
+  CHECK_FALSE(check(ref, Scalar::of(258.0f), Op::sum, 3).ok);  // a float32 result has no such slack
+  CHECK(check(reference(a, Op::max), Scalar::of(256.0f), Op::max, 0).ok);
+  CHECK_FALSE(check(reference(a, Op::max), Scalar::of(257.0f), Op::max, 0).ok);
+}
+
 TEST_CASE("half: every valid configuration of every problem compiles with NVRTC for bf16 and f16",
           "[half][catalogue][nvrtc]") {
   // sm_90 takes the cvt.rn.bf16.f32 conversion, sm_75 the integer rounding of bf16; both the
@@ -285,8 +332,13 @@ TEST_CASE("half: every valid configuration of every problem compiles with NVRTC 
           Target t = sm(cc, d, op);
           t.problem = problem;
           for (const Variant& v : variants(problem))
-            for (const Config& c : space(v))
+            for (const Config& c : space(v)) {
               if (!invalid_reason(c, t)) jobs.push_back({c, d, op});
+              // The float32 result: every array configuration a sum takes with it.
+              Target w = t;
+              w.wide_result = true;
+              if (op == Op::sum && !invalid_reason(c, w)) jobs.push_back({c, d, op, true});
+            }
         }
     const auto outcomes = compile_all(loader, jobs, 0);
     std::size_t failed = 0;
@@ -294,6 +346,7 @@ TEST_CASE("half: every valid configuration of every problem compiles with NVRTC 
       if (!outcomes[i].error.empty()) {
         ++failed;
         FAIL_CHECK(key(jobs[i].config) << " " << name(jobs[i].dtype) << " " << name(jobs[i].op)
+                                       << (jobs[i].wide_result ? " (float32 result)" : "")
                                        << " sm_" << cc << ": " << outcomes[i].error);
       }
     INFO("sm_" << cc << ": " << jobs.size() << " configurations");

@@ -157,3 +157,91 @@ TEST_CASE("reducer: stored half configurations, and those a half sum cannot use 
       CHECK(bad.empty());
     }
 }
+
+TEST_CASE("reducer: bf16 and f16 with a float32 result, its atomic sums, under graph replay",
+          "[gpu][half]") {
+  // A stored first-block configuration (a float atomic sum) is faster than the last-block one: a
+  // float32 result takes it, an element-typed one passes it over, a deterministic reducer too.
+  const Gpu g;
+  const TempDir dir;
+  const auto path = dir.path / "tuning.db";
+  const std::uint64_t n = (1ull << 20) + 3;
+  {
+    std::vector<db::Measurement> rows;
+    for (DType d : kHalves)
+      for (Op op : kOps)
+        for (const auto& [k, us] : {std::pair{"streaming.b256.u4.v8.g4.shfl.firstblock", 1.0},
+                                    std::pair{"vectorized.b256.u2.v8.g4.shfl.lastblock", 2.0}})
+          rows.push_back(reduce_tune::testing::stored_row(k, d, op, us));
+    reduce_tune::testing::write_gpu_store(path.string(), g.info, rows);
+  }
+  Options o;
+  o.store_path = path.string();
+  Reducer r(0, o);
+  Options det = o;
+  det.deterministic = true;
+  Reducer rd(0, det);
+  cuda::Stream stream;
+  cuda::Buffer out(8);
+  for (DType d : kHalves)
+    for (Op op : kOps) {
+      INFO(name(d) << " " << name(op));
+      const Choice wide = r.async_config_for(d, op, n, DType::f32);
+      CHECK(key(wide.config) == "streaming.b256.u4.v8.g4.shfl.firstblock");
+      const Choice narrow = r.async_config_for(d, op, n);
+      if (op == Op::sum) {
+        CHECK(key(narrow.config) == "vectorized.b256.u2.v8.g4.shfl.lastblock");
+        CHECK_THAT(narrow.note, Catch::Contains("float32 result"));
+        CHECK(key(rd.async_config_for(d, op, n, DType::f32).config) ==
+              "vectorized.b256.u2.v8.g4.shfl.lastblock");
+      } else {
+        CHECK(key(narrow.config) == "streaming.b256.u4.v8.g4.shfl.firstblock");
+      }
+      // Eagerly, then captured and replayed with new data every time.
+      const HostArray a = make_input(d, n, 33);
+      cuda::Buffer in(a.bytes.size());
+      RT_CU(cuMemcpyHtoD(in.get(), a.bytes.data(), a.bytes.size()));
+      RT_CU(cuCtxSynchronize());
+      auto got = [&] {
+        Scalar s;
+        s.dtype = DType::f32;
+        RT_CU(cuStreamSynchronize(stream.get()));
+        RT_CU(cuMemcpyDtoH(&s.bits, out.get(), 4));
+        return s;
+      };
+      RT_CU(cuMemsetD32Async(out.get(), 0xA5A5A5A5u, 2, stream.get()));
+      r.reduce_async(d, op, reinterpret_cast<const void*>(in.get()), n,
+                     reinterpret_cast<void*>(out.get()), DType::f32, stream.get());
+      CHECK(mismatch(g, wide, a, op, got()) == std::string());
+      CUgraph graph = nullptr;
+      RT_CU(cuStreamBeginCapture(stream.get(), CU_STREAM_CAPTURE_MODE_GLOBAL));
+      r.reduce_async(d, op, reinterpret_cast<const void*>(in.get()), n,
+                     reinterpret_cast<void*>(out.get()), DType::f32, stream.get());
+      RT_CU(cuStreamEndCapture(stream.get(), &graph));
+      CUgraphExec exec = nullptr;
+      RT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+      for (int rep = 0; rep < 20; ++rep) {
+        const HostArray b = make_input(d, n, 100 + rep);
+        RT_CU(cuMemcpyHtoD(in.get(), b.bytes.data(), b.bytes.size()));
+        // From pageable memory the copy may return before its DMA lands; the stream does not wait
+        // for the legacy stream's copy.
+        RT_CU(cuCtxSynchronize());
+        RT_CU(cuGraphLaunch(exec, stream.get()));
+        CHECK(mismatch(g, wide, b, op, got()) == std::string());
+      }
+      RT_CU(cuGraphExecDestroy(exec));
+      RT_CU(cuGraphDestroy(graph));
+      // n = 0: the identity as float32.
+      r.reduce_async(d, op, reinterpret_cast<const void*>(in.get()), 0,
+                     reinterpret_cast<void*>(out.get()), DType::f32, stream.get());
+      CHECK(got().as<float>() == identity(DType::f32, op).as<float>());
+    }
+  // Only the element type, or float32 from bf16/f16.
+  const void* p = reinterpret_cast<const void*>(out.get());
+  void* q = reinterpret_cast<void*>(out.get());
+  CHECK_THROWS_AS(r.reduce_async(DType::f32, Op::sum, p, 1, q, DType::f64), InvalidArgument);
+  CHECK_THROWS_WITH(r.reduce_async(DType::bf16, Op::sum, p, 1, q, DType::f16),
+                    Catch::Contains("bfloat16 or float32"));
+  CHECK_THROWS_WITH(r.async_config_for(DType::i32, Op::sum, 1, DType::f32),
+                    Catch::Contains("element type"));
+}

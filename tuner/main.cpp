@@ -464,8 +464,12 @@ int cmd_compile(const std::vector<std::string>& args) {
       const Target t{d, op, cc, 1024, 132, unsafe, pr};
       for (const Variant& v : variants(pr)) {
         if (!names.empty() && std::find(names.begin(), names.end(), v.name) == names.end()) continue;
-        for (const Config& c : space(v))
-          if (!invalid_reason(c, t) && seen.insert(render(c, d, op)).second) jobs.push_back({c, d, op});
+        for (const Config& c : space(v)) {
+          // As the sweep: bf16/f16 sums' atomic finishes with the float32 result they need.
+          const bool wide = valid_wide_only(c, t);
+          if ((wide || !invalid_reason(c, t)) && seen.insert(render(c, d, op, wide)).second)
+            jobs.push_back({c, d, op, wide});
+        }
       }
     }
   CompileCache cache(cache_dir);

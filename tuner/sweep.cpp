@@ -48,6 +48,9 @@ std::string host_name() {
 using Job = CompileJob;
 
 // The valid (configuration, dtype, op) of a sweep; invalid points go to `skipped` with their reason.
+// A bf16 or f16 configuration that cannot write the element type but can write the float32
+// accumulator (an atomic finish of a sum) is measured that way: the store keeps it beside the
+// others, and only lookups for a float32 result take it (runtime/lookup.cpp re-validates).
 std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm_count,
                             std::vector<Skip>* skipped) {
   std::vector<Job> jobs;
@@ -57,7 +60,10 @@ std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm
       const Target t{d, op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
       for (const Config& c : configs) {
         if (auto why = invalid_reason(c, t)) {
-          if (skipped) skipped->push_back({key(c), std::string(name(d)), std::string(name(op)), 0, *why});
+          if (valid_wide_only(c, t))
+            jobs.push_back({c, d, op, true});
+          else if (skipped)
+            skipped->push_back({key(c), std::string(name(d)), std::string(name(op)), 0, *why});
         } else {
           jobs.push_back({c, d, op});
         }
@@ -322,12 +328,14 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
           m.seed = seed;
           m.cold = !o.hot;
           try {
-            const Kernel kernel = loader.load(j.config, d, op);
+            const Kernel kernel = loader.load(j.config, d, op, j.wide_result);
             const LaunchPlan p = plan(j.config, t, n);
             ws.reserve(p, d, n);
             // Poison what the kernels must write, so an unwritten result cannot pass.
             RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, s));
-            if (p.partials) RT_CU(cuMemsetD8Async(ws.partials(), 0xA5, std::size_t(p.grid) * es, s));
+            if (p.partials)
+              RT_CU(cuMemsetD8Async(ws.partials(), 0xA5,
+                                    std::size_t(p.grid) * size_of(accumulator_of(d)), s));
             // Repetition r, queued: the input prepared, L2 flushed, the launches between event
             // pair r.
             auto queue_timed = [&](int r) {

@@ -102,6 +102,8 @@ public:
   Choice config_for(DType dtype, Op op, std::uint64_t n) const;
   /// The same for reduce_async, which needs the result on the device: no host finish.
   Choice async_config_for(DType dtype, Op op, std::uint64_t n) const;
+  /// The same for reduce_async with a `result` dtype (float32 for bf16 and f16; see there).
+  Choice async_config_for(DType dtype, Op op, std::uint64_t n, DType result) const;
   /// The configuration a segmented call uses for `shape` (Shape's comment says what count and
   /// length mean for each problem; for Problem::segments the length is not known on the host, and
   /// the lookup grades by the segment count alone). Problem::array is async_config_for.
@@ -176,6 +178,16 @@ public:
   /// Capturing needs a CUDA 11.4 or newer driver.
   void reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
                     CUstream stream = nullptr);
+  /// reduce_async with the result written as `result`: the element type (the call above) or, for
+  /// bf16 and f16 (DType::bf16, DType::f16), DType::f32: `d_out` then receives the float32
+  /// accumulator itself, not rounded to the element type (as torch.sum(x, dtype=torch.float32)
+  /// or CUB with a float output). A sum is then within the float32 summation bound, without the
+  /// final rounding, and, not having to round once at the end, may finish with atomic adds into
+  /// the result, which is faster (docs/PERFORMANCE.md); like every float atomic finish, that is
+  /// not bit-for-bit reproducible unless Options::deterministic is set. Min and max give the exact
+  /// element as float32. Any other `result` throws InvalidArgument. Graph rules as above.
+  void reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
+                    DType result, CUstream stream = nullptr);
 
   // ---- segmented reductions: one result per row, column or segment --------------------------
   // All asynchronous on `stream` like reduce_async (results in device memory, ordered after the

@@ -37,7 +37,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   A v = listed ? rt_identity() : rt_lanes_reduce(in + begin, len, lane, RT_WIDTH);
   v = rt_group_reduce(v);
   if (lane == 0 && s < count && (!listed || chunks > 1))
-    out[s] = rt_from_acc(v); // listed in several chunks: the identity, which the chunks combine into
+    out[s] = rt_result(v); // listed in several chunks: the identity, which the chunks combine into
 }
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
@@ -58,7 +58,7 @@ rt_segmented_chunks(RT_SEGMENTED_PARAMS) {
     const rt_size n = len - lo < RT_CHUNK ? len - lo : RT_CHUNK;
     const A v = rt_block_reduce(rt_lanes_reduce(in + begin + lo, n, threadIdx.x, RT_BLOCK));
     if (threadIdx.x == 0) {
-      if (len <= RT_CHUNK) out[s] = rt_from_acc(v);
+      if (len <= RT_CHUNK) out[s] = rt_result(v);
       else rt_atomic_out(out + s, v);
     }
   }

@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #if defined(RT_FINISH_ATOMIC)
     rt_atomic_out(out + c0 + e, acc[e]);
 #else
-    out[c0 + e] = rt_from_acc(acc[e]);
+    out[c0 + e] = rt_result(acc[e]);
 #endif
   }
 }

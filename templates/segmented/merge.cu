@@ -79,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented_partition(RT
     coord[2 * b] = x;
     coord[2 * b + 1] = y;
     if (b > 0 && b < aux && rt_cuts(offsets, x, y, segs, base, n))
-      out[x] = rt_from_acc(rt_identity()); // cut here: both blocks combine into it
+      out[x] = rt_result(rt_identity()); // cut here: both blocks combine into it
   }
 }
 
@@ -173,7 +173,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK) rt_segme
             first_end = i;
             first = acc;
           } else {
-            out[x + i] = rt_from_acc(acc); // began and ended in this thread
+            out[x + i] = rt_result(acc); // began and ended in this thread
           }
           acc = rt_identity();
           ++i;
@@ -214,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK) rt_segme
     if (first_end >= 0) {
       const A r = rt_combine(before, first);
       if (x + first_end == xb && head_cut) rt_atomic_out(out + xb, r);
-      else out[x + first_end] = rt_from_acc(r);
+      else out[x + first_end] = rt_result(r);
     }
     if (tid == RT_BLOCK - 1) carry_s = v;
     __syncthreads();

@@ -8,7 +8,7 @@
 // self-resetting device state (zeroed once by the host).
 
 #define RT_SEGMENTED_PARAMS                                                                       \
-  const T *__restrict__ in, const long long *__restrict__ offsets, T *__restrict__ out,          \
+  const T *__restrict__ in, const long long *__restrict__ offsets, R *__restrict__ out,          \
       rt_size count, rt_size length, rt_size stride, rt_size aux,                                 \
       unsigned long long *__restrict__ work
 
@@ -17,10 +17,10 @@ static_assert(sizeof(T) * RT_VEC <= 16, "vectors of at most 16 bytes");
 struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
 
 // Sets out[0..count) to the identity, before kernels that combine into it atomically.
-extern "C" __global__ void rt_fill_identity(T* __restrict__ out, rt_size count) {
+extern "C" __global__ void rt_fill_identity(R* __restrict__ out, rt_size count) {
   for (rt_size i = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += rt_size(gridDim.x) * blockDim.x)
-    out[i] = rt_from_acc(rt_identity());
+    out[i] = rt_result(rt_identity());
 }
 
 // The first element and the length of contiguous segment s (rows and segments).
