@@ -358,7 +358,11 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   if (v.block_compile_time) s += "#define RT_BLOCK " + std::to_string(c.block) + "\n";
   if (takes(v, P_WIDTH)) s += "#define RT_WIDTH " + std::to_string(c.width) + "\n";
   if (v.problem != Problem::array) s += "#define RT_PROBLEM_" + upper(name(v.problem)) + " 1\n";
-  if (!v.define.empty()) s += "#define " + std::string(v.define) + " 1\n";
+  for (std::string_view d = v.define; !d.empty();) { // space-separated macros
+    const std::size_t end = std::min(d.find(' '), d.size());
+    if (end) s += "#define " + std::string(d.substr(0, end)) + " 1\n";
+    d.remove_prefix(std::min(end + 1, d.size()));
+  }
   s += template_source("common.cuh");
   if (v.problem != Problem::array) s += template_source("segmented/segmented.cuh");
   s += template_source(v.source.empty() ? "array/" + std::string(v.name) + ".cu" : std::string(v.source));

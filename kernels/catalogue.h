@@ -44,7 +44,8 @@ struct Variant {
   bool in_place;                            ///< works on a scratch copy of the input
   int min_block;                            ///< smallest block its tree handles
   std::string_view source = {};             ///< template file when not <name>.cu
-  std::string_view define = {};             ///< macro the template is rendered with, if any
+  std::string_view define = {};             ///< macros (space-separated) the template is
+                                            ///< rendered with, if any
   Problem problem = Problem::array;         ///< the problem kind it solves
 };
 

@@ -34,6 +34,15 @@ constexpr Variant kRows[] = {
      "RT_MAP_BLOCK", Problem::rows},
     {"rows_split", "g blocks per SM spread over the rows, several per long row, combined atomically",
      kSplit, kU124, kShfl, kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT", Problem::rows},
+    // The same three with evict-first loads (ld.global.cs, as the array's `streaming`): on an H100
+    // with a dirty L2 they were 11-21 % faster at 2^24 elements and up to 23 % slower at some
+    // 2^20 shapes (same configurations, docs/PERFORMANCE.md), so the sweep picks per shape.
+    {"rows_group_streaming", "rows_group with evict-first loads", kGroup, kU124, kShfl, kDirect,
+     true, false, 32, kContiguous, "RT_MAP_GROUP RT_EVICT_FIRST", Problem::rows},
+    {"rows_block_streaming", "rows_block with evict-first loads", kBlock, kU124, kShfl, kDirect,
+     true, false, 32, kContiguous, "RT_MAP_BLOCK RT_EVICT_FIRST", Problem::rows},
+    {"rows_split_streaming", "rows_split with evict-first loads", kSplit, kU124, kShfl, kAtomic,
+     true, false, 32, kContiguous, "RT_MAP_SPLIT RT_EVICT_FIRST", Problem::rows},
 };
 constexpr Variant kColumns[] = {
     {"columns_tile",

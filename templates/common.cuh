@@ -61,6 +61,35 @@ __device__ __forceinline__ R rt_result(A v) { return v; }
 __device__ __forceinline__ R rt_result(A v) { return rt_from_acc(v); }
 #endif
 
+// ---- vector loads ----------------------------------------------------------------------------
+
+// RT_VEC elements loaded as one (16 bytes at most: 4 floats or ints, 2 doubles, 8 bf16).
+static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4 || RT_VEC == 8, "vector width 1, 2, 4 or 8");
+static_assert(sizeof(T) * RT_VEC <= 16, "vectors of at most 16 bytes");
+struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
+
+// A vector load of input read once. With RT_EVICT_FIRST (the `streaming` variant) it is
+// ld.global.cs: the input's lines leave L2 first rather than push out others, dirty ones above
+// all (whose write-back shares DRAM with the reads). On an H100 with L2 full of dirty lines that
+// cut 2^22..2^24-element sums by 5-13 % but cost ~3 % at 2^28 (bench/probes/finishes.cu), so
+// both are in the catalogue and the sweep picks.
+__device__ __forceinline__ rt_vec rt_load(const rt_vec* p) {
+#if defined(RT_EVICT_FIRST)
+  rt_vec r;
+  if constexpr (sizeof(rt_vec) == 16)
+    *reinterpret_cast<int4*>(&r) = __ldcs(reinterpret_cast<const int4*>(p));
+  else if constexpr (sizeof(rt_vec) == 8)
+    *reinterpret_cast<int2*>(&r) = __ldcs(reinterpret_cast<const int2*>(p));
+  else if constexpr (sizeof(rt_vec) == 4)
+    *reinterpret_cast<int*>(&r) = __ldcs(reinterpret_cast<const int*>(p));
+  else
+    *reinterpret_cast<unsigned short*>(&r) = __ldcs(reinterpret_cast<const unsigned short*>(p));
+  return r;
+#else
+  return *p;
+#endif
+}
+
 // ---- the operator: identity, combine, atomic combine --------------------------------------
 
 // Floating-point min and max are IEEE 754-2019 minimum and maximum: a NaN operand gives a NaN (the

@@ -2,33 +2,8 @@
 // RT_UNROLL independent loads in flight per thread, over a data-sized grid (one pass) or a
 // grid-stride loop (grid from the SM count), then a two-level block reduction and the finish.
 // An unaligned head (input not 16-byte aligned) and a tail shorter than a vector are read as
-// scalars, so every n >= 1 and every element-aligned pointer works.
-static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4 || RT_VEC == 8, "vector width 1, 2, 4 or 8");
-static_assert(sizeof(T) * RT_VEC <= 16, "vectors of at most 16 bytes");
-struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
-
-// The body's loads. With RT_EVICT_FIRST (the `streaming` variant) they are ld.global.cs: the
-// input is read once, so its lines leave L2 first rather than push out others, dirty ones above
-// all (whose write-back shares DRAM with the reads). On an H100 with L2 full of dirty lines that
-// cut 2^22..2^24-element sums by 5-13 % but cost ~3 % at 2^28 (bench/probes/finishes.cu), so
-// both are in the catalogue and the sweep picks.
-__device__ __forceinline__ rt_vec rt_load(const rt_vec* p) {
-#if defined(RT_EVICT_FIRST)
-  rt_vec r;
-  if constexpr (sizeof(rt_vec) == 16)
-    *reinterpret_cast<int4*>(&r) = __ldcs(reinterpret_cast<const int4*>(p));
-  else if constexpr (sizeof(rt_vec) == 8)
-    *reinterpret_cast<int2*>(&r) = __ldcs(reinterpret_cast<const int2*>(p));
-  else if constexpr (sizeof(rt_vec) == 4)
-    *reinterpret_cast<int*>(&r) = __ldcs(reinterpret_cast<const int*>(p));
-  else
-    *reinterpret_cast<unsigned short*>(&r) = __ldcs(reinterpret_cast<const unsigned short*>(p));
-  return r;
-#else
-  return *p;
-#endif
-}
-
+// scalars, so every n >= 1 and every element-aligned pointer works. The loads are rt_load
+// (common.cuh): evict-first for the `streaming` variant.
 extern "C" __global__ void __launch_bounds__(RT_BLOCK)
 rt_reduce(RT_REDUCE_PARAMS) {
   rt_pdl_trigger(); // the two-pass finish's second kernel may launch now (it waits for this one)

@@ -12,9 +12,6 @@
       rt_size count, rt_size length, rt_size stride, rt_size aux,                                 \
       unsigned long long *__restrict__ work
 
-static_assert(RT_VEC == 1 || RT_VEC == 2 || RT_VEC == 4 || RT_VEC == 8, "vector width 1, 2, 4 or 8");
-static_assert(sizeof(T) * RT_VEC <= 16, "vectors of at most 16 bytes");
-struct __align__(sizeof(T) * RT_VEC) rt_vec { T x[RT_VEC]; };
 
 // Sets out[0..count) to the identity, before kernels that combine into it atomically.
 extern "C" __global__ void rt_fill_identity(R* __restrict__ out, rt_size count) {
@@ -56,7 +53,7 @@ __device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size le
   for (; i + rt_size(RT_UNROLL - 1) * lanes < nvec; i += rt_size(RT_UNROLL) * lanes) {
     rt_vec r[RT_UNROLL];
 #pragma unroll
-    for (int k = 0; k < RT_UNROLL; ++k) r[k] = body[i + rt_size(k) * lanes];
+    for (int k = 0; k < RT_UNROLL; ++k) r[k] = rt_load(body + i + rt_size(k) * lanes);
 #pragma unroll
     for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
@@ -66,7 +63,7 @@ __device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size le
   for (int k = 0; k < RT_UNROLL; ++k) {
     const rt_size j = i + rt_size(k) * lanes;
     if (j < nvec) {
-      const rt_vec r = body[j];
+      const rt_vec r = rt_load(body + j);
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r.x[e]));
     }
