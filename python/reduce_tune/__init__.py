@@ -9,7 +9,8 @@ Inputs are anything on a CUDA GPU: torch tensors, CuPy arrays, objects with
 the input's framework (torch -> tensor, CuPy -> ndarray, others -> :class:`DeviceArray`) and dtype,
 on its device, written asynchronously on the framework's current stream unless ``stream=`` names
 another: nothing waits on the host, so calls compose with the framework's work and CUDA graphs.
-Integer sums wrap in the input's dtype; min/max are exact and propagate NaN (IEEE 754-2019
+(A bfloat16/float16 array reduced whole may ask ``dtype=float32``: the float32 accumulator,
+unrounded.) Integer sums wrap in the input's dtype; min/max are exact and propagate NaN (IEEE 754-2019
 minimum/maximum, like numpy.max and torch.amax); floating-point sums (NaN if any element is) are
 accurate to a bound like a pairwise sum's. An empty reduction gives
 the identity (0; for min the largest value, +inf for floats; for max the lowest, -inf).
@@ -53,43 +54,49 @@ __all__ = ["sum", "min", "max", "segment_sum", "segment_min", "segment_max", "co
            "devices", "gpu_available", "dtypes", "DeviceArray", "__version__"]
 
 
-def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None) -> Any:  # noqa: A001
+def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None,  # noqa: A001
+        dtype: Any = None) -> Any:
     """The sum of `x`'s elements (``dim=None``), or along a dimension.
 
     dim: None reduces everything (a 0-d result). For a 2-D array, ``dim=-1`` (or 1) gives one
         result per row and ``dim=0`` one per column; for N-D arrays dim 0 or -1 of a contiguous
         array (results of shape ``x.shape[1:]`` or ``x.shape[:-1]``). Strided rows (a slice of
         columns, ``x[:, a:b]``) and transposed matrices are read in place through a row stride.
-    out: an array of the result's size and x's dtype on x's GPU to write into (returned).
+    out: an array of the result's size and dtype on x's GPU to write into (returned).
+    dtype: the result's dtype: x's (the default), or for a bfloat16/float16 array reduced whole,
+        float32 (``torch.float32``, ``"float32"``): the float32 accumulator itself, not rounded to
+        x's dtype (as ``torch.sum(x, dtype=torch.float32)``), and faster for sums.
     stream: the stream to run on (torch.cuda.Stream, cupy.cuda.Stream, an int handle); default:
         the framework's current stream. The call is ordered after the work that produced `x`.
     """
-    if dim is None and stream is None and type(x) is _arrays.torch_tensor:
+    if dim is None and stream is None and dtype is None and type(x) is _arrays.torch_tensor:
         r = _torch_whole(_SUM, x, out)
         if r is not None:
             return r
-    return _reduce("sum", x, dim, out=out, stream=stream)
+    return _reduce("sum", x, dim, out=out, stream=stream, dtype=dtype)
 
 
-def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None) -> Any:  # noqa: A001
+def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None,  # noqa: A001
+        dtype: Any = None) -> Any:
     """The minimum of `x`'s elements, or along a dimension (arguments as for :func:`sum`).
     A floating-point NaN anywhere gives NaN (IEEE 754-2019 minimum, like numpy.min and torch.amin);
     -0.0 orders below +0.0."""
-    if dim is None and stream is None and type(x) is _arrays.torch_tensor:
+    if dim is None and stream is None and dtype is None and type(x) is _arrays.torch_tensor:
         r = _torch_whole(_MIN, x, out)
         if r is not None:
             return r
-    return _reduce("min", x, dim, out=out, stream=stream)
+    return _reduce("min", x, dim, out=out, stream=stream, dtype=dtype)
 
 
-def max(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None) -> Any:  # noqa: A001
+def max(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None,  # noqa: A001
+        dtype: Any = None) -> Any:
     """The maximum of `x`'s elements, or along a dimension (arguments as for :func:`sum`); a NaN
     gives NaN as in :func:`min`, and +0.0 orders above -0.0."""
-    if dim is None and stream is None and type(x) is _arrays.torch_tensor:
+    if dim is None and stream is None and dtype is None and type(x) is _arrays.torch_tensor:
         r = _torch_whole(_MAX, x, out)
         if r is not None:
             return r
-    return _reduce("max", x, dim, out=out, stream=stream)
+    return _reduce("max", x, dim, out=out, stream=stream, dtype=dtype)
 
 
 def segment_sum(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:

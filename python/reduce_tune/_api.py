@@ -182,16 +182,18 @@ def _identity(dt: _dtypes.DType, op: str) -> Union[int, float]:
     return hi if op == "min" else lo
 
 
-def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int, dlpack_stream: Optional[int]
-            ) -> Tuple[Any, int, str]:
-    """(result object, its pointer, its kind): `out` checked, or a new array of a's framework."""
+def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int, dlpack_stream: Optional[int],
+            rdt: Optional[_dtypes.DType] = None) -> Tuple[Any, int, str]:
+    """(result object, its pointer, its kind): `out` checked, or a new array of a's framework, of
+    dtype `rdt` (default: a's)."""
+    rdt = rdt or a.dtype
     if out is None:
-        o, ptr = _arrays.empty(a, shape, dev, stream)
+        o, ptr = _arrays.empty(a, shape, dev, stream, None if rdt == a.dtype else rdt)
         return o, ptr, a.kind
     o = _arrays.read(out, "out", dlpack_stream)
     want = math.prod(shape)
-    if o.dtype != a.dtype:
-        raise TypeError(f"reduce_tune: out has dtype {o.dtype.name}, the result is {a.dtype.name}")
+    if o.dtype != rdt:
+        raise TypeError(f"reduce_tune: out has dtype {o.dtype.name}, the result is {rdt.name}")
     if o.size != want:
         raise ValueError(f"reduce_tune: out has {o.size} elements (shape {o.shape}); the result "
                          f"has {want} (shape {shape})")
@@ -224,22 +226,42 @@ def torch_whole(opv: int, x: Any, out: Any) -> Any:
     return o
 
 
-def reduce(op: str, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamLike = None) -> Any:
+def _result_dtype(a: Array, dtype: Any, kind: str) -> Optional[_dtypes.DType]:
+    """The dtype= argument: None or a's dtype (the element type), or float32 for a bf16/float16
+    array reduced whole (the float32 accumulator, unrounded: Reducer::reduce_async with
+    DType::f32); None when it is the element type."""
+    if dtype is None:
+        return None
+    r = _dtypes.from_any(dtype)
+    if r == a.dtype:
+        return None
+    if r.name != "float32" or a.dtype.name not in ("bfloat16", "float16"):
+        raise TypeError(f"reduce_tune: dtype={r.name} for a {a.dtype.name} array: the result is the "
+                        "element type, or float32 for bfloat16 and float16")
+    if kind != "array":
+        raise ValueError("reduce_tune: dtype=float32 is for a whole contiguous (or evenly strided) "
+                         "array reduced to one value (dim=None)")
+    return r
+
+
+def reduce(op: str, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamLike = None,
+           dtype: Any = None) -> Any:
     """sum, min or max by `op` (see sum)."""
     opv = _dtypes.op_value(op)
     sarg = _stream_arg(stream)
     dls = sarg[0] if sarg else None
     a = _arrays.read(x, "x", dls)
     plan = _plan(a.shape, a.strides, dim)
+    rdt = _result_dtype(a, dtype, plan.kind)
     dev = a.device(sarg[1] if sarg and sarg[1] is not None else 0)
     s = _run_stream(sarg, [a], dev)
-    res, rptr, rkind = _result(a, plan.result_shape, out, dev, s, dls)
+    res, rptr, rkind = _result(a, plan.result_shape, out, dev, s, dls, rdt)
     if plan.count == 0:
         return res
     dt = a.dtype.value
     k = plan.kind
     if k == "array":
-        _ext.reduce(dev, dt, opv, a.ptr, plan.args[0], rptr, s)
+        _ext.reduce(dev, dt, opv, a.ptr, plan.args[0], rptr, s, rdt.value if rdt else -1)
     elif plan.length == 0:  # empty rows or columns: the identity each
         _arrays.fill(res, rkind, _identity(a.dtype, op), a.dtype, rptr, plan.count, opv, dev, s)
     elif k == "rows":

@@ -202,19 +202,22 @@ def read(x: Any, what: str = "x", dlpack_stream: Optional[int] = None) -> Array:
 
 # ---- results ---------------------------------------------------------------------------------
 
-def empty(like: Array, shape: Shape, device: int, stream: int) -> Tuple[Any, int]:
-    """An uninitialised C-contiguous array of like's framework and dtype on `device`; (array,
-    pointer). Frameworks allocate stream-ordered on their current stream, which is `stream`
-    unless the caller passed another."""
+def empty(like: Array, shape: Shape, device: int, stream: int,
+          dtype: Optional[DType] = None) -> Tuple[Any, int]:
+    """An uninitialised C-contiguous array of like's framework and dtype (or `dtype`) on `device`;
+    (array, pointer). Frameworks allocate stream-ordered on their current stream, which is
+    `stream` unless the caller passed another."""
+    name = (dtype or like.dtype).name
     if like.kind == "torch":
-        o = like.obj.new_empty(shape)
+        o = like.obj.new_empty(shape) if dtype is None else like.obj.new_empty(
+            shape, dtype=getattr(sys.modules["torch"], name))
         return o, o.data_ptr()
     if like.kind == "cupy":
         cupy = sys.modules["cupy"]
         with cupy.cuda.Device(device):
-            o = cupy.empty(shape, dtype=like.obj.dtype)
+            o = cupy.empty(shape, dtype=like.obj.dtype if dtype is None else name)
         return o, o.data.ptr
-    o = DeviceArray(shape, like.dtype.name, device, stream)
+    o = DeviceArray(shape, name, device, stream)
     return o, o.ptr
 
 

@@ -182,6 +182,21 @@ def test_bad_dims(dim, exc):
         rt.sum(FakeCAI((3, 4)), dim)
 
 
+def test_result_dtype_arguments():
+    # float32 only for bfloat16/float16 reduced whole; the element type itself is always fine (it
+    # is checked with the rest, so a fake array gets as far as the driver only then).
+    with pytest.raises(TypeError, match="element type, or float32 for bfloat16 and float16"):
+        rt.sum(FakeCAI((8,), typestr="<f4"), dtype="float64")
+    with pytest.raises(TypeError, match="element type, or float32"):
+        rt.sum(FakeCAI((8,), typestr="<f2"), dtype="float64")
+    with pytest.raises(TypeError, match="element type, or float32"):
+        rt.max(FakeCAI((8,), typestr="<i4"), dtype="float32")
+    with pytest.raises(ValueError, match="dim=None"):
+        rt.sum(FakeCAI((4, 8), typestr="<f2"), dim=-1, dtype="float32")
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        rt.sum(FakeCAI((8,), typestr="<f2"), dtype="complex64")
+
+
 def test_middle_dim_of_3d():
     with pytest.raises(ValueError, match="dim must be None, 0 or -1"):
         rt.sum(FakeCAI((2, 3, 4)), dim=1)

@@ -152,6 +152,34 @@ def test_out_argument(torch):
         rt.sum(x, out=torch.empty(2, dtype=torch.int64, device="cuda"))
 
 
+@pytest.mark.parametrize("op", OPS)
+def test_float32_result_of_half_arrays(torch, op):
+    # dtype=float32: the unrounded float32 accumulator of a bf16/float16 reduction, as
+    # torch.sum(x, dtype=torch.float32); min/max the exact element widened.
+    for tdt in (torch.bfloat16, torch.float16):
+        for n in (1, 1000, (1 << 20) + 3, 3_000_001):
+            g = torch.Generator(device="cuda").manual_seed(n)
+            x = (torch.rand(n, device="cuda", generator=g) * 2 - 1).to(tdt)
+            r = FUNCS[op](x, dtype=torch.float32)
+            assert r.dtype == torch.float32 and r.shape == () and r.device == x.device
+            x64 = x.double()
+            if op == "sum":
+                want = x64.sum().item()
+                # float32's tolerance (the bench's): no term for a rounding to x's dtype
+                bound = 1e-6 * x64.abs().sum().item() + 2.0 ** -24 * abs(want)
+                assert abs(r.item() - want) <= bound, (tdt, n, r.item(), want)
+            else:
+                want = (x64.min() if op == "min" else x64.max()).item()
+                assert r.item() == want
+            o = torch.empty((), dtype=torch.float32, device="cuda")
+            assert FUNCS[op](x, out=o, dtype="float32") is o and o.item() == r.item()
+    x = torch.ones(10, dtype=torch.bfloat16, device="cuda")
+    assert rt.sum(x[:0], dtype=torch.float32).item() == 0.0
+    with pytest.raises(TypeError, match="out has dtype bfloat16"):
+        rt.sum(x, out=torch.empty((), dtype=torch.bfloat16, device="cuda"), dtype=torch.float32)
+    assert rt.sum(x, dtype=torch.bfloat16).dtype == torch.bfloat16
+
+
 def test_errors(torch):
     with pytest.raises(TypeError, match="not on a GPU"):
         rt.sum(torch.ones(4))
