@@ -341,6 +341,28 @@ TEST_CASE("lookup: a result on the device passes over host finishes", "[lookup]"
   CHECK_THAT(c.note, Catch::Contains(kHost + " (finishes on the host"));
 }
 
+TEST_CASE("lookup: a bf16 sum's float32-result rows only for a float32 result", "[lookup][half]") {
+  // The sweep stores a half sum's atomic finishes measured with the float32 result beside the
+  // element-typed rows (tuner/sweep.cpp): an element-typed lookup passes them over and says why.
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  const std::string first = "streaming.b512.u1.v8.g8.shfl.firstblock";
+  const std::string last = "streaming.b256.u2.v8.g4.shfl.lastblock";
+  add(s, A.uuid, {row(first, k20, 4.6, DType::bf16), row(last, k20, 5.7, DType::bf16)});
+  Requirements req;
+  req.device_result = true;
+  const Choice element = lookup(s, A, DType::bf16, Op::sum, k20, req);
+  CHECK(key_of(element) == last);
+  CHECK(element.match == Match::exact);
+  CHECK_THAT(element.note, Catch::Contains(first + " (measured with a float32 result"));
+  req.wide_result = true;
+  const Choice wide = lookup(s, A, DType::bf16, Op::sum, k20, req);
+  CHECK(key_of(wide) == first);
+  CHECK(wide.note.empty());
+  req.deterministic = true; // a float atomic finish is not
+  CHECK(key_of(lookup(s, A, DType::bf16, Op::sum, k20, req)) == last);
+}
+
 TEST_CASE("lookup: unusable rows move the answer to the next size, then the next grade",
           "[lookup]") {
   db::Store s(":memory:");

@@ -51,6 +51,31 @@ TEST_CASE("segmented: each problem has its catalogue, grouped by problem", "[seg
   for (const Variant& v : variants()) CHECK(v.problem == Problem::array);
 }
 
+TEST_CASE("segmented: the streaming rows mappings are their plain twins with evict-first loads",
+          "[segmented]") {
+  for (const char* name : {"rows_group", "rows_block", "rows_split"}) {
+    INFO(name);
+    const Variant* plain = find_variant(name);
+    const Variant* streaming = find_variant(std::string(name) + "_streaming");
+    REQUIRE(plain);
+    REQUIRE(streaming);
+    CHECK(streaming->params == plain->params);
+    const std::vector<Config> a = space(*plain), b = space(*streaming);
+    REQUIRE(a.size() == b.size());
+    Config twin = a.front();
+    twin.variant = streaming->name;
+    CHECK(twin == b.front());
+    // Both define the mapping's macro; only the twin loads with ld.global.cs.
+    const std::string src_plain = render(a.front(), DType::f32, Op::sum);
+    const std::string src_streaming = render(b.front(), DType::f32, Op::sum);
+    const std::string map = std::string(plain->define);
+    CHECK_THAT(src_plain, Catch::Contains("#define " + map + " 1") &&
+                              !Catch::Contains("#define RT_EVICT_FIRST"));
+    CHECK_THAT(src_streaming, Catch::Contains("#define " + map + " 1") &&
+                                  Catch::Contains("#define RT_EVICT_FIRST 1"));
+  }
+}
+
 TEST_CASE("segmented: validity rules name the problem", "[segmented]") {
   auto reason = [](const char* k, Target t) { return invalid_reason(cfg(k), t).value_or(""); };
   CHECK_THAT(reason("rows_group.b256.w8.u2.v4.direct", sm90(Problem::columns)),
