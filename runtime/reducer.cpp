@@ -173,10 +173,7 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
 
 void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
                            CUstream stream) {
-  check_problem(dtype, op);
-  const RestoreContext restore;
-  restore.enter(impl_->ctx);
-  impl_->reduce_array_async(dtype, op, d_in, n, d_out, stream);
+  reduce_async(dtype, op, d_in, n, d_out, dtype, stream); // the element type: Result::device
 }
 
 void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,

@@ -1,7 +1,8 @@
 // reduce-tune: what every reduction template shares. The host prepends a header that defines
-// T (the element type), A (the type elements are combined in), RT_DTYPE_*, RT_OP_*, RT_TAIL_*,
-// RT_FINISH_*, RT_BLOCK (where compile-time), RT_UNROLL and RT_VEC, and R (the type the result is
-// written in: T, or A with RT_WIDE_RESULT), then this file, then the variant's template. Every kernel has the same signature:
+// T (the element type), A (the type elements are combined in), R (the type the result is written
+// in: T, or A with RT_WIDE_RESULT), RT_DTYPE_*, RT_OP_*, RT_TAIL_*, RT_FINISH_*, RT_BLOCK (where
+// compile-time), RT_UNROLL and RT_VEC, then this file, then the variant's template. Every kernel
+// has the same signature:
 //   rt_reduce(in, work, partials, out, n, counter)
 // `work` is a scratch copy of `in` for in-place variants; `partials` holds one value per block (of
 // type A); `out` is the final value; `counter` points at 16 zeroed bytes for the last-block and

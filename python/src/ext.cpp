@@ -306,11 +306,8 @@ NB_MODULE(_ext, m) {
                      int result) {
     Reducer& r = reducer(dev);
     nb::gil_scoped_release nogil;
-    if (result < 0 || result == dtype)
-      r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out), to_stream(stream));
-    else
-      r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out), to_dtype(result),
-                     to_stream(stream));
+    r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out),
+                   to_dtype(result < 0 ? dtype : result), to_stream(stream));
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "n"_a, "d_out"_a, "stream"_a, "result"_a = -1,
      "Reducer::reduce_async: one result at d_out, asynchronous on stream; `result` (a DType "
      "value, -1: the input's) float32 for a bf16/f16 input writes the unrounded accumulator.");
