@@ -188,12 +188,13 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
     cuda::launch(k.fill, std::max(blocks, 1u), 256, 0, s, fill_args);
   }
   void* args[] = {&in, &offsets, &out, &count, &length, &stride, &aux, &work};
-  // A kernel that follows another of the same call (the merge mapping's main kernel, the binned
-  // mapping's chunks) starts programmatically where k.programmatic: it waits in the kernel
-  // (rt_pdl_wait) for what the first wrote, so its launch overlaps the first's tail.
+  // A kernel that follows another of the same call (the main kernel after the fill or the merge
+  // mapping's partition, the binned mapping's chunks) starts programmatically where
+  // k.programmatic: it waits in the kernel (rt_pdl_wait) for what the first wrote, so its launch
+  // and its loads overlap the first.
   if (p.partition_grid) cuda::launch(k.partition, p.partition_grid, p.block, 0, s, args);
   cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args,
-               k.programmatic && p.partition_grid != 0);
+               k.programmatic && (p.partition_grid != 0 || p.fill));
   if (p.chunk_grid)
     cuda::launch(k.chunks, p.chunk_grid, p.block, p.smem_bytes, s, args, k.programmatic);
 }

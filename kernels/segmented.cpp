@@ -36,7 +36,9 @@ constexpr Variant kRows[] = {
      kSplit, kU124, kShfl, kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT", Problem::rows},
     // The same three with evict-first loads (ld.global.cs, as the array's `streaming`): on an H100
     // with a dirty L2 they were 11-21 % faster at 2^24 elements and up to 23 % slower at some
-    // 2^20 shapes (same configurations, docs/PERFORMANCE.md), so the sweep picks per shape.
+    // 2^20 shapes (same configurations, docs/PERFORMANCE.md), so the sweep picks per shape. Every
+    // problem's `_streaming` twins come after its plain variants: the sweep measures a twin only
+    // where its plain configuration is among the fastest of the shape (evict_first_twin_of).
     {"rows_group_streaming", "rows_group with evict-first loads", kGroup, kU124, kShfl, kDirect,
      true, false, 32, kContiguous, "RT_MAP_GROUP RT_EVICT_FIRST", Problem::rows},
     {"rows_block_streaming", "rows_block with evict-first loads", kBlock, kU124, kShfl, kDirect,
@@ -51,6 +53,10 @@ constexpr Variant kColumns[] = {
      kBlock, kU124, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns},
     {"columns_split", "column stripes x row slices (g blocks per SM), combined atomically", kSplit,
      kU124, kShfl, kAtomic, true, false, 32, "segmented/columns.cu", {}, Problem::columns},
+    {"columns_tile_streaming", "columns_tile with evict-first loads", kBlock, kU124, kShfl, kDirect,
+     true, false, 32, "segmented/columns.cu", "RT_EVICT_FIRST", Problem::columns},
+    {"columns_split_streaming", "columns_split with evict-first loads", kSplit, kU124, kShfl,
+     kAtomic, true, false, 32, "segmented/columns.cu", "RT_EVICT_FIRST", Problem::columns},
 };
 constexpr Variant kSegments[] = {
     {"segments_group", "a group of w lanes of a warp per segment", kGroup, kU124, kShfl, kDirect,
@@ -67,6 +73,14 @@ constexpr Variant kSegments[] = {
      "merge path: segment ends and elements split evenly over g blocks per SM, tiles of u items "
      "per thread staged in shared memory, cut segments combined atomically (two kernels)",
      kMergeParams, kItems, kShfl, kAtomic, true, false, 32, kMergeSource, {}, Problem::segments},
+    {"segments_group_streaming", "segments_group with evict-first loads", kGroup, kU124, kShfl,
+     kDirect, true, false, 32, kContiguous, "RT_MAP_GROUP RT_EVICT_FIRST", Problem::segments},
+    {"segments_block_streaming", "segments_block with evict-first loads", kBlock, kU124, kShfl,
+     kDirect, true, false, 32, kContiguous, "RT_MAP_BLOCK RT_EVICT_FIRST", Problem::segments},
+    {"segments_split_streaming", "segments_split with evict-first loads", kSplit, kU124, kShfl,
+     kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT RT_EVICT_FIRST", Problem::segments},
+    {"segments_binned_streaming", "segments_binned with evict-first loads", kBinned, kU124, kShfl,
+     kAtomic, true, false, 32, "segmented/binned.cu", "RT_EVICT_FIRST", Problem::segments},
 };
 
 // The sweep's values (a subset of what the validity rules admit).
@@ -253,6 +267,17 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
     return "rows of " + std::to_string(shape.length) +
            " elements take one block-pass: rows_block does it without atomics";
   return std::nullopt;
+}
+
+std::optional<Config> evict_first_twin_of(const Config& c) {
+  constexpr std::string_view kSuffix = "_streaming";
+  const Variant* v = find_variant(c.variant);
+  if (!v || v->problem == Problem::array || !c.variant.ends_with(kSuffix)) return std::nullopt;
+  Config plain = c;
+  plain.variant = c.variant.substr(0, c.variant.size() - kSuffix.size());
+  const Variant* p = find_variant(plain.variant);
+  if (!p || p->source != v->source) return std::nullopt;
+  return plain;
 }
 
 SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {

@@ -22,5 +22,8 @@ std::optional<std::string> segmented_invalid(const Config& c, const Target& t);
 /// same work with fewer idle lanes, or far sooner), or nullopt. Not a validity rule: the
 /// configuration is right. `longest`: the longest segment of an offsets problem (0: unknown).
 std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t longest = 0);
+/// The plain configuration of which `c` is the evict-first twin (a segmented `_streaming` variant:
+/// the same template and parameters, loads with RT_EVICT_FIRST), or nullopt.
+std::optional<Config> evict_first_twin_of(const Config& c);
 
 } // namespace reduce_tune

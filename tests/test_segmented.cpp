@@ -51,29 +51,69 @@ TEST_CASE("segmented: each problem has its catalogue, grouped by problem", "[seg
   for (const Variant& v : variants()) CHECK(v.problem == Problem::array);
 }
 
-TEST_CASE("segmented: the streaming rows mappings are their plain twins with evict-first loads",
+TEST_CASE("segmented: the streaming mappings are their plain twins with evict-first loads",
           "[segmented]") {
-  for (const char* name : {"rows_group", "rows_block", "rows_split"}) {
-    INFO(name);
-    const Variant* plain = find_variant(name);
-    const Variant* streaming = find_variant(std::string(name) + "_streaming");
-    REQUIRE(plain);
-    REQUIRE(streaming);
-    CHECK(streaming->params == plain->params);
-    const std::vector<Config> a = space(*plain), b = space(*streaming);
-    REQUIRE(a.size() == b.size());
-    Config twin = a.front();
-    twin.variant = streaming->name;
-    CHECK(twin == b.front());
-    // Both define the mapping's macro; only the twin loads with ld.global.cs.
-    const std::string src_plain = render(a.front(), DType::f32, Op::sum);
-    const std::string src_streaming = render(b.front(), DType::f32, Op::sum);
-    const std::string map = std::string(plain->define);
-    CHECK_THAT(src_plain, Catch::Contains("#define " + map + " 1") &&
-                              !Catch::Contains("#define RT_EVICT_FIRST"));
-    CHECK_THAT(src_streaming, Catch::Contains("#define " + map + " 1") &&
-                                  Catch::Contains("#define RT_EVICT_FIRST 1"));
+  std::size_t twins = 0;
+  for (Problem problem : {Problem::rows, Problem::columns, Problem::segments}) {
+    bool seen_twin = false;
+    for (const Variant& v : variants(problem)) {
+      INFO(v.name);
+      Config first = space(v).front();
+      const std::optional<Config> plain_config = evict_first_twin_of(first);
+      if (!plain_config) {
+        CHECK_FALSE(seen_twin); // the twins come after every plain variant of the problem
+        CHECK_FALSE(std::string(v.name).ends_with("_streaming"));
+        continue;
+      }
+      seen_twin = true;
+      ++twins;
+      const Variant* plain = find_variant(plain_config->variant);
+      REQUIRE(plain);
+      CHECK(std::string(plain->name) + "_streaming" == v.name);
+      CHECK(plain->params == v.params);
+      CHECK(plain->problem == v.problem);
+      const std::vector<Config> a = space(*plain), b = space(v);
+      REQUIRE(a.size() == b.size());
+      CHECK(*plain_config == a.front());
+      // The same source and macros; only the twin loads with ld.global.cs.
+      const std::string src_plain = render(a.front(), DType::f32, Op::sum);
+      const std::string src_streaming = render(first, DType::f32, Op::sum);
+      CHECK_THAT(src_plain, !Catch::Contains("#define RT_EVICT_FIRST"));
+      CHECK_THAT(src_streaming, Catch::Contains("#define RT_EVICT_FIRST 1"));
+      // Past the first line (the variant's name) and that one macro, the texts are equal.
+      std::string without = src_streaming.substr(src_streaming.find('\n'));
+      without.erase(without.find("#define RT_EVICT_FIRST 1\n"), std::string("#define RT_EVICT_FIRST 1\n").size());
+      CHECK(without == src_plain.substr(src_plain.find('\n')));
+    }
+    CHECK(seen_twin); // every segmented problem has evict-first twins
   }
+  CHECK(twins == 9);
+  CHECK_FALSE(evict_first_twin_of(cfg("streaming.b256.u4.v4.g2.shfl.atomic"))); // the array's own
+}
+
+TEST_CASE("segmented: the sweep measures the evict-first twins of the fastest plain configurations",
+          "[segmented]") {
+  TwinFilter f(2);
+  const Config a = cfg("rows_block.b256.u2.v4.direct"), b = cfg("rows_block.b512.u2.v4.direct"),
+               c = cfg("rows_block.b128.u2.v4.direct");
+  auto twin = [](Config x) {
+    x.variant += "_streaming";
+    return x;
+  };
+  // Nothing measured yet: measure every twin; plain configurations are never skipped.
+  CHECK_FALSE(f.skip(twin(a)));
+  f.measured(a, 30.0);
+  f.measured(b, 20.0);
+  f.measured(c, 40.0);
+  CHECK_FALSE(f.skip(a));
+  CHECK_FALSE(f.skip(twin(b))); // the fastest
+  CHECK_FALSE(f.skip(twin(a))); // second
+  const std::optional<std::string> why = f.skip(twin(c));
+  REQUIRE(why);
+  CHECK_THAT(*why, Catch::Contains("rows_block.b128.u2.v4.direct ranks 3"));
+  // A twin's own time does not push the plain configurations down the ranks.
+  f.measured(twin(b), 1.0);
+  CHECK_FALSE(f.skip(twin(a)));
 }
 
 TEST_CASE("segmented: validity rules name the problem", "[segmented]") {

@@ -40,6 +40,22 @@ ShapeData layout(Problem problem, Shape shape, std::uint64_t seed) {
 
 } // namespace
 
+void TwinFilter::measured(const Config& c, double median_us) {
+  if (!evict_first_twin_of(c)) median_us_[key(c)] = median_us;
+}
+
+std::optional<std::string> TwinFilter::skip(const Config& c) const {
+  const std::optional<Config> plain = evict_first_twin_of(c);
+  if (!plain) return std::nullopt;
+  const auto it = median_us_.find(key(*plain));
+  if (it == median_us_.end()) return std::nullopt;
+  const auto faster = std::size_t(std::count_if(median_us_.begin(), median_us_.end(),
+                                                [&](const auto& m) { return m.second < it->second; }));
+  if (faster < keep_) return std::nullopt;
+  return "its plain configuration " + it->first + " ranks " + std::to_string(faster + 1) +
+         " at this shape; only the fastest " + std::to_string(keep_) + " get evict-first twins";
+}
+
 std::vector<Shape> default_shapes(Problem problem) {
   std::vector<Shape> out;
   if (problem == Problem::segments) {
@@ -68,6 +84,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   const cuda::DeviceInfo& info = setup.info;
   const std::vector<Shape> shapes = o.shapes.empty() ? default_shapes(o.problem) : o.shapes;
   const int reps = std::max(3, o.reps);
+  // The evict-first twins after every plain configuration, so TwinFilter knows the plain ranks.
+  std::vector<CompileJob> ordered = jobs;
+  std::stable_partition(ordered.begin(), ordered.end(),
+                        [](const CompileJob& j) { return !evict_first_twin_of(j.config); });
   cuda::Stream stream;
   const CUstream s = stream.get();
   std::vector<cuda::Event> ev_start(static_cast<std::size_t>(reps)), ev_stop(static_cast<std::size_t>(reps));
@@ -144,7 +164,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                             .op = op, .problem = o.problem, .count = shape.count, .n = shape.length,
                             .elapsed_s = now_s() - setup.started_s, .eta_s = eta.remaining_s()});
         };
-        for (const CompileJob& j : jobs) {
+        TwinFilter twins;
+        for (const CompileJob& j : ordered) {
           if (j.dtype != d || j.op != op) continue;
           if (setup.stop && setup.stop()) {
             res.interrupted = true;
@@ -156,7 +177,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             eta.skipped(bytes);
             continue;
           }
-          if (auto why = pointless(j.config, shape, longest)) {
+          std::optional<std::string> why = pointless(j.config, shape, longest);
+          if (!why) why = twins.skip(j.config);
+          if (why) {
             res.skipped.push_back({k, std::string(name(d)), std::string(name(op)), shape.elements(),
                                    "pointless at " + std::to_string(shape.count) + " x " +
                                        std::to_string(shape.length) + ": " + *why});
@@ -219,6 +242,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             res.times.timing_s += std::chrono::duration<double>(Clock::now() - t_time).count();
             record_times(ms, 0, bytes, info.peak_gbps(), m);
             best_us = std::min(best_us, m.median_us);
+            twins.measured(j.config, m.median_us);
           } catch (const cuda::CudaError& e) {
             m.valid = false;
             m.error = e.what();

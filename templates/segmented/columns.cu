@@ -5,7 +5,8 @@
 // and a tall TY, so a warp still reads whole stretches of memory. The TY partials of a column meet
 // in shared memory. `aux` = ysplit << 11 | TX: the rows are cut into ysplit slices, one block each
 // (RT_FINISH_DIRECT: ysplit is 1 and the block writes its columns; RT_FINISH_ATOMIC: the slices
-// combine atomically into out, filled with the identity first).
+// combine atomically into out, filled with the identity first). RT_EVICT_FIRST: the vector loads
+// are evict-first (rt_load).
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED_PARAMS) {
   const unsigned tx_count = unsigned(aux & 2047u), ty_count = RT_BLOCK / tx_count;
@@ -30,14 +31,14 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
       rt_vec v[RT_UNROLL];
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
-        v[k] = *reinterpret_cast<const rt_vec*>(in + (r + rt_size(k) * ty_count) * stride + c0);
+        v[k] = rt_load(reinterpret_cast<const rt_vec*>(in + (r + rt_size(k) * ty_count) * stride + c0));
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_to_acc(v[k].x[e]));
     }
     for (; r < r1; r += ty_count) {
-      const rt_vec v = *reinterpret_cast<const rt_vec*>(in + r * stride + c0);
+      const rt_vec v = rt_load(reinterpret_cast<const rt_vec*>(in + r * stride + c0));
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_to_acc(v.x[e]));
     }
@@ -69,6 +70,9 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     for (int e = 0; e < RT_VEC; ++e) acc[e] = smem[tx * RT_VEC + e];
   }
   if (ty != 0) return;
+#if defined(RT_FINISH_ATOMIC)
+  rt_pdl_wait(); // launched programmatically after the fill on sm_90+: until out holds the identity
+#endif
 #pragma unroll
   for (int e = 0; e < RT_VEC; ++e) {
     if (c0 + e >= count) break;

@@ -29,7 +29,10 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   rt_segment(s, offsets, length, stride, &begin, &len);
   const A v = rt_block_reduce(
       rt_lanes_reduce(in + begin, len, part * RT_BLOCK + threadIdx.x, aux * RT_BLOCK));
-  if (threadIdx.x == 0) rt_atomic_out(out + s, v);
+  if (threadIdx.x == 0) {
+    rt_pdl_wait(); // launched programmatically after the fill on sm_90+: until out holds the identity
+    rt_atomic_out(out + s, v);
+  }
 #else
 #error "contiguous.cu needs RT_MAP_GROUP, RT_MAP_BLOCK or RT_MAP_SPLIT"
 #endif

@@ -13,8 +13,11 @@
       unsigned long long *__restrict__ work
 
 
-// Sets out[0..count) to the identity, before kernels that combine into it atomically.
+// Sets out[0..count) to the identity, before kernels that combine into it atomically. On sm_90+
+// those start programmatically: they read their input while this runs and wait (rt_pdl_wait) before
+// their first atomic.
 extern "C" __global__ void rt_fill_identity(R* __restrict__ out, rt_size count) {
+  rt_pdl_trigger();
   for (rt_size i = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += rt_size(gridDim.x) * blockDim.x)
     out[i] = rt_result(rt_identity());
