@@ -363,6 +363,7 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
     if (end) s += "#define " + std::string(d.substr(0, end)) + " 1\n";
     d.remove_prefix(std::min(end + 1, d.size()));
   }
+  if (v.evict_first) s += "#define RT_EVICT_FIRST 1\n";
   s += template_source("common.cuh");
   if (v.problem != Problem::array) s += template_source("segmented/segmented.cuh");
   s += template_source(v.source.empty() ? "array/" + std::string(v.name) + ".cu" : std::string(v.source));

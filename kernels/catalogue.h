@@ -47,6 +47,8 @@ struct Variant {
   std::string_view define = {};             ///< macros (space-separated) the template is
                                             ///< rendered with, if any
   Problem problem = Problem::array;         ///< the problem kind it solves
+  bool evict_first = false;                 ///< rendered with RT_EVICT_FIRST after `define`: a
+                                            ///< segmented `_streaming` twin (kernels/segmented.h)
 };
 
 /// The catalogue of one problem kind, in its listing order.

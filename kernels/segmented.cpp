@@ -27,60 +27,80 @@ constexpr std::string_view kContiguous = "segmented/contiguous.cu";
 constexpr std::string_view kMergeSource = "segmented/merge.cu";
 
 // Grouped by problem. The block size is compile-time in every segmented template.
+constexpr Variant kRowsGroup = {
+    "rows_group", "a group of w lanes of a warp per row (w = 1: a thread, 32: a warp)", kGroup,
+    kU124, kShfl, kDirect, true, false, 32, kContiguous, "RT_MAP_GROUP", Problem::rows};
+constexpr Variant kRowsBlock = {"rows_block", "a block per row", kBlock, kU124, kShfl, kDirect,
+                                true, false, 32, kContiguous, "RT_MAP_BLOCK", Problem::rows};
+constexpr Variant kRowsSplit = {
+    "rows_split", "g blocks per SM spread over the rows, several per long row, combined atomically",
+    kSplit, kU124, kShfl, kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT", Problem::rows};
+constexpr Variant kColumnsTile = {
+    "columns_tile",
+    "a tile of threads per stripe of columns (v per thread) walks every row; narrow matrices get "
+    "tall tiles",
+    kBlock, kU124, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
+constexpr Variant kColumnsSplit = {
+    "columns_split", "column stripes x row slices (g blocks per SM), combined atomically", kSplit,
+    kU124, kShfl, kAtomic, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
+constexpr Variant kSegmentsGroup = {"segments_group", "a group of w lanes of a warp per segment",
+                                    kGroup, kU124, kShfl, kDirect, true, false, 32, kContiguous,
+                                    "RT_MAP_GROUP", Problem::segments};
+constexpr Variant kSegmentsBlock = {"segments_block", "a block per segment", kBlock, kU124, kShfl,
+                                    kDirect, true, false, 32, kContiguous, "RT_MAP_BLOCK",
+                                    Problem::segments};
+constexpr Variant kSegmentsSplit = {
+    "segments_split", "g blocks per SM spread over the segments, combined atomically", kSplit,
+    kU124, kShfl, kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT", Problem::segments};
+constexpr Variant kSegmentsBinned = {
+    "segments_binned",
+    "load-balanced: short segments by a group of w lanes, long ones cut into chunks that g "
+    "blocks per SM share (two kernels)",
+    kBinned, kU124, kShfl, kAtomic, true, false, 32, "segmented/binned.cu", {}, Problem::segments};
+constexpr Variant kSegmentsMerge = {
+    "segments_merge",
+    "merge path: segment ends and elements split evenly over g blocks per SM, tiles of u items "
+    "per thread staged in shared memory, cut segments combined atomically (two kernels)",
+    kMergeParams, kItems, kShfl, kAtomic, true, false, 32, kMergeSource, {}, Problem::segments};
+
+// The evict-first twin of a plain mapping (`name` is the plain one's + "_streaming"): the same
+// entry, its vector loads ld.global.cs (rt_load with RT_EVICT_FIRST, as the array's `streaming`).
+// On an H100 with a dirty L2 they were 11-21 % faster at 2^24 elements for rows and up to 23 %
+// slower at some 2^20 shapes (same configurations, docs/PERFORMANCE.md), so the sweep picks per
+// shape. Every problem's twins come after its plain variants: the sweep measures a twin only where
+// its plain configuration is among the fastest of the shape (evict_first_twin_of, TwinFilter).
+constexpr Variant evict_first(Variant plain, std::string_view name, std::string_view summary) {
+  plain.name = name;
+  plain.summary = summary;
+  plain.evict_first = true;
+  return plain;
+}
+
 constexpr Variant kRows[] = {
-    {"rows_group", "a group of w lanes of a warp per row (w = 1: a thread, 32: a warp)", kGroup,
-     kU124, kShfl, kDirect, true, false, 32, kContiguous, "RT_MAP_GROUP", Problem::rows},
-    {"rows_block", "a block per row", kBlock, kU124, kShfl, kDirect, true, false, 32, kContiguous,
-     "RT_MAP_BLOCK", Problem::rows},
-    {"rows_split", "g blocks per SM spread over the rows, several per long row, combined atomically",
-     kSplit, kU124, kShfl, kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT", Problem::rows},
-    // The same three with evict-first loads (ld.global.cs, as the array's `streaming`): on an H100
-    // with a dirty L2 they were 11-21 % faster at 2^24 elements and up to 23 % slower at some
-    // 2^20 shapes (same configurations, docs/PERFORMANCE.md), so the sweep picks per shape. Every
-    // problem's `_streaming` twins come after its plain variants: the sweep measures a twin only
-    // where its plain configuration is among the fastest of the shape (evict_first_twin_of).
-    {"rows_group_streaming", "rows_group with evict-first loads", kGroup, kU124, kShfl, kDirect,
-     true, false, 32, kContiguous, "RT_MAP_GROUP RT_EVICT_FIRST", Problem::rows},
-    {"rows_block_streaming", "rows_block with evict-first loads", kBlock, kU124, kShfl, kDirect,
-     true, false, 32, kContiguous, "RT_MAP_BLOCK RT_EVICT_FIRST", Problem::rows},
-    {"rows_split_streaming", "rows_split with evict-first loads", kSplit, kU124, kShfl, kAtomic,
-     true, false, 32, kContiguous, "RT_MAP_SPLIT RT_EVICT_FIRST", Problem::rows},
+    kRowsGroup,
+    kRowsBlock,
+    kRowsSplit,
+    evict_first(kRowsGroup, "rows_group_streaming", "rows_group with evict-first loads"),
+    evict_first(kRowsBlock, "rows_block_streaming", "rows_block with evict-first loads"),
+    evict_first(kRowsSplit, "rows_split_streaming", "rows_split with evict-first loads"),
 };
 constexpr Variant kColumns[] = {
-    {"columns_tile",
-     "a tile of threads per stripe of columns (v per thread) walks every row; narrow matrices get "
-     "tall tiles",
-     kBlock, kU124, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns},
-    {"columns_split", "column stripes x row slices (g blocks per SM), combined atomically", kSplit,
-     kU124, kShfl, kAtomic, true, false, 32, "segmented/columns.cu", {}, Problem::columns},
-    {"columns_tile_streaming", "columns_tile with evict-first loads", kBlock, kU124, kShfl, kDirect,
-     true, false, 32, "segmented/columns.cu", "RT_EVICT_FIRST", Problem::columns},
-    {"columns_split_streaming", "columns_split with evict-first loads", kSplit, kU124, kShfl,
-     kAtomic, true, false, 32, "segmented/columns.cu", "RT_EVICT_FIRST", Problem::columns},
+    kColumnsTile,
+    kColumnsSplit,
+    evict_first(kColumnsTile, "columns_tile_streaming", "columns_tile with evict-first loads"),
+    evict_first(kColumnsSplit, "columns_split_streaming", "columns_split with evict-first loads"),
 };
 constexpr Variant kSegments[] = {
-    {"segments_group", "a group of w lanes of a warp per segment", kGroup, kU124, kShfl, kDirect,
-     true, false, 32, kContiguous, "RT_MAP_GROUP", Problem::segments},
-    {"segments_block", "a block per segment", kBlock, kU124, kShfl, kDirect, true, false, 32,
-     kContiguous, "RT_MAP_BLOCK", Problem::segments},
-    {"segments_split", "g blocks per SM spread over the segments, combined atomically", kSplit,
-     kU124, kShfl, kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT", Problem::segments},
-    {"segments_binned",
-     "load-balanced: short segments by a group of w lanes, long ones cut into chunks that g "
-     "blocks per SM share (two kernels)",
-     kBinned, kU124, kShfl, kAtomic, true, false, 32, "segmented/binned.cu", {}, Problem::segments},
-    {"segments_merge",
-     "merge path: segment ends and elements split evenly over g blocks per SM, tiles of u items "
-     "per thread staged in shared memory, cut segments combined atomically (two kernels)",
-     kMergeParams, kItems, kShfl, kAtomic, true, false, 32, kMergeSource, {}, Problem::segments},
-    {"segments_group_streaming", "segments_group with evict-first loads", kGroup, kU124, kShfl,
-     kDirect, true, false, 32, kContiguous, "RT_MAP_GROUP RT_EVICT_FIRST", Problem::segments},
-    {"segments_block_streaming", "segments_block with evict-first loads", kBlock, kU124, kShfl,
-     kDirect, true, false, 32, kContiguous, "RT_MAP_BLOCK RT_EVICT_FIRST", Problem::segments},
-    {"segments_split_streaming", "segments_split with evict-first loads", kSplit, kU124, kShfl,
-     kAtomic, true, false, 32, kContiguous, "RT_MAP_SPLIT RT_EVICT_FIRST", Problem::segments},
-    {"segments_binned_streaming", "segments_binned with evict-first loads", kBinned, kU124, kShfl,
-     kAtomic, true, false, 32, "segmented/binned.cu", "RT_EVICT_FIRST", Problem::segments},
+    kSegmentsGroup,
+    kSegmentsBlock,
+    kSegmentsSplit,
+    kSegmentsBinned,
+    kSegmentsMerge,
+    evict_first(kSegmentsGroup, "segments_group_streaming", "segments_group with evict-first loads"),
+    evict_first(kSegmentsBlock, "segments_block_streaming", "segments_block with evict-first loads"),
+    evict_first(kSegmentsSplit, "segments_split_streaming", "segments_split with evict-first loads"),
+    evict_first(kSegmentsBinned, "segments_binned_streaming",
+                "segments_binned with evict-first loads"),
 };
 
 // The sweep's values (a subset of what the validity rules admit).
@@ -272,11 +292,9 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
 std::optional<Config> evict_first_twin_of(const Config& c) {
   constexpr std::string_view kSuffix = "_streaming";
   const Variant* v = find_variant(c.variant);
-  if (!v || v->problem == Problem::array || !c.variant.ends_with(kSuffix)) return std::nullopt;
+  if (!v || !v->evict_first || !c.variant.ends_with(kSuffix)) return std::nullopt;
   Config plain = c;
   plain.variant = c.variant.substr(0, c.variant.size() - kSuffix.size());
-  const Variant* p = find_variant(plain.variant);
-  if (!p || p->source != v->source) return std::nullopt;
   return plain;
 }
 

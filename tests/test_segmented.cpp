@@ -70,6 +70,8 @@ TEST_CASE("segmented: the streaming mappings are their plain twins with evict-fi
       const Variant* plain = find_variant(plain_config->variant);
       REQUIRE(plain);
       CHECK(std::string(plain->name) + "_streaming" == v.name);
+      CHECK(v.evict_first);
+      CHECK_FALSE(plain->evict_first);
       CHECK(plain->params == v.params);
       CHECK(plain->problem == v.problem);
       const std::vector<Config> a = space(*plain), b = space(v);
