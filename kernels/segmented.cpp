@@ -25,6 +25,7 @@ constexpr unsigned kMergeParams = P_BLOCK | P_UNROLL | P_GRID | P_FINISH;
 
 constexpr std::string_view kContiguous = "segmented/contiguous.cu";
 constexpr std::string_view kMergeSource = "segmented/merge.cu";
+constexpr std::string_view kFlatSource = "segmented/flat.cu";
 
 // Grouped by problem. The block size is compile-time in every segmented template.
 constexpr Variant kRowsGroup = {
@@ -62,6 +63,12 @@ constexpr Variant kSegmentsMerge = {
     "merge path: segment ends and elements split evenly over g blocks per SM, tiles of u items "
     "per thread staged in shared memory, cut segments combined atomically (two kernels)",
     kMergeParams, kItems, kShfl, kAtomic, true, false, 32, kMergeSource, {}, Problem::segments};
+constexpr Variant kSegmentsFlat = {
+    "segments_flat",
+    "the elements as one flat stream: tiles of b x u x v elements shared evenly by g blocks per SM, "
+    "segment heads marked in shared memory, a segmented scan per tile, cut segments combined "
+    "atomically",
+    kSplit, kU124, kShfl, kAtomic, true, false, 32, kFlatSource, {}, Problem::segments};
 
 // The evict-first twin of a plain mapping (`name` is the plain one's + "_streaming"): the same
 // entry, its vector loads ld.global.cs (rt_load with RT_EVICT_FIRST, as the array's `streaming`).
@@ -96,11 +103,13 @@ constexpr Variant kSegments[] = {
     kSegmentsSplit,
     kSegmentsBinned,
     kSegmentsMerge,
+    kSegmentsFlat,
     evict_first(kSegmentsGroup, "segments_group_streaming", "segments_group with evict-first loads"),
     evict_first(kSegmentsBlock, "segments_block_streaming", "segments_block with evict-first loads"),
     evict_first(kSegmentsSplit, "segments_split_streaming", "segments_split with evict-first loads"),
     evict_first(kSegmentsBinned, "segments_binned_streaming",
                 "segments_binned with evict-first loads"),
+    evict_first(kSegmentsFlat, "segments_flat_streaming", "segments_flat with evict-first loads"),
 };
 
 // The sweep's values (a subset of what the validity rules admit).
@@ -115,6 +124,9 @@ constexpr int kBinnedWidths[] = {1, 8, 32}; // 1: a thread per segment of a mean
 constexpr int kBinnedGrids[] = {4, 8};
 constexpr int kMergeBlocks[] = {128, 256};
 constexpr int kMergeGrids[] = {2, 4, 8};
+constexpr int kFlatBlocks[] = {256, 512};
+constexpr int kFlatUnrolls[] = {2, 4};
+constexpr int kFlatGrids[] = {4, 8};
 constexpr int kNone[] = {0};
 constexpr int kOne[] = {1}; // merge: no vector loads (elements go through shared memory)
 
@@ -123,6 +135,17 @@ std::uint64_t log2_ceil(std::uint64_t x) { return x <= 1 ? 0 : std::bit_width(x 
 
 bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
 bool is_merge(const Variant& v) { return v.source == kMergeSource; }
+bool is_flat(const Variant& v) { return v.source == kFlatSource; }
+
+// The flat mapping's tile: block x unroll x vec elements, a 32-bit head entry each in shared
+// memory (templates/segmented/flat.cu).
+std::uint64_t flat_tile(const Config& c) { return std::uint64_t(c.block) * c.unroll * c.vec; }
+constexpr std::uint64_t kFlatTileBytes = 32 * 1024;
+// Segment numbers within a tile are 32-bit (RT_NO_HEAD is 2^32 - 1).
+constexpr std::uint64_t kFlatMaxSegments = 0xffffffffull;
+// The most threads an SM of the catalogue holds (sm_80, sm_90): flat blocks past them wait for a
+// second wave.
+constexpr std::uint64_t kFlatResidentThreads = 2048;
 
 // The merge mapping's tile: block x u items, their elements and 32-bit segment ends in shared
 // memory.
@@ -197,6 +220,15 @@ std::vector<Config> segmented_space(const Variant& v) {
   const bool merge = is_merge(v);
   const bool group = takes(v, P_WIDTH) && !takes(v, P_GRID);
   const bool binned = takes(v, P_WIDTH) && takes(v, P_GRID);
+  if (is_flat(v)) {
+    std::vector<Config> out;
+    for (int b : kFlatBlocks)
+      for (int u : kFlatUnrolls)
+        for (int x : kSplitVecs)
+          for (int g : kFlatGrids)
+            out.push_back({std::string(v.name), b, u, x, g, v.tails.front(), v.finishes.front()});
+    return out;
+  }
   const bool split = takes(v, P_GRID) && !binned && !merge;
   const std::span<const int> blocks = group || binned ? std::span<const int>(kGroupBlocks)
                                       : split        ? std::span<const int>(kSplitBlocks)
@@ -228,6 +260,14 @@ std::vector<Config> segmented_space(const Variant& v) {
 
 std::optional<std::string> segmented_invalid(const Config& c, const Target& t) {
   const Variant& v = *find_variant(c.variant);
+  if (is_flat(v)) {
+    const std::uint64_t bytes = flat_tile(c) * sizeof(std::uint32_t);
+    if (bytes > kFlatTileBytes)
+      return "a tile of " + std::to_string(flat_tile(c)) + " elements (" + std::to_string(bytes) +
+             " bytes of head entries in shared memory) exceeds " + std::to_string(kFlatTileBytes) +
+             " bytes";
+    return std::nullopt;
+  }
   if (!is_merge(v)) return std::nullopt;
   const std::uint64_t items = std::uint64_t(c.block) * c.unroll, bytes = merge_tile_bytes(c, t.dtype);
   if (items > kMergeTileItems || bytes > kMergeTileBytes)
@@ -246,6 +286,13 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
       return std::to_string(c.grid) + " blocks of " + std::to_string(c.block) +
              " per SM exceed the " + std::to_string(kResidentThreads) +
              " resident threads: the blocks past them run their shares in a second wave";
+    return std::nullopt;
+  }
+  if (is_flat(v)) {
+    if (std::uint64_t(c.grid) * c.block > kFlatResidentThreads)
+      return std::to_string(c.grid) + " blocks of " + std::to_string(c.block) +
+             " per SM exceed the " + std::to_string(kFlatResidentThreads) +
+             " resident threads: the blocks past them run their tiles in a second wave";
     return std::nullopt;
   }
   // Offsets: a mapping that gives each segment w lanes or a block keeps them on the longest
@@ -312,6 +359,14 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
     p.aux = slices << 11 | tx;
     return p;
   }
+  if (is_flat(v)) { // the fill, then g blocks per SM over the tiles
+    if (shape.count >= kFlatMaxSegments)
+      throw std::invalid_argument(key(c) + ": " + std::to_string(shape.count) +
+                                  " segments: the flat mapping numbers them in 32 bits");
+    p.grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
+    p.smem_bytes = unsigned(flat_tile(c) * sizeof(std::uint32_t));
+    return p;
+  }
   if (is_merge(v)) { // the partition kernel, a warp per split point, then the shares
     p.grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
     p.aux = p.grid;
@@ -345,6 +400,11 @@ std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::
     const std::uint64_t stripes = ceil_div(std::max<std::uint64_t>(shape.count, 1), tx * c.vec);
     const std::uint64_t slices = row_slices(c, t, shape, stripes);
     return ceil_div(ceil_div(len, slices), ty) + log2_ceil(ty) + slices + 1;
+  }
+  if (is_flat(v)) { // a thread's elements, the scan (warps, then warp totals), one combine per
+                    // tile the segment crosses
+    const std::uint64_t tile = flat_tile(c);
+    return std::uint64_t(c.unroll) * c.vec + 5 + c.block / 32 + ceil_div(len, tile) + 2;
   }
   if (is_merge(v)) { // a thread's items, the scan, one combine per tile, one per block cut
     const std::uint64_t tile = std::uint64_t(c.block) * c.unroll;

@@ -182,7 +182,8 @@ TEST_CASE("segmented: min and max and every dtype through the same templates",
       CHECK(check_problem(Problem::rows, d, op, r, {"rows_group", "rows_split"}) > 0);
       CHECK(check_problem(Problem::columns, d, op, c) > 0);
       CHECK(check_problem(Problem::segments, d, op, s,
-                          {"segments_binned", "segments_block", "segments_merge"}) > 0);
+                          {"segments_binned", "segments_block", "segments_merge",
+                           "segments_flat"}) > 0);
     }
 }
 
@@ -200,7 +201,8 @@ TEST_CASE("segmented: bf16 and f16, every configuration, sum in float32, exact m
     }
 }
 
-TEST_CASE("segmented: offsets out of order (outside the contract) never fault the merge mapping",
+TEST_CASE("segmented: offsets out of order (outside the contract) never fault the merge and flat "
+          "mappings",
           "[gpu][segmented][merge]") {
   Gpu& g = gpu();
   Target t = g.target(DType::f32, Op::sum);
@@ -213,7 +215,9 @@ TEST_CASE("segmented: offsets out of order (outside the contract) never fault th
   RT_CU(cuMemcpyHtoD(offsets.get(), off.data(), off.size() * 8));
   Workspace ws;
   std::size_t launched = 0;
-  for (const Config& c : space(*find_variant("segments_merge"))) {
+  std::vector<Config> configs = space(*find_variant("segments_merge"));
+  for (const Config& c : space(*find_variant("segments_flat"))) configs.push_back(c);
+  for (const Config& c : configs) {
     if (invalid_reason(c, t)) continue;
     const Kernel k = g.loader.load(c, DType::f32, Op::sum);
     const SegmentedPlan p = segmented_plan(c, t, {count, 0});
@@ -228,5 +232,5 @@ TEST_CASE("segmented: offsets out of order (outside the contract) never fault th
     RT_CU(cuStreamSynchronize(g.stream.get()));
     ++launched;
   }
-  CHECK(launched >= 10);
+  CHECK(launched >= 20);
 }

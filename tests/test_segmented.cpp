@@ -89,7 +89,7 @@ TEST_CASE("segmented: the streaming mappings are their plain twins with evict-fi
     }
     CHECK(seen_twin); // every segmented problem has evict-first twins
   }
-  CHECK(twins == 9);
+  CHECK(twins == 10);
   CHECK_FALSE(evict_first_twin_of(cfg("streaming.b256.u4.v4.g2.shfl.atomic"))); // the array's own
 }
 
@@ -140,6 +140,13 @@ TEST_CASE("segmented: validity rules name the problem", "[segmented]") {
              Catch::Contains("unroll 2"));
   CHECK_THAT(reason("segments_merge.b256.u8.g4.atomic", sm90(Problem::segments, DType::bf16)),
              Catch::Contains("atomic"));
+  CHECK(reason("segments_flat.b512.u4.v4.g4.atomic", sm90(Problem::segments)).empty());
+  CHECK_THAT(reason("segments_flat.b1024.u4.v4.g4.atomic", sm90(Problem::segments)),
+             Catch::Contains("head entries"));
+  CHECK_THAT(reason("segments_flat.b256.u2.v4.g4.atomic", sm90(Problem::segments, DType::f64)),
+             Catch::Contains("16-byte"));
+  CHECK_THAT(reason("segments_flat.b256.u2.v4.g4.atomic", sm90(Problem::segments, DType::f16)),
+             Catch::Contains("atomic"));
   std::string why;
   CHECK_FALSE(parse_key("rows_block.b256.w8.u2.v4.direct", &why));
   CHECK_THAT(why, Catch::Contains("takes no parameter 'w8'"));
@@ -183,6 +190,15 @@ TEST_CASE("segmented: launch plans cover every result", "[segmented]") {
   CHECK(p.work_bytes == (p.aux + 1) * 16);
   CHECK(p.smem_bytes == 256 * 8 * (4 + 4));
   CHECK_FALSE(p.fill); // the partition kernel sets the cut segments to the identity
+  // Flat: the fill, then g blocks per SM over the tiles, a 32-bit head entry per tile element.
+  p = segmented_plan(cfg("segments_flat.b256.u2.v4.g8.atomic"), sm90(Problem::segments), {1000, 0});
+  CHECK(p.grid == 8 * 132);
+  CHECK(p.smem_bytes == 256 * 2 * 4 * 4);
+  CHECK(p.fill);
+  CHECK(p.work_bytes == 0);
+  CHECK_THROWS_AS(segmented_plan(cfg("segments_flat.b256.u2.v4.g8.atomic"), sm90(Problem::segments),
+                                 {0xffffffffull, 0}),
+                  std::invalid_argument);
   CHECK_THROWS_AS(segmented_plan(cfg("rows_block.b256.u2.v4.direct"), rows, {1ull << 32, 1}),
                   std::invalid_argument);
 }
@@ -217,6 +233,9 @@ TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]"
   // Merge: a grid past the resident threads it is compiled for runs in two waves.
   CHECK(pointless(cfg("segments_merge.b256.u8.g8.atomic"), {1 << 16, 4096}));
   CHECK_FALSE(pointless(cfg("segments_merge.b128.u8.g8.atomic"), {1 << 16, 4096}, 1 << 25));
+  // Flat: the same for the resident threads of an SM.
+  CHECK(pointless(cfg("segments_flat.b512.u2.v4.g8.atomic"), {1 << 16, 4096}));
+  CHECK_FALSE(pointless(cfg("segments_flat.b256.u4.v4.g8.atomic"), {1 << 16, 4096}, 1 << 25));
 }
 
 TEST_CASE("segmented: skewed offsets are many short, a few long, and total exactly", "[segmented]") {
