@@ -221,35 +221,30 @@ std::vector<Config> segmented_space(const Variant& v) {
   const bool merge = is_merge(v);
   const bool group = takes(v, P_WIDTH) && !takes(v, P_GRID);
   const bool binned = takes(v, P_WIDTH) && takes(v, P_GRID);
-  if (is_flat(v)) {
-    std::vector<Config> out;
-    for (int b : kFlatBlocks)
-      for (int u : kFlatUnrolls)
-        for (int x : kSplitVecs)
-          for (int g : kFlatGrids)
-            out.push_back({std::string(v.name), b, u, x, g, v.tails.front(), v.finishes.front()});
-    return out;
-  }
-  const bool split = takes(v, P_GRID) && !binned && !merge;
+  const bool flat = is_flat(v);
+  const bool split = takes(v, P_GRID) && !binned && !merge && !flat;
   const std::span<const int> blocks = group || binned ? std::span<const int>(kGroupBlocks)
                                       : split        ? std::span<const int>(kSplitBlocks)
                                       : merge        ? std::span<const int>(kMergeBlocks)
+                                      : flat         ? std::span<const int>(kFlatBlocks)
                                                      : std::span<const int>(kBlockBlocks);
   const std::span<const int> widths = group    ? std::span<const int>(kWidths)
                                       : binned ? std::span<const int>(kBinnedWidths)
                                                : std::span<const int>(kNone);
+  const std::span<const int> unrolls = flat ? std::span<const int>(kFlatUnrolls) : v.unrolls;
   const std::span<const int> vecs = merge ? std::span<const int>(kOne)
-                                    : split && v.problem != Problem::columns
+                                    : flat || (split && v.problem != Problem::columns)
                                         ? std::span<const int>(kSplitVecs)
                                         : std::span<const int>(kVecs);
   const std::span<const int> grids = binned  ? std::span<const int>(kBinnedGrids)
                                      : split ? std::span<const int>(kSplitGrids)
                                      : merge ? std::span<const int>(kMergeGrids)
+                                     : flat  ? std::span<const int>(kFlatGrids)
                                              : std::span<const int>(kNone);
   std::vector<Config> out;
   for (int b : blocks)
     for (int w : widths)
-      for (int u : v.unrolls)
+      for (int u : unrolls)
         for (int x : vecs)
           for (int g : grids) {
             Config c{std::string(v.name), b, u, x, g, v.tails.front(), v.finishes.front()};
