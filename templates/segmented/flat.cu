@@ -16,6 +16,7 @@
 #define RT_PER (RT_VEC * RT_UNROLL)
 #define RT_TILE (RT_BLOCK * RT_PER)
 #define RT_NO_HEAD 0xffffffffu
+#define RT_OFF_BATCH 2 // offsets a thread loads before it reads them
 static_assert(RT_PER <= 32, "a thread's heads are the bits of one word");
 
 // Segment numbers inside a tile are held relative to the first one the tile visits (32 bits:
@@ -102,36 +103,52 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     // Mark the heads of the segments that begin in the tile, from `first` until one begins past
     // the tile (or the segments end): passes of m * RT_BLOCK (+1) segments, m sized from the
     // previous tile's count (a pass reads its offsets whether they are in the tile or not), then
-    // RT_TILE.
+    // doubled. A pass issues its offset loads in batches of RT_OFF_BATCH per thread before it
+    // looks at any of them, so it waits for memory once per batch, not once per offset.
     long long c0 = first;
-    for (;; c0 += m * RT_BLOCK, m = RT_PER) {
+    for (;; c0 += (long long)m * RT_BLOCK, m = 2 * m < RT_PER ? 2 * m : RT_PER) {
       const unsigned width = unsigned(m) * RT_BLOCK;
       unsigned cut = RT_NO_HEAD;
+      // The segment after the pass: where it begins at or past the tile's end, the pass holds the cut.
+      const long long after = tid == 0 && c0 + width < segs ? offsets[c0 + width] : z;
 #pragma unroll
-      for (int k = 0; k < RT_PER; ++k) {
-        if (k >= m) break;
-        const unsigned i = unsigned(k) * RT_BLOCK + tid;
-        const long long s = c0 + i;
-        if (s >= segs) {
-          cut = cut < i ? cut : i;
-        } else {
-          const long long b = offsets[s], e = offsets[s + 1];
-          if (b >= z) cut = cut < i ? cut : i;
-          else if (e > b && b >= a) {
-            const unsigned h = unsigned(b - a);
+      for (int k0 = 0; k0 < RT_PER; k0 += RT_OFF_BATCH) {
+        if (k0 >= m) break;
+        long long b[RT_OFF_BATCH], e[RT_OFF_BATCH];
+#pragma unroll
+        for (int j = 0; j < RT_OFF_BATCH; ++j) { // past the segments: both read offsets[count]
+          const long long s = c0 + (long long)(k0 + j) * RT_BLOCK + tid;
+          const long long sb = s < segs ? s : segs, se = s < segs ? s + 1 : segs;
+          b[j] = k0 + j < m ? offsets[sb] : z;
+          e[j] = k0 + j < m ? offsets[se] : z;
+        }
+#pragma unroll
+        for (int j = 0; j < RT_OFF_BATCH; ++j) {
+          const unsigned i = unsigned(k0 + j) * RT_BLOCK + tid;
+          const long long s = c0 + i;
+          if (k0 + j >= m) break;
+          // Both offsets decide, without a branch between: a branch lets the compiler sink the
+          // second load past the first one's wait.
+          const bool past = (s >= segs) | (b[j] >= z);
+          const bool starts = !past & (e[j] > b[j]) & (b[j] >= a); // a non-empty segment begins here
+          cut = past && i < cut ? i : cut;
+          if (starts) {
+            const unsigned h = unsigned(b[j] - a);
             head[(h % RT_PER) * RT_BLOCK + h / RT_PER] = unsigned(s - first);
             atomicOr(&heads[h / RT_PER], 1u << (h % RT_PER));
           }
         }
       }
-      if (tid == 0 && (c0 + width >= segs || offsets[c0 + width] >= z))
-        cut = cut < width ? cut : width;
+      if (tid == 0 && after >= z) cut = cut < width ? cut : width;
       if (cut != RT_NO_HEAD) atomicMin(&cut_rel, cut);
       __syncthreads();
       if (cut_rel != RT_NO_HEAD) break; // the same in every thread
       __syncthreads(); // every thread has read cut_rel before it may change
     }
     const long long next = c0 + cut_rel; // segments [first, next) begin before the tile's end
+    // The next tile's first pass: this tile's segments and up to a pass more.
+    const long long m_more = (next - first) / RT_BLOCK + 1;
+    const int m_next = m_more < RT_PER ? int(m_more) : RT_PER;
 
     // This thread's elements: a segment that begins and ends among them is written here; `lead`
     // is the value before the first head (the segment open at the thread's start), `v` after the
@@ -142,24 +159,20 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     const unsigned mask = heads[tid];
     heads[tid] = 0; // for the next tile (this thread is its only reader)
     R* const seg_out = out + first;
-    if (mask == 0) {
+    if (__all_sync(0xffffffffu, mask == 0)) { // the warp holds no head: one branch for all of it
 #pragma unroll
       for (int k = 0; k < RT_PER; ++k) v = rt_combine(v, x[k]);
-    } else {
+    } else { // predicated, not branched: most warps of short segments hold a head at most k
 #pragma unroll
       for (int k = 0; k < RT_PER; ++k) {
-        if (mask & (1u << k)) {
-          const unsigned h = head[k * RT_BLOCK + tid];
-          if (rel == RT_NO_HEAD) {
-            lead = v;
-            first_rel = h;
-          } else {
-            seg_out[rel] = rt_result(v); // began and ended in this thread
-          }
-          rel = h;
-          v = rt_identity();
-        }
-        v = rt_combine(v, x[k]);
+        const bool at = (mask >> k) & 1u;
+        const unsigned h = at ? head[k * RT_BLOCK + tid] : rel;
+        if (at && rel != RT_NO_HEAD) seg_out[rel] = rt_result(v); // began and ended in this thread
+        const bool lead_ends = at && rel == RT_NO_HEAD;
+        lead = lead_ends ? v : lead;
+        first_rel = lead_ends ? h : first_rel;
+        rel = h;
+        v = rt_combine(at ? rt_identity() : v, x[k]);
       }
     }
     // The next tile's elements are in flight during the scan.
@@ -207,8 +220,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     // The next tile starts at the last segment that began before it if that one goes on into it.
     const long long nb = next < segs ? offsets[next] : end;
     open = next > first && nb > z ? next - 1 : -1;
-    m = int((next - first) / RT_BLOCK) + 1; // this tile's segments and up to a pass more
-    m = m < RT_PER ? m : RT_PER;
+    m = m_next;
     first = open >= 0 ? open : next;
     __syncthreads(); // warp_v and warp_rel are rewritten by the next tile
   }
