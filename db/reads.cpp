@@ -2,6 +2,7 @@
 #include "db/store_impl.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <utility>
@@ -103,12 +104,11 @@ double log_distance(std::uint64_t a, std::uint64_t t) {
   return std::abs(std::log2(double(a)) - std::log2(double(t)));
 }
 
-/// The shape of `shapes` nearest to target (nearer()); nullopt when there is none.
-std::optional<Shape> nearest_shape(const std::vector<Shape>& shapes, Shape target) {
-  std::optional<Shape> best;
-  for (const Shape& s : shapes)
-    if (!best || nearer(s, *best, target)) best = s;
-  return best;
+/// The shape of `shapes` nearest to target (order_by_nearness()); nullopt when there is none.
+std::optional<Shape> nearest_shape(std::vector<Shape> shapes, Shape target) {
+  order_by_nearness(shapes, target);
+  if (shapes.empty()) return std::nullopt;
+  return shapes.front();
 }
 
 } // namespace
@@ -131,6 +131,26 @@ bool nearer(Shape a, Shape b, Shape t) {
   const u128 ea = u128(a.count) * a.length, eb = u128(b.count) * b.length;
   if (ea != eb) return ea > eb;
   return a.length > b.length; // same elements: the longer segments (a total order, for determinism)
+}
+
+void order_by_nearness(std::vector<Shape>& shapes, Shape target) {
+  std::sort(shapes.begin(), shapes.end(), [target](Shape a, Shape b) { return nearer(a, b, target); });
+  if (target.length != 0 || shapes.size() < 2) return;
+  // The shapes as near in count as the first (the same count, or the same ratio on the other
+  // side), and the middle of their totals.
+  const auto as_near = [&](Shape s) { return compare_ratio(s.count, shapes.front().count, target.count) == 0; };
+  const auto log_total = [](Shape s) { return std::log2(double(s.count)) + std::log2(double(s.length)); };
+  double lo = log_total(shapes.front()), hi = lo;
+  std::size_t group = 0;
+  for (; group < shapes.size() && as_near(shapes[group]); ++group) {
+    lo = std::min(lo, log_total(shapes[group]));
+    hi = std::max(hi, log_total(shapes[group]));
+  }
+  const double mid = (lo + hi) / 2;
+  std::size_t pick = 0; // the group is in nearer() order: ties keep the earlier (more elements)
+  for (std::size_t i = 1; i < group; ++i)
+    if (std::abs(log_total(shapes[i]) - mid) < std::abs(log_total(shapes[pick]) - mid) - 1e-9) pick = i;
+  std::rotate(shapes.begin(), shapes.begin() + std::ptrdiff_t(pick), shapes.begin() + std::ptrdiff_t(pick) + 1);
 }
 
 std::vector<Measurement> Store::measurements(const std::string& device_uuid, const MeasurementFilter& f) const {

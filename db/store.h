@@ -103,6 +103,13 @@ struct MeasurementFilter {
 /// (128-bit cross products) so that equal ratios tie; ties go to the shape with more elements.
 bool nearer(Shape a, Shape b, Shape target);
 
+/// `shapes` sorted nearest to `target` first (nearer()), except that for a target length of 0
+/// (segments: the lengths, so the total, unknown) the first is, among the shapes as near in
+/// count as the nearest, the one whose element count is nearest the middle of theirs in log
+/// space (ties: more elements): a total in the middle of the tuned ones, never more than half
+/// their range off, instead of the largest.
+void order_by_nearness(std::vector<Shape>& shapes, Shape target);
+
 /// One row of a published timing table of the course material (data/published.csv). Never a
 /// measurement: it lives in its own table and is always shown labelled "published".
 struct PublishedRecord {

@@ -293,6 +293,32 @@ TEST_CASE("lookup: segmented problems graded by shape", "[lookup][segmented]") {
   CHECK(c.match == Match::nearest_size);
 }
 
+TEST_CASE("lookup: offsets tuned at several totals of a count take the middle total's fastest",
+          "[lookup][segmented]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  auto seg = [](const std::string& k, Shape shape, double us) {
+    db::Measurement m = row(k, shape.length, us);
+    m.problem = Problem::segments;
+    m.count = shape.count;
+    return m;
+  };
+  const std::string at_2_28 = "segments_binned.b256.w32.u2.v4.g8.atomic",
+                    at_2_24 = "segments_flat_streaming.b256.u4.v4.g4.atomic";
+  add(s, A.uuid, {seg(at_2_28, {1 << 16, 4096}, 300), seg(at_2_24, {1 << 16, 4096}, 310),
+                  seg(at_2_28, {1 << 16, 256}, 49), seg(at_2_24, {1 << 16, 256}, 37),
+                  seg(at_2_28, {1 << 16, 16}, 12)});
+  Requirements req;
+  req.device_result = true;
+  Choice c = lookup(s, A, DType::f32, Op::sum, Problem::segments, {1 << 16, 0}, req);
+  CHECK(c.match == Match::exact);
+  CHECK(key(c.config) == at_2_24);
+  CHECK(c.tuned_shape == Shape{1 << 16, 256});
+  // Known lengths grade by shape: the largest total's fastest there.
+  c = lookup(s, A, DType::f32, Op::sum, Problem::segments, {1 << 16, 4096}, req);
+  CHECK(key(c.config) == at_2_28);
+}
+
 TEST_CASE("lookup: deterministic passes over floating-point atomic finishes", "[lookup]") {
   const db::Store s = fixture();
   Requirements req;

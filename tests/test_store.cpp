@@ -422,6 +422,25 @@ TEST_CASE("nearest shape: log space of length and count, exact ratios, ties to m
   CHECK(nearer({4096, 1 << 20}, {4096, 16}, Shape{4096, 0}));
 }
 
+TEST_CASE("nearest shape: lengths unknown, the middle of the nearest count's totals", "[store][shape]") {
+  const auto first = [](std::vector<Shape> v, Shape t) {
+    order_by_nearness(v, t);
+    return v.front();
+  };
+  // 2^16 segments tuned at totals 2^20, 2^24 and 2^28: the middle one, not the largest.
+  const std::vector<Shape> three = {{1 << 16, 16}, {1 << 16, 4096}, {1 << 16, 256}, {1 << 18, 64}};
+  CHECK(first(three, {1 << 16, 0}) == Shape{1 << 16, 256});
+  // As near on either side (2^17 between 2^16 and 2^18): their totals together (2^20..2^28).
+  CHECK(first(three, {1 << 17, 0}) == Shape{1 << 16, 256});
+  // Two totals: equally far from their middle, the more elements.
+  CHECK(first({{1024, 16}, {1024, 1 << 14}}, {1024, 0}) == Shape{1024, 1 << 14});
+  // A known length keeps nearer()'s order.
+  CHECK(first(three, {1 << 16, 4096}) == Shape{1 << 16, 4096});
+  std::vector<Shape> none;
+  order_by_nearness(none, {1, 0});
+  CHECK(none.empty());
+}
+
 TEST_CASE("store: segmented bests per problem and shape, nearest by shape", "[store][shape]") {
   Fixture f;
   auto seg = [](const std::string& key, Problem p, Shape s, double us) {
