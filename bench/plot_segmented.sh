@@ -43,9 +43,16 @@ awk -F, -v dt="$dtype" -v op="$op" -v dir="$tmp" '
     print x, $18 >> f
   }' "$@"
 for f in "$tmp"/*.dat; do [ -e "$f" ] && sort -g -o "$f" "$f"; done
+# The problems the CSVs hold, in this order; none: all three, each marked "no data".
+problems=()
+for p in rows columns segments; do
+  compgen -G "$tmp/*_${p}_*.dat" >/dev/null && problems+=("$p")
+done
+[ ${#problems[@]} -gt 0 ] || problems=(rows columns segments)
 
 {
-  echo "set terminal pngcairo size 1800,$((600 * ${#nlist[@]})) font 'Sans,10'"
+  width=$((600 * ${#problems[@]})); [ "$width" -ge 1000 ] || width=1000 # the title fits
+  echo "set terminal pngcairo size $width,$((600 * ${#nlist[@]})) font 'Sans,10'"
   echo "set output '$out'"
   echo "set termoption noenhanced"
   echo "set grid"
@@ -53,9 +60,9 @@ for f in "$tmp"/*.dat; do [ -e "$f" ] && sort -g -o "$f" "$f"; done
   echo "set format x '2^%L'"
   if [ "$logy" = 1 ]; then echo "set logscale y 10"; echo "set yrange [*:*]"; else echo "set yrange [0:*]"; fi
   echo "set key outside bottom center horizontal"
-  echo "set multiplot layout ${#nlist[@]},3 title 'Segmented $dtype $op, cold L2: GB/s (bytes read / time) against row length, $device'"
+  echo "set multiplot layout ${#nlist[@]},${#problems[@]} title 'Segmented $dtype $op, cold L2: GB/s (bytes read / time) against row or mean segment length, $device'"
   for n in "${nlist[@]}"; do
-    for p in rows columns segments; do
+    for p in "${problems[@]}"; do
       xl="row length (cols)"
       [ "$p" = segments ] && xl="mean segment length (skewed)"
       echo "set title '$p, n = $n elements'"
@@ -77,7 +84,7 @@ for f in "$tmp"/*.dat; do [ -e "$f" ] && sort -g -o "$f" "$f"; done
       done
       if [ ${#plots[@]} -eq 0 ]; then
         echo "set label 1 'no data' at graph 0.45, 0.5"
-        echo "plot [1:2**24] 0 notitle lc rgb 'white'"
+        echo "plot [1:2**24] 1 notitle lc rgb 'white'" # 1: defined on a log axis too (-L)
         echo "unset label 1"
       else
         (IFS=,; echo "plot ${plots[*]}")
