@@ -146,9 +146,6 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
       __syncthreads(); // every thread has read cut_rel before it may change
     }
     const long long next = c0 + cut_rel; // segments [first, next) begin before the tile's end
-    // The next tile's first pass: this tile's segments and up to a pass more.
-    const long long m_more = (next - first) / RT_BLOCK + 1;
-    const int m_next = m_more < RT_PER ? int(m_more) : RT_PER;
 
     // This thread's elements: a segment that begins and ends among them is written here; `lead`
     // is the value before the first head (the segment open at the thread's start), `v` after the
@@ -220,7 +217,9 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     // The next tile starts at the last segment that began before it if that one goes on into it.
     const long long nb = next < segs ? offsets[next] : end;
     open = next > first && nb > z ? next - 1 : -1;
-    m = m_next;
+    // The next tile's first pass: this tile's segments and up to a pass more.
+    const long long m_more = (next - first) / RT_BLOCK + 1;
+    m = m_more < RT_PER ? int(m_more) : RT_PER;
     first = open >= 0 ? open : next;
     __syncthreads(); // warp_v and warp_rel are rewritten by the next tile
   }
