@@ -280,6 +280,33 @@ __device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size 
   return v;
 }
 
+// Vectors body[i + k * spacing] (k < RT_UNROLL) for i = first, first + stride, ... below nvec,
+// combined into acc[k]: whole chunks with their RT_UNROLL loads issued before any is used, then this
+// thread's last, partial chunk. The vector kernels' main loop (a grid, or lanes of a segment).
+__device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ body, rt_size nvec,
+                                                  rt_size first, rt_size spacing, rt_size stride,
+                                                  A (&acc)[RT_UNROLL]) {
+  rt_size i = first;
+  for (; i + rt_size(RT_UNROLL - 1) * spacing < nvec; i += stride) {
+    rt_vec r[RT_UNROLL];
+#pragma unroll
+    for (int k = 0; k < RT_UNROLL; ++k) r[k] = rt_load(body + i + rt_size(k) * spacing);
+#pragma unroll
+    for (int k = 0; k < RT_UNROLL; ++k)
+#pragma unroll
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r[k].x[e]));
+  }
+#pragma unroll
+  for (int k = 0; k < RT_UNROLL; ++k) {
+    const rt_size j = i + rt_size(k) * spacing;
+    if (j < nvec) {
+      const rt_vec r = rt_load(body + j);
+#pragma unroll
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r.x[e]));
+    }
+  }
+}
+
 // ---- block level --------------------------------------------------------------------------
 
 // Shared memory of the launch: blockDim.x accumulators (and a word for flags).

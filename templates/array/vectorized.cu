@@ -22,27 +22,7 @@ rt_reduce(RT_REDUCE_PARAMS) {
   for (int k = 0; k < RT_UNROLL; ++k) acc[k] = rt_identity();
 
   const rt_size step = rt_size(gridDim.x) * RT_BLOCK * RT_UNROLL;
-  rt_size i = rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid;
-  // Whole chunks: RT_UNROLL loads issued before any is used.
-  for (; i + rt_size(RT_UNROLL - 1) * RT_BLOCK < nvec; i += step) {
-    rt_vec r[RT_UNROLL];
-#pragma unroll
-    for (int k = 0; k < RT_UNROLL; ++k) r[k] = rt_load(body + i + rt_size(k) * RT_BLOCK);
-#pragma unroll
-    for (int k = 0; k < RT_UNROLL; ++k)
-#pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r[k].x[e]));
-  }
-  // The last, partial chunk of this thread.
-#pragma unroll
-  for (int k = 0; k < RT_UNROLL; ++k) {
-    const rt_size j = i + rt_size(k) * RT_BLOCK;
-    if (j < nvec) {
-      const rt_vec r = rt_load(body + j);
-#pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r.x[e]));
-    }
-  }
+  rt_vec_accumulate(body, nvec, rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid, RT_BLOCK, step, acc);
   // Head and tail: fewer than RT_VEC elements each, read by block 0.
   if (blockIdx.x == 0) {
     if (tid < head) acc[0] = rt_combine(acc[0], rt_to_acc(in[tid]));

@@ -52,25 +52,7 @@ __device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size le
   if (head > len) head = len;
   const rt_vec* body = reinterpret_cast<const rt_vec*>(p + head);
   const rt_size nvec = (len - head) / RT_VEC;
-  rt_size i = lane;
-  for (; i + rt_size(RT_UNROLL - 1) * lanes < nvec; i += rt_size(RT_UNROLL) * lanes) {
-    rt_vec r[RT_UNROLL];
-#pragma unroll
-    for (int k = 0; k < RT_UNROLL; ++k) r[k] = rt_load(body + i + rt_size(k) * lanes);
-#pragma unroll
-    for (int k = 0; k < RT_UNROLL; ++k)
-#pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r[k].x[e]));
-  }
-#pragma unroll
-  for (int k = 0; k < RT_UNROLL; ++k) {
-    const rt_size j = i + rt_size(k) * lanes;
-    if (j < nvec) {
-      const rt_vec r = rt_load(body + j);
-#pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r.x[e]));
-    }
-  }
+  rt_vec_accumulate(body, nvec, lane, lanes, rt_size(RT_UNROLL) * lanes, acc);
   if (RT_VEC > 1) {
     const rt_size tail = head + nvec * RT_VEC;
     for (rt_size h = lane; h < head; h += lanes) acc[0] = rt_combine(acc[0], rt_to_acc(p[h]));
