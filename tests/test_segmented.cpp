@@ -341,6 +341,28 @@ TEST_CASE("segmented: the default sweep covers every variant of its problem, --v
   CHECK_FALSE(has(named, "segments_binned"));
 }
 
+TEST_CASE("sweep: an explicit key that no dtype or op of the sweep can run is refused, not skipped",
+          "[segmented]") {
+  SweepOptions o;
+  o.problem = Problem::segments;
+  o.dtypes = {DType::f32};
+  o.ops = {Op::sum};
+  o.keys = {"segments_flat.b256.u4.v4.g4.atomic"};
+  CHECK_FALSE(refused_key(o, 90, 1024, 132));
+  o.keys.push_back("segments_flat.b256.u8.v4.g4.atomic"); // unroll 8: not in the variant's list
+  auto why = refused_key(o, 90, 1024, 132);
+  REQUIRE(why);
+  CHECK_THAT(*why, Catch::Contains("segments_flat.b256.u8.v4.g4.atomic") && Catch::Contains("unroll 8"));
+  // Invalid for one dtype only (a 32-byte vector of float64): the other one runs it.
+  o.keys = {"segments_flat.b256.u2.v4.g4.atomic"};
+  o.dtypes = {DType::f64, DType::f32};
+  CHECK_FALSE(refused_key(o, 90, 1024, 132));
+  o.dtypes = {DType::f64};
+  why = refused_key(o, 90, 1024, 132);
+  REQUIRE(why);
+  CHECK_THAT(*why, Catch::Contains("float64 sum") && Catch::Contains("16-byte"));
+}
+
 TEST_CASE("segmented: the default grids", "[segmented]") {
   auto has = [](const std::vector<Shape>& g, Shape s) {
     return std::find(g.begin(), g.end(), s) != g.end();

@@ -279,6 +279,9 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     const auto info = cuda::device_info(d);
     if (auto why = too_large(t.sweep, info.total_mem))
       throw Usage("GPU " + std::to_string(d) + " (" + info.name + "): " + *why);
+    if (auto why = refused_key(t.sweep, info.cc(), info.max_threads_per_block, info.sm_count))
+      throw Usage("GPU " + std::to_string(d) + " (" + info.name + ", sm_" + std::to_string(info.cc()) +
+                  "): " + *why);
   }
   std::signal(SIGINT, on_sigint);
   const bool tty = isatty(STDERR_FILENO);

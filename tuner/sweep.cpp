@@ -95,6 +95,24 @@ std::vector<Config> selected_configs(const SweepOptions& o) {
   return out;
 }
 
+std::optional<std::string> refused_key(const SweepOptions& o, int cc, int max_block, int sm_count) {
+  for (const std::string& k : o.keys) {
+    const std::optional<Config> c = parse_key(k);
+    if (!c) continue; // parse_tune refused it already
+    std::optional<std::string> first;
+    bool runs = false;
+    for (DType d : o.dtypes)
+      for (Op op : o.ops) {
+        const Target t{d, op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
+        const auto why = invalid_reason(*c, t);
+        runs |= !why || valid_wide_only(*c, t);
+        if (why && !first) first = std::string(name(d)) + " " + std::string(name(op)) + ": " + *why;
+      }
+    if (!runs && first) return "--keys " + k + " is invalid for every dtype and op of the sweep (" + *first + ")";
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> too_large(const SweepOptions& o, std::int64_t total_mem) {
   if (o.problem != Problem::array) { // the input and one result per segment
     for (DType d : o.dtypes)

@@ -88,6 +88,11 @@ SweepResult sweep(const SweepOptions& options, const std::function<void(const Pr
 /// default every variant of its problem).
 std::vector<Config> selected_configs(const SweepOptions& o);
 
+/// Why an explicit key of `o` (--keys) cannot run on a GPU of compute capability `cc`: it is invalid
+/// there for every dtype and op of the sweep (the first key that is, with the first dtype's reason),
+/// or nullopt. Such a key would be skipped without a measurement.
+std::optional<std::string> refused_key(const SweepOptions& o, int cc, int max_block, int sm_count);
+
 /// The default sizes: 2^10, 2^12, ..., 2^28.
 std::vector<std::uint64_t> default_sizes();
 
