@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/catalogue.h"
+#include "kernels/material.h"
 #include "kernels/runner.h"
 #include "kernels/segmented.h"
 #include "tuner/segmented_sweep.h"
@@ -361,6 +362,15 @@ TEST_CASE("sweep: an explicit key that no dtype or op of the sweep can run is re
   why = refused_key(o, 90, 1024, 132);
   REQUIRE(why);
   CHECK_THAT(*why, Catch::Contains("float64 sum") && Catch::Contains("16-byte"));
+  // A key of the material that a dtype cannot run is refused when asked for by --keys (tune
+  // --material checks only the keys given, not the documents' own: tuner/main.cpp).
+  SweepOptions m;
+  m.allow_unsafe = true;
+  m.dtypes = {DType::f16};
+  m.keys = {"neighbored_gmem.b512.host"};
+  why = refused_key(m, 90, 1024, 132);
+  REQUIRE(why);
+  CHECK_THAT(*why, Catch::Contains("in place"));
 }
 
 TEST_CASE("segmented: the default grids", "[segmented]") {
