@@ -96,19 +96,20 @@ std::vector<Config> selected_configs(const SweepOptions& o) {
 }
 
 std::optional<std::string> refused_key(const SweepOptions& o, int cc, int max_block, int sm_count) {
+  if (o.keys.empty()) return std::nullopt;
+  // The sweep's own rule: a key runs where valid_jobs makes a job of it.
+  std::vector<Skip> skipped;
+  const std::vector<Job> jobs = valid_jobs(o, cc, max_block, sm_count, &skipped);
   for (const std::string& k : o.keys) {
     const std::optional<Config> c = parse_key(k);
     if (!c) continue; // parse_tune refused it already
-    std::optional<std::string> first;
-    bool runs = false;
-    for (DType d : o.dtypes)
-      for (Op op : o.ops) {
-        const Target t{d, op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
-        const auto why = invalid_reason(*c, t);
-        runs |= !why || valid_wide_only(*c, t);
-        if (why && !first) first = std::string(name(d)) + " " + std::string(name(op)) + ": " + *why;
-      }
-    if (!runs && first) return "--keys " + k + " is invalid for every dtype and op of the sweep (" + *first + ")";
+    const std::string canonical = key(*c);
+    if (std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) { return key(j.config) == canonical; }))
+      continue;
+    const auto s = std::find_if(skipped.begin(), skipped.end(), [&](const Skip& x) { return x.key == canonical; });
+    if (s != skipped.end())
+      return "--keys " + k + " is invalid for every dtype and op of the sweep (" + s->dtype + " " + s->op +
+             ": " + s->reason + ")";
   }
   return std::nullopt;
 }
