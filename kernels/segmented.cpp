@@ -124,9 +124,14 @@ constexpr int kBinnedWidths[] = {1, 8, 32}; // 1: a thread per segment of a mean
 constexpr int kBinnedGrids[] = {4, 8};
 constexpr int kMergeBlocks[] = {128, 256};
 constexpr int kMergeGrids[] = {2, 4, 8};
-constexpr int kFlatBlocks[] = {256, 512};
+// Flat: 256-thread blocks in 4 to 32 blocks per SM. An H100 holds 4 of them (62-64 registers),
+// so 8-32 run in waves: each freed SM takes the next block, which evens out runs of short segments
+// (more work than their elements) and the tail. On an H100, 32 was the fastest at a few segments
+// of 2^24 elements and 16-32 at means 2-4; 512-thread blocks won 2 of the 34 shapes of the sweeps
+// before, by a few per cent (docs/PERFORMANCE.md).
+constexpr int kFlatBlocks[] = {256};
 constexpr int kFlatUnrolls[] = {2, 4};
-constexpr int kFlatGrids[] = {4, 8};
+constexpr int kFlatGrids[] = {4, 8, 16, 32};
 constexpr int kNone[] = {0};
 constexpr int kOne[] = {1}; // merge: no vector loads (elements go through shared memory)
 
@@ -141,12 +146,12 @@ bool is_flat(const Variant& v) { return v.source == kFlatSource; }
 // memory (templates/segmented/flat.cu).
 std::uint64_t flat_tile(const Config& c) { return std::uint64_t(c.block) * c.unroll * c.vec; }
 constexpr std::uint64_t kFlatTileBytes = 32 * 1024;
+// Each tile pays an offsets pass, barriers and a scan (about 260 instructions a warp); below 2048
+// elements that outweighs its elements: 1024-element tiles were never the fastest of a sweep and
+// 1.5-2x slower than 4096 at 2^24 elements on an H100.
+constexpr std::uint64_t kFlatMinTile = 2048;
 // Segment numbers within a tile are 32-bit (RT_NO_HEAD is 2^32 - 1).
 constexpr std::uint64_t kFlatMaxSegments = 0xffffffffull;
-// The most threads an SM of the catalogue holds (sm_80, sm_90). At the flat kernel's 40-64
-// registers an H100 holds fewer (4 blocks of 256 at 54), so g = 8 of 256 runs in two waves of even
-// shares; the H100 and H200 sweeps picked it at many shapes all the same (docs/PERFORMANCE.md).
-constexpr std::uint64_t kFlatResidentThreads = 2048;
 
 // The merge mapping's tile: block x u items, their elements and 32-bit segment ends in shared
 // memory.
@@ -275,14 +280,21 @@ std::optional<std::string> segmented_invalid(const Config& c, const Target& t) {
 
 std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t longest) {
   const Variant& v = *find_variant(c.variant);
-  // Merge and flat: every block loops over an equal share; blocks past the resident ones run in a
-  // second wave after the first has finished its shares.
-  if (is_merge(v) || is_flat(v)) {
-    const std::uint64_t resident = is_merge(v) ? kResidentThreads : kFlatResidentThreads;
-    if (std::uint64_t(c.grid) * c.block > resident)
+  // Merge: every block loops over an equal share; blocks past the resident ones run in a second
+  // wave after the first has finished its shares.
+  if (is_merge(v)) {
+    if (std::uint64_t(c.grid) * c.block > kResidentThreads)
       return std::to_string(c.grid) + " blocks of " + std::to_string(c.block) +
-             " per SM exceed the " + std::to_string(resident) +
+             " per SM exceed the " + std::to_string(kResidentThreads) +
              " resident threads: the blocks past them run their shares in a second wave";
+    return std::nullopt;
+  }
+  // Flat: waves of blocks are meant (above); small tiles are not.
+  if (is_flat(v)) {
+    if (flat_tile(c) < kFlatMinTile)
+      return "a tile of " + std::to_string(flat_tile(c)) + " elements: below " +
+             std::to_string(kFlatMinTile) + " each tile's offsets pass, barriers and scan cost "
+             "more than its elements";
     return std::nullopt;
   }
   // Offsets: a mapping that gives each segment w lanes or a block keeps them on the longest

@@ -234,9 +234,11 @@ TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]"
   // Merge: a grid past the resident threads it is compiled for runs in two waves.
   CHECK(pointless(cfg("segments_merge.b256.u8.g8.atomic"), {1 << 16, 4096}));
   CHECK_FALSE(pointless(cfg("segments_merge.b128.u8.g8.atomic"), {1 << 16, 4096}, 1 << 25));
-  // Flat: the same for the resident threads of an SM.
-  CHECK(pointless(cfg("segments_flat.b512.u2.v4.g8.atomic"), {1 << 16, 4096}));
-  CHECK_FALSE(pointless(cfg("segments_flat.b256.u4.v4.g8.atomic"), {1 << 16, 4096}, 1 << 25));
+  // Flat: waves of blocks are meant (the hardware balances them); tiles under 2048 elements are not.
+  CHECK_FALSE(pointless(cfg("segments_flat.b256.u4.v4.g32.atomic"), {1 << 16, 4096}, 1 << 25));
+  CHECK_FALSE(pointless(cfg("segments_flat.b256.u4.v2.g8.atomic"), {1 << 16, 4096}));
+  CHECK_THAT(*pointless(cfg("segments_flat.b256.u2.v2.g8.atomic"), {1 << 16, 4096}),
+             Catch::Contains("a tile of 1024 elements"));
 }
 
 TEST_CASE("segmented: skewed offsets are many short, a few long, and total exactly", "[segmented]") {

@@ -1,7 +1,7 @@
 // Offsets segments as one flat stream of elements: the n elements between offsets[0] and
 // offsets[count] are cut into tiles of RT_TILE, the tiles shared evenly by the grid (contiguous
-// runs of tiles per block), so every block reads the same number of elements whatever the
-// lengths. Each thread holds RT_PER consecutive elements of a tile in registers (RT_UNROLL vector
+// runs of tiles per block; a tile each for the first blocks where tiles are fewer), so every block
+// reads the same number of elements whatever the lengths. Each thread holds RT_PER consecutive elements of a tile in registers (RT_UNROLL vector
 // loads of RT_VEC); the segments that begin in the tile mark their first element in shared memory
 // (`head`); a segmented scan over the block's threads joins the pieces of a segment that crosses
 // threads. A segment that begins and ends in one tile is written once; the piece of a segment that
@@ -85,8 +85,11 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   if (end <= base) return; // no element: every result is the fill's identity
   const long long origin = base - (long long)((reinterpret_cast<rt_size>(in + base) / sizeof(T)) % RT_VEC);
   const long long tiles = (end - origin + RT_TILE - 1) / RT_TILE;
-  const long long t_lo = tiles * blockIdx.x / gridDim.x, t_hi = tiles * (blockIdx.x + 1) / gridDim.x;
-  if (t_lo >= t_hi) return; // the same for the whole block
+  // Runs of whole tiles, one a block; with fewer tiles than blocks the first blocks take one
+  // each, so the work is in the first wave and the others end at once.
+  const long long runs = tiles < (long long)gridDim.x ? tiles : (long long)gridDim.x;
+  if ((long long)blockIdx.x >= runs) return; // the same for the whole block
+  const long long t_lo = tiles * blockIdx.x / runs, t_hi = tiles * (blockIdx.x + 1) / runs;
   A x[RT_PER];
   rt_flat_load(in, origin + t_lo * RT_TILE, base, end, x);
   heads[tid] = 0;
