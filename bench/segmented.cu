@@ -345,7 +345,9 @@ int run(const Options& o) {
               "output is poisoned, then (cold) a %.0f MiB buffer (2 x L2) is written, then %s. "
               "Data: integers uniform over all values (sums wrap), floats uniform in [-1,1); "
               "segments: Pareto lengths (kernels/reference.h skewed_offsets: most shorter than the "
-              "mean, empty ones too, a few hundreds of times longer). Every result of every "
+              "mean, empty ones too, a few hundreds of times longer; one seed for every shape, so a "
+              "shape's lengths are one draw: `longest / empty` gives the longest segment's share of "
+              "the elements and the share of empty segments). Every result of every "
               "contestant checked against the CPU reference: integers and min/max exact, float sums "
               "within gamma(min(len, 17)) sum|x| + u |ref| (u = unit roundoff; 17 u = 1.0e-6 for "
               "float32, reduce_bench's tolerance).\n",
@@ -446,6 +448,7 @@ int run(const Options& o) {
                        reduce_tune::format_size(c.count()).c_str());
           Row row;
           row.c = c;
+          if (p == Problem::segments) row.mix = length_mix(d.seg.offsets);
           const std::vector<reduce_tune::Reference> refs = reduce_tune::segmented_reference(host, d.seg, op);
           if (o.who[RT]) std::tie(row.key, row.match) = library_choice(*reducer, c, dt, op);
           for (int mode = 0; mode < 2; ++mode) {

@@ -46,6 +46,19 @@ const char* const kCsvHeader =
     "problem,dtype,op,rows,cols,segments,n,count,length,bytes_read,bytes_written,mode,contestant,"
     "median_us,min_us,all_median_us,calls,gbps,pct_peak,ok,config";
 
+std::string length_mix(const std::vector<std::int64_t>& offsets) {
+  if (offsets.size() < 2) return "-";
+  std::int64_t longest = 0;
+  std::size_t empty = 0;
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    longest = std::max(longest, offsets[i + 1] - offsets[i]);
+    empty += offsets[i + 1] == offsets[i];
+  }
+  const double total = double(offsets.back() - offsets.front()), segments = double(offsets.size() - 1);
+  std::string mix = fmt("%.0f %%", total > 0 ? 100 * double(longest) / total : 0.0);
+  return mix.append(" / ").append(fmt("%.0f %%", 100 * double(empty) / segments));
+}
+
 namespace {
 
 std::string problem_name(Problem p) { return std::string(reduce_tune::name(p)); }
@@ -116,11 +129,13 @@ void print_table(const Device& dev, Problem p, DType dt, Op op, int mode, const 
               op_name(op).c_str(), mode == 0 ? "cold" : "hot");
   std::printf("| n | %s | reduce-tune us | GB/s | CUB us | GB/s |%s ceiling us | GB/s | %% peak "
               "(ceiling) | rt/CUB | rt %% of ceiling | check | reduce-tune config |\n",
-              segs ? "segments | mean length" : "rows | cols", has_iter ? " CUB-iter us | GB/s |" : "");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|%s---:|---:|---:|---:|---:|---|---|\n",
-              has_iter ? "---:|---:|" : "");
+              segs ? "segments | mean length | longest / empty" : "rows | cols",
+              has_iter ? " CUB-iter us | GB/s |" : "");
+  std::printf("|---:|---:|---:|%s---:|---:|---:|---:|%s---:|---:|---:|---:|---:|---|---|\n",
+              segs ? "---:|" : "", has_iter ? "---:|---:|" : "");
   for (const Row& r : rows) {
     std::string line = "| " + reduce_tune::format_size(r.c.n) + " | " + shape_str(r.c) + " |";
+    if (segs) line.append(" ").append(r.mix).append(" |");
     if (!r.skip.empty()) {
       std::printf("%s skipped: %s |\n", line.c_str(), r.skip.c_str());
       continue;
