@@ -124,12 +124,13 @@ constexpr int kBinnedWidths[] = {1, 8, 32}; // 1: a thread per segment of a mean
 constexpr int kBinnedGrids[] = {4, 8};
 constexpr int kMergeBlocks[] = {128, 256};
 constexpr int kMergeGrids[] = {2, 4, 8};
-// Flat: 256-thread blocks in 4 to 32 blocks per SM. An H100 holds 4 of them (62-64 registers),
-// so 8-32 run in waves: each freed SM takes the next block, which evens out runs of short segments
-// (more work than their elements) and the tail. On an H100, 32 was the fastest at a few segments
-// of 2^24 elements and 16-32 at means 2-4; 512-thread blocks won 2 of the 34 shapes of the sweeps
-// before, by a few per cent (docs/PERFORMANCE.md).
-constexpr int kFlatBlocks[] = {256};
+// Flat: 128- and 256-thread blocks in 4 to 32 blocks per SM. An H100 holds 4 of 256 or 8 of 128
+// (62-64 registers), so the larger grids run in waves: each freed SM takes the next block, which
+// evens out runs of short segments (more work than their elements) and the tail. On an H100 the
+// sweep took 128 threads (u4.v4: the only 128-thread tile of 2048 elements or more) with 16-32 per
+// SM at 26 of its 34 shapes; 512-thread blocks had won 2 of 34 before, by a few per cent
+// (docs/PERFORMANCE.md).
+constexpr int kFlatBlocks[] = {128, 256};
 constexpr int kFlatUnrolls[] = {2, 4};
 constexpr int kFlatGrids[] = {4, 8, 16, 32};
 constexpr int kNone[] = {0};
