@@ -1,17 +1,18 @@
 // Offsets segments as one flat stream of elements: the n elements between offsets[0] and
 // offsets[count] are cut into tiles of RT_TILE, the tiles shared evenly by the grid (contiguous
 // runs of tiles per block; a tile each for the first blocks where tiles are fewer), so every block
-// reads the same number of elements whatever the lengths. Each thread holds RT_PER consecutive elements of a tile in registers (RT_UNROLL vector
-// loads of RT_VEC); the segments that begin in the tile mark their first element in shared memory
-// (`head`); a segmented scan over the block's threads joins the pieces of a segment that crosses
-// threads. A segment that begins and ends in one tile is written once; the piece of a segment that
-// a tile boundary cuts is combined atomically into its result, which rt_fill_identity set first
-// (on sm_90+ this kernel starts programmatically and waits for the fill before its first write).
-// Tiles start at a vector-aligned element at or before offsets[0], so every load of a tile inside
-// [offsets[0], offsets[count]) is a vector load; the tiles at the two ends load scalars.
-// Unlike the merge mapping, segment ends are not items: the elements alone are split, and an empty
-// segment costs one offset read (its result is the fill's identity). The offsets must be
-// non-decreasing (reducer.h); others give wrong results but no read outside the problem.
+// reads the same number of elements whatever the lengths. Each thread holds RT_PER consecutive
+// elements of a tile in registers (RT_UNROLL vector loads of RT_VEC); the segments that begin in
+// the tile mark their first element in shared memory (`head`); a segmented scan over the block's
+// threads joins the pieces of a segment that crosses threads. A segment that begins and ends in one
+// tile is written once; the piece of a segment that a tile boundary cuts is combined atomically
+// into its result, which rt_fill_identity set first (on sm_90+ this kernel starts programmatically
+// and waits for the fill before its first write). Tiles start at a vector-aligned element at or
+// before offsets[0], so every load of a tile inside [offsets[0], offsets[count]) is a vector load;
+// the tiles at the two ends load scalars. Unlike the merge mapping, segment ends are not items: the
+// elements alone are split, and an empty segment costs one offset read (its result is the fill's
+// identity). The offsets must be non-decreasing (reducer.h); others give wrong results but no read
+// outside the problem.
 
 #define RT_PER (RT_VEC * RT_UNROLL)
 #define RT_TILE (RT_BLOCK * RT_PER)
