@@ -69,6 +69,12 @@ constexpr Variant kSegmentsFlat = {
     "segment heads marked in shared memory, a segmented scan per tile, cut segments combined "
     "atomically",
     kSplit, kU124, kShfl, kAtomic, true, false, 32, kFlatSource, {}, Problem::segments};
+constexpr std::string_view kFlatCarry = "RT_FLAT_CARRY";
+constexpr Variant kSegmentsFlatCarry = {
+    "segments_flat_carry",
+    "segments_flat without the fill of every result: a segment's value carried from tile to tile "
+    "of a block, only those cut between blocks set to the identity first and combined atomically",
+    kSplit, kU124, kShfl, kAtomic, true, false, 32, kFlatSource, kFlatCarry, Problem::segments};
 
 // The evict-first twin of a plain mapping (`name` is the plain one's + "_streaming"): the same
 // entry, its vector loads ld.global.cs (rt_load with RT_EVICT_FIRST, as the array's `streaming`).
@@ -104,12 +110,15 @@ constexpr Variant kSegments[] = {
     kSegmentsBinned,
     kSegmentsMerge,
     kSegmentsFlat,
+    kSegmentsFlatCarry,
     evict_first(kSegmentsGroup, "segments_group_streaming", "segments_group with evict-first loads"),
     evict_first(kSegmentsBlock, "segments_block_streaming", "segments_block with evict-first loads"),
     evict_first(kSegmentsSplit, "segments_split_streaming", "segments_split with evict-first loads"),
     evict_first(kSegmentsBinned, "segments_binned_streaming",
                 "segments_binned with evict-first loads"),
     evict_first(kSegmentsFlat, "segments_flat_streaming", "segments_flat with evict-first loads"),
+    evict_first(kSegmentsFlatCarry, "segments_flat_carry_streaming",
+                "segments_flat_carry with evict-first loads"),
 };
 
 // The sweep's values (a subset of what the validity rules admit).
@@ -133,6 +142,11 @@ constexpr int kMergeGrids[] = {2, 4, 8};
 constexpr int kFlatBlocks[] = {128, 256};
 constexpr int kFlatUnrolls[] = {2, 4};
 constexpr int kFlatGrids[] = {4, 8, 16, 32};
+// The carry variant wins only where results are many (means of 1-4 elements at 2^22-2^24 segments
+// on an H100: b128.u4.v4 and b256.u2.v4 at 32 blocks per SM), and loses 8-13 % elsewhere: a
+// narrower space keeps the default offsets sweep under its 120 s.
+constexpr int kFlatCarryVecs[] = {4};
+constexpr int kFlatCarryGrids[] = {8, 32};
 constexpr int kNone[] = {0};
 constexpr int kOne[] = {1}; // merge: no vector loads (elements go through shared memory)
 
@@ -142,6 +156,7 @@ std::uint64_t log2_ceil(std::uint64_t x) { return x <= 1 ? 0 : std::bit_width(x 
 bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
 bool is_merge(const Variant& v) { return v.source == kMergeSource; }
 bool is_flat(const Variant& v) { return v.source == kFlatSource; }
+bool is_flat_carry(const Variant& v) { return is_flat(v) && v.define == kFlatCarry; }
 
 // The flat mapping's tile: block x unroll x vec elements, a 32-bit head entry each in shared
 // memory (templates/segmented/flat.cu).
@@ -238,13 +253,15 @@ std::vector<Config> segmented_space(const Variant& v) {
                                       : binned ? std::span<const int>(kBinnedWidths)
                                                : std::span<const int>(kNone);
   const std::span<const int> unrolls = flat ? std::span<const int>(kFlatUnrolls) : v.unrolls;
-  const std::span<const int> vecs = merge ? std::span<const int>(kOne)
+  const std::span<const int> vecs = merge            ? std::span<const int>(kOne)
+                                    : is_flat_carry(v) ? std::span<const int>(kFlatCarryVecs)
                                     : flat || (split && v.problem != Problem::columns)
                                         ? std::span<const int>(kSplitVecs)
                                         : std::span<const int>(kVecs);
   const std::span<const int> grids = binned  ? std::span<const int>(kBinnedGrids)
                                      : split ? std::span<const int>(kSplitGrids)
                                      : merge ? std::span<const int>(kMergeGrids)
+                                     : is_flat_carry(v) ? std::span<const int>(kFlatCarryGrids)
                                      : flat  ? std::span<const int>(kFlatGrids)
                                              : std::span<const int>(kNone);
   std::vector<Config> out;
@@ -368,6 +385,12 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
                                   " segments: the flat mapping numbers them in 32 bits");
     p.grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
     p.smem_bytes = unsigned(flat_tile(c) * sizeof(std::uint32_t));
+    if (is_flat_carry(v)) { // not the fill: a warp per block of the main kernel (whose grid is aux)
+                            // sets the segments cut between blocks to the identity
+      p.fill = false;
+      p.aux = p.grid;
+      p.partition_grid = unsigned(ceil_div(std::uint64_t(p.grid) * 32, c.block));
+    }
     return p;
   }
   if (is_merge(v)) { // the partition kernel, a warp per split point, then the shares
@@ -405,9 +428,10 @@ std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::
     return ceil_div(ceil_div(len, slices), ty) + log2_ceil(ty) + slices + 1;
   }
   if (is_flat(v)) { // a thread's elements, the scan (warps, then warp totals), one combine per
-                    // tile the segment crosses
-    const std::uint64_t tile = flat_tile(c);
-    return std::uint64_t(c.unroll) * c.vec + 5 + c.block / 32 + ceil_div(len, tile) + 2;
+                    // tile the segment crosses (carry: and one per block, atomically)
+    const std::uint64_t tile = flat_tile(c), runs = std::uint64_t(c.grid) * t.sm_count;
+    return std::uint64_t(c.unroll) * c.vec + 5 + c.block / 32 + ceil_div(len, tile) + 2 +
+           (is_flat_carry(v) ? runs : 0);
   }
   if (is_merge(v)) { // a thread's items, the scan, one combine per tile, one per block cut
     const std::uint64_t tile = std::uint64_t(c.block) * c.unroll;

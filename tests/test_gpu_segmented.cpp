@@ -201,36 +201,90 @@ TEST_CASE("segmented: bf16 and f16, every configuration, sum in float32, exact m
     }
 }
 
+// The flat mapping where its tiles and blocks cut: a segment over thousands of blocks with several
+// tiles each, empty segments on tile and block boundaries (tiles of 2048 and 4096 elements start
+// at multiples of them in an aligned input) and at the very end of an input that ends on a tile
+// boundary.
+TEST_CASE("segmented: the flat mapping is right where tiles and blocks cut segments and where empty "
+          "ones sit on their boundaries",
+          "[gpu][segmented][merge]") {
+  std::vector<std::int64_t> bounded = {0, 0};
+  for (std::int64_t e = 1024, k = 0; e <= (1 << 20); e += 1024, ++k)
+    for (std::int64_t r = 0; r <= k % 4; ++r) bounded.push_back(e); // 0-3 empties after each
+  bounded.push_back(1 << 20);
+  const std::vector<Case> cases = {segments({0, (1 << 23) + 5}, 1), segments(std::move(bounded)),
+                                   segments({0, 4096, 4096, 4096, 1 << 22, 1 << 22})};
+  const std::vector<std::string> flat = {"segments_flat", "segments_flat_streaming",
+                                         "segments_flat_carry", "segments_flat_carry_streaming"};
+  for (DType d : {DType::i32, DType::f32})
+    CHECK(check_problem(Problem::segments, d, Op::sum, cases, flat) > 1000);
+  CHECK(check_problem(Problem::segments, DType::f64, Op::max, cases, flat) > 1000);
+}
+
 TEST_CASE("segmented: offsets out of order (outside the contract) never fault the merge and flat "
-          "mappings",
+          "mappings, nor spoil the next call",
           "[gpu][segmented][merge]") {
   Gpu& g = gpu();
   Target t = g.target(DType::f32, Op::sum);
   t.problem = Problem::segments;
-  const std::vector<std::int64_t> off = {0, 0, 5, 5, 3, 1 << 21, 7, (1 << 21) + 1, 2};
-  const std::uint64_t count = off.size() - 1, elements = (1 << 21) + 1;
+  // The second: segments that overlap over many blocks of either mapping.
+  const std::vector<std::int64_t> bad[] = {{0, 0, 5, 5, 3, 1 << 21, 7, (1 << 21) + 1, 2},
+                                           {0, 0, 5, 5, 3, 1 << 21, 7, (1 << 21) + 1, 1 << 20}};
+  const std::uint64_t count = bad[0].size() - 1, elements = (1 << 21) + 1;
   const HostArray data = make_input(DType::f32, elements, 99);
-  cuda::Buffer in(data.bytes.size()), offsets(off.size() * 8), out(count * 4);
+  cuda::Buffer in(data.bytes.size()), offsets(2 * bad[0].size() * 8), out(count * 4);
   RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
-  RT_CU(cuMemcpyHtoD(offsets.get(), off.data(), off.size() * 8));
+  for (int i = 0; i < 2; ++i)
+    RT_CU(cuMemcpyHtoD(offsets.get() + i * bad[0].size() * 8, bad[i].data(), bad[i].size() * 8));
+  // After each, a call within the contract on the same workspace (what a mapping keeps there must
+  // not carry a bad call into a good one): one segment over every block of the grid, then an empty
+  // and a one-element one.
+  Segmentation good;
+  good.problem = Problem::segments;
+  good.offsets = {0, 1 << 21, 1 << 21, (1 << 21) + 1};
+  good.shape = {good.offsets.size() - 1, 0};
+  const std::vector<Reference> refs = segmented_reference(data, good, Op::sum);
+  cuda::Buffer good_offsets(good.offsets.size() * 8);
+  RT_CU(cuMemcpyHtoD(good_offsets.get(), good.offsets.data(), good.offsets.size() * 8));
+  HostArray got;
+  got.dtype = DType::f32;
+  got.n = good.shape.count;
+  got.bytes.resize(good.shape.count * 4);
   Workspace ws;
-  std::size_t launched = 0;
+  std::size_t launched = 0, checked = 0;
   std::vector<Config> configs = space(*find_variant("segments_merge"));
-  for (const Config& c : space(*find_variant("segments_flat"))) configs.push_back(c);
-  for (const Config& c : configs) {
-    if (invalid_reason(c, t)) continue;
-    const Kernel k = g.loader.load(c, DType::f32, Op::sum);
-    const SegmentedPlan p = segmented_plan(c, t, {count, 0});
-    ws.reserve(p);
-    SegmentedArgs a;
-    a.in = in.get();
-    a.offsets = offsets.get();
-    a.out = out.get();
-    a.shape = {count, 0};
-    enqueue(k, p, a, ws, g.stream.get());
-    // A read outside the buffers or a hang would fail here (or time out the test).
-    RT_CU(cuStreamSynchronize(g.stream.get()));
-    ++launched;
+  for (const char* v : {"segments_flat", "segments_flat_carry"})
+    for (const Config& c : space(*find_variant(v))) configs.push_back(c);
+  for (int i = 0; i < 2; ++i) {
+    for (const Config& c : configs) {
+      if (invalid_reason(c, t)) continue;
+      const Kernel k = g.loader.load(c, DType::f32, Op::sum);
+      const SegmentedPlan p = segmented_plan(c, t, {count, 0});
+      ws.reserve(p);
+      SegmentedArgs a;
+      a.in = in.get();
+      a.offsets = offsets.get() + i * bad[0].size() * 8;
+      a.out = out.get();
+      a.shape = {count, 0};
+      enqueue(k, p, a, ws, g.stream.get());
+      // A read outside the buffers or a hang would fail here (or time out the test).
+      RT_CU(cuStreamSynchronize(g.stream.get()));
+      ++launched;
+      const SegmentedPlan gp = segmented_plan(c, t, good.shape);
+      ws.reserve(gp);
+      a.offsets = good_offsets.get();
+      a.shape = good.shape;
+      enqueue(k, gp, a, ws, g.stream.get());
+      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), g.stream.get()));
+      RT_CU(cuStreamSynchronize(g.stream.get()));
+      const Check r = check_segmented(refs, got, good, Op::sum, [&](std::uint64_t len) {
+        return segment_depth(c, t, good.shape, len);
+      });
+      INFO(key(c) << ": got " << r.observed << ", expected " << r.expected);
+      REQUIRE(r.ok);
+      ++checked;
+    }
   }
-  CHECK(launched >= 20);
+  CHECK(launched >= 40);
+  CHECK(checked == launched);
 }

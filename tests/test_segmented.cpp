@@ -90,7 +90,7 @@ TEST_CASE("segmented: the streaming mappings are their plain twins with evict-fi
     }
     CHECK(seen_twin); // every segmented problem has evict-first twins
   }
-  CHECK(twins == 10);
+  CHECK(twins == 11);
   CHECK_FALSE(evict_first_twin_of(cfg("streaming.b256.u4.v4.g2.shfl.atomic"))); // the array's own
 }
 
@@ -196,6 +196,17 @@ TEST_CASE("segmented: launch plans cover every result", "[segmented]") {
   CHECK(p.grid == 8 * 132);
   CHECK(p.smem_bytes == 256 * 2 * 4 * 4);
   CHECK(p.fill);
+  CHECK(p.partition_grid == 0);
+  CHECK(p.work_bytes == 0);
+  // Flat carry: no fill; a warp per block of the main kernel (its grid in aux) sets the segments
+  // cut between blocks to the identity.
+  p = segmented_plan(cfg("segments_flat_carry.b256.u2.v4.g8.atomic"), sm90(Problem::segments),
+                     {1000, 0});
+  CHECK(p.grid == 8 * 132);
+  CHECK(p.smem_bytes == 256 * 2 * 4 * 4);
+  CHECK_FALSE(p.fill);
+  CHECK(p.aux == p.grid);
+  CHECK(p.partition_grid * 256 >= p.grid * 32);
   CHECK(p.work_bytes == 0);
   CHECK_THROWS_AS(segmented_plan(cfg("segments_flat.b256.u2.v4.g8.atomic"), sm90(Problem::segments),
                                  {0xffffffffull, 0}),

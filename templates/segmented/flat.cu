@@ -5,14 +5,22 @@
 // elements of a tile in registers (RT_UNROLL vector loads of RT_VEC); the segments that begin in
 // the tile mark their first element in shared memory (`head`); a segmented scan over the block's
 // threads joins the pieces of a segment that crosses threads. A segment that begins and ends in one
-// tile is written once; the piece of a segment that a tile boundary cuts is combined atomically
-// into its result, which rt_fill_identity set first (on sm_90+ this kernel starts programmatically
-// and waits for the fill before its first write). Tiles start at a vector-aligned element at or
-// before offsets[0], so every load of a tile inside [offsets[0], offsets[count]) is a vector load;
-// the tiles at the two ends load scalars. Unlike the merge mapping, segment ends are not items: the
-// elements alone are split, and an empty segment costs one offset read (its result is the fill's
-// identity). The offsets must be non-decreasing (reducer.h); others give wrong results but no read
-// outside the problem.
+// tile is written once. Where a tile boundary cuts a segment:
+//   segments_flat: each piece is combined atomically into its result, which rt_fill_identity set
+//     first (on sm_90+ this kernel starts programmatically and waits for the fill before its
+//     first write; an empty segment's result is the fill's);
+//   segments_flat_carry (RT_FLAT_CARRY): the value so far is carried into the block's next tile
+//     and written where the segment ends, an empty segment's identity by the offsets pass that
+//     meets it; only the segments that a block's run of tiles starts inside are set to the
+//     identity first (rt_segmented_partition: a warp per run, not a fill of every result), and
+//     each run combines its two end pieces into them atomically (waiting for the partition there
+//     alone). No fill of every result: ahead where results are many (means of 1-4 elements),
+//     behind elsewhere (more work per tile; docs/PERFORMANCE.md).
+// Tiles start at a vector-aligned element at or before offsets[0], so every load of a tile inside
+// [offsets[0], offsets[count]) is a vector load; the tiles at the two ends load scalars. Unlike the
+// merge mapping, segment ends are not items: the elements alone are split, and an empty segment
+// costs one offset read. The offsets must be non-decreasing (reducer.h); others give wrong results
+// but no read outside the problem.
 
 #define RT_PER (RT_VEC * RT_UNROLL)
 #define RT_TILE (RT_BLOCK * RT_PER)
@@ -26,14 +34,20 @@ static_assert(RT_PER <= 32, "a thread's heads are the bits of one word");
 // reads its own column of the array without bank conflicts.
 
 // The number of segments s < count with offsets[s + 1] <= pos: the first one holding an element at
-// or after pos. The whole block calls it; each step probes RT_BLOCK points.
+// or after pos; with RT_FLAT_CARRY, offsets[s + 1] < pos: the first one that ends at or after pos
+// (an empty segment at pos included, so the tile at pos writes it). The whole block calls it; each
+// step probes RT_BLOCK points.
 __device__ long long rt_flat_search(const long long* __restrict__ offsets, long long count,
                                     long long pos) {
   long long lo = 0, hi = count;
   while (lo < hi) { // the same in every thread
     const long long span = hi - lo;
     const long long p = lo + span * (long long)threadIdx.x / RT_BLOCK;
+#if defined(RT_FLAT_CARRY)
+    const int c = __syncthreads_count(offsets[p + 1] < pos);
+#else
     const int c = __syncthreads_count(offsets[p + 1] <= pos);
+#endif
     const long long last = lo + span * (long long)(c - 1) / RT_BLOCK;
     const long long next = lo + span * (long long)c / RT_BLOCK;
     if (c < RT_BLOCK) hi = next;
@@ -73,42 +87,128 @@ __device__ __forceinline__ void rt_flat_load(const T* __restrict__ in, long long
   }
 }
 
-extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED_PARAMS) {
+// The stream's geometry, the same in both kernels: where the tiles start (vector-aligned, at or
+// before offsets[0]), how many there are, and the runs of them, one a block of rt_segmented's
+// `grid` (fewer where tiles are fewer).
+struct rt_flat_geometry {
+  long long origin, tiles, runs;
+};
+__device__ __forceinline__ rt_flat_geometry rt_flat_layout(const T* __restrict__ in, long long base,
+                                                          long long end, long long grid) {
+  rt_flat_geometry g;
+  g.origin = base - (long long)((reinterpret_cast<rt_size>(in + base) / sizeof(T)) % RT_VEC);
+  g.tiles = (end - g.origin + RT_TILE - 1) / RT_TILE;
+  g.runs = g.tiles < grid ? g.tiles : grid;
+  return g;
+}
+// The first element of block b's run.
+__device__ __forceinline__ long long rt_flat_run_start(rt_flat_geometry g, long long b) {
+  return g.origin + g.tiles * b / g.runs * RT_TILE;
+}
+
+// segments_flat_carry: the segments that a run starts inside (first element before the run's, last
+// one in or after it) get the identity, for the main kernel to combine their pieces into them
+// atomically. A warp per run (aux: the main kernel's grid) finds its segment by a 32-way search;
+// the main kernel starts programmatically on sm_90+ and waits for this one only before its first
+// atomic, at the end of its run. (Compiled for segments_flat too, which does not launch it.)
+extern "C" __global__ void rt_segmented_partition(RT_SEGMENTED_PARAMS) {
+  rt_pdl_trigger();
+  const long long segs = (long long)count, base = offsets[0], end = offsets[count];
+  const long long b = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const unsigned lane = threadIdx.x & 31u;
+  if (end <= base) return;
+  const rt_flat_geometry g = rt_flat_layout(in, base, end, (long long)aux);
+  if (b == 0 || b >= g.runs) return; // the same in the whole warp
+  const long long pos = rt_flat_run_start(g, b);
+  // The first segment that ends at or after pos (offsets[s + 1] >= pos), 32 probes a step.
+  long long lo = 0, hi = segs;
+  while (lo < hi) {
+    const long long p = lo + (hi - lo) * lane / 32;
+    const int c = __popc(__ballot_sync(0xffffffffu, offsets[p + 1] < pos));
+    if (c == 0) break;
+    const long long last = __shfl_sync(0xffffffffu, p, c - 1);
+    const long long next = __shfl_sync(0xffffffffu, p, c & 31);
+    hi = c == 32 ? hi : next;
+    lo = last + 1 < hi ? last + 1 : hi;
+  }
+  if (lane == 0 && lo < segs && offsets[lo] < pos && offsets[lo + 1] > pos)
+    out[lo] = rt_result(rt_identity());
+}
+
+// The carry variant at most 64 registers (1024 resident threads), as segments_flat takes by itself:
+// 8 blocks of 128 or 4 of 256 on an H100 (its u4.v4 takes 70 unbounded; 64 costs a 16-byte frame).
+#if defined(RT_FLAT_CARRY)
+#define RT_FLAT_BOUNDS __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK)
+#else
+#define RT_FLAT_BOUNDS __launch_bounds__(RT_BLOCK)
+#endif
+extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
   unsigned* head = reinterpret_cast<unsigned*>(rt_smem_raw); // RT_TILE entries
   __shared__ A warp_v[RT_BLOCK / 32];
   __shared__ unsigned warp_rel[RT_BLOCK / 32];
   __shared__ unsigned cut_rel; // the first segment (relative) that begins past the tile's end
   __shared__ unsigned heads[RT_BLOCK]; // bit k of heads[t]: element t * RT_PER + k has a head
+#if defined(RT_FLAT_CARRY)
+  // The run's state, in shared memory rather than registers (thread RT_BLOCK - 1 keeps most of it,
+  // but a register is held by every thread: 16 more cost a quarter of the resident blocks).
+  __shared__ A carry_v[2]; // by tile parity: the value so far of the segment open at a tile's start
+  __shared__ A run_head_v, run_tail_v; // the pieces of the segments open at the run's ends
+  __shared__ long long run_open, run_tail; // those segments (-1: none)
+#endif
   const unsigned tid = threadIdx.x, lane = tid & 31u, warp = tid / 32;
 
   const long long segs = (long long)count;
   const long long base = offsets[0], end = offsets[count];
-  if (end <= base) return; // no element: every result is the fill's identity
-  const long long origin = base - (long long)((reinterpret_cast<rt_size>(in + base) / sizeof(T)) % RT_VEC);
-  const long long tiles = (end - origin + RT_TILE - 1) / RT_TILE;
+  if (end <= base) { // no element: every result is the identity (the fill's, without RT_FLAT_CARRY)
+#if defined(RT_FLAT_CARRY)
+    for (long long s = (long long)blockIdx.x * RT_BLOCK + tid; s < segs;
+         s += (long long)gridDim.x * RT_BLOCK)
+      out[s] = rt_result(rt_identity());
+#endif
+    return;
+  }
   // Runs of whole tiles, one a block; with fewer tiles than blocks the first blocks take one
   // each, so the work is in the first wave and the others end at once.
-  const long long runs = tiles < (long long)gridDim.x ? tiles : (long long)gridDim.x;
+  const long long origin = base - (long long)((reinterpret_cast<rt_size>(in + base) / sizeof(T)) % RT_VEC);
+  const long long tiles = (end - origin + RT_TILE - 1) / RT_TILE;
+  const long long runs = tiles < (long long)gridDim.x ? tiles : (long long)gridDim.x; // rt_flat_layout's
   if ((long long)blockIdx.x >= runs) return; // the same for the whole block
   const long long t_lo = tiles * blockIdx.x / runs, t_hi = tiles * (blockIdx.x + 1) / runs;
   A x[RT_PER];
   rt_flat_load(in, origin + t_lo * RT_TILE, base, end, x);
   heads[tid] = 0;
-  if (tid == 0) cut_rel = RT_NO_HEAD;
-  // `first`: the segment holding the tile's first element, or the first that begins after it;
-  // `open`: the same if it began before the tile (-1: it did not).
+  if (tid == 0) {
+    cut_rel = RT_NO_HEAD;
+#if defined(RT_FLAT_CARRY)
+    carry_v[t_lo & 1] = rt_identity();
+    run_tail = -1;
+#endif
+  }
+  // `first`: the segment holding the tile's first element, or the first that begins after it (with
+  // RT_FLAT_CARRY: the first that ends at or after that element); `open`: the same if it began
+  // before the tile and goes on into it (-1: it did not).
   long long first = rt_flat_search(offsets, segs, origin + t_lo * RT_TILE); // a barrier too
   long long open = -1;
   int m = 1; // the first pass of a tile reads m offsets a thread
+#if defined(RT_FLAT_CARRY)
+  if (first < segs && origin + t_lo * RT_TILE > offsets[first] &&
+      offsets[first + 1] > origin + t_lo * RT_TILE)
+    open = first;
+#else
   if (first < segs && origin + t_lo * RT_TILE > offsets[first]) open = first;
+#endif
+#if defined(RT_FLAT_CARRY)
+  if (tid == RT_BLOCK - 1) run_open = open; // rt_segmented_partition set it to the identity
+#endif
 
   for (long long tile = t_lo; tile < t_hi; ++tile) {
     const long long a = origin + tile * RT_TILE, z = a + RT_TILE;
     // Mark the heads of the segments that begin in the tile, from `first` until one begins past
-    // the tile (or the segments end): passes of m * RT_BLOCK (+1) segments, m sized from the
-    // previous tile's count (a pass reads its offsets whether they are in the tile or not), then
-    // doubled. A pass issues its offset loads in batches of RT_OFF_BATCH per thread before it
-    // looks at any of them, so it waits for memory once per batch, not once per offset.
+    // the tile (or the segments end), and (RT_FLAT_CARRY) write the identity of the empty ones: passes of
+    // m * RT_BLOCK (+1) segments, m sized from the previous tile's count (a pass reads its offsets
+    // whether they are in the tile or not), then doubled. A pass issues its offset loads in
+    // batches of RT_OFF_BATCH per thread before it looks at any of them, so it waits for memory
+    // once per batch, not once per offset.
     long long c0 = first;
     for (;; c0 += (long long)m * RT_BLOCK, m = 2 * m < RT_PER ? 2 * m : RT_PER) {
       const unsigned width = unsigned(m) * RT_BLOCK;
@@ -141,6 +241,11 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
             head[(h % RT_PER) * RT_BLOCK + h / RT_PER] = unsigned(s - first);
             atomicOr(&heads[h / RT_PER], 1u << (h % RT_PER));
           }
+#if defined(RT_FLAT_CARRY)
+          else if (!past & (b[j] >= a)) { // an empty one
+            out[s] = rt_result(rt_identity());
+          }
+#endif
         }
       }
       if (tid == 0 && after >= z) cut = cut < width ? cut : width;
@@ -154,7 +259,9 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     // This thread's elements: a segment that begins and ends among them is written here; `lead`
     // is the value before the first head (the segment open at the thread's start), `v` after the
     // last head.
+#if !defined(RT_FLAT_CARRY)
     rt_pdl_wait(); // launched programmatically after the fill on sm_90+: until out holds the identity
+#endif
     A v = rt_identity(), lead = rt_identity();
     unsigned rel = RT_NO_HEAD, first_rel = RT_NO_HEAD;
     const unsigned mask = heads[tid];
@@ -211,9 +318,39 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     const unsigned before_rel = lane == 0 ? wrel : up_rel;
     if (first_rel != RT_NO_HEAD) { // the segment open at this thread's start ends at its first head
       const A r = rt_combine(before_v, lead);
-      if (before_rel != RT_NO_HEAD) seg_out[before_rel] = rt_result(r); // within the tile
-      else if (open >= 0) rt_atomic_out(out + open, r); // began in an earlier tile
+      if (before_rel != RT_NO_HEAD) {
+        seg_out[before_rel] = rt_result(r); // within the tile
+      } else if (open >= 0) { // began in an earlier tile
+#if defined(RT_FLAT_CARRY)
+        const A whole = rt_combine(carry_v[tile & 1], r); // with the value carried from there
+        if (open == run_open) run_head_v = whole; // began before the run: its piece
+        else out[open] = rt_result(whole);
+#else
+        rt_atomic_out(out + open, r);
+#endif
+      }
     }
+#if defined(RT_FLAT_CARRY)
+    // The next tile starts at the last segment that began before it if that one goes on into it.
+    const long long nb = next < segs ? offsets[next] : end;
+    const long long open_next = next > first && nb > z ? next - 1 : -1;
+    if (tid == RT_BLOCK - 1) { // the segment open at the tile's end: carried, finished or a piece
+      const long long s = srel != RT_NO_HEAD ? first + srel : open;
+      const A value = srel != RT_NO_HEAD ? sv : rt_combine(carry_v[tile & 1], sv);
+      if (s >= 0 && open_next < 0) { // it ends with the tile
+        if (s == run_open) run_head_v = value;
+        else out[s] = rt_result(value);
+      } else if (s >= 0 && tile + 1 == t_hi) { // it goes on past the run
+        if (s == run_open) run_head_v = value;
+        else {
+          run_tail = s;
+          run_tail_v = value;
+        }
+      }
+      carry_v[(tile + 1) & 1] = value; // read in the next tile, after its barriers
+    }
+    open = open_next;
+#else
     if (tid == RT_BLOCK - 1) { // the segment open at the tile's end may go on: combined
       const long long s = srel != RT_NO_HEAD ? first + srel : open;
       if (s >= 0) rt_atomic_out(out + s, sv);
@@ -221,10 +358,30 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     // The next tile starts at the last segment that began before it if that one goes on into it.
     const long long nb = next < segs ? offsets[next] : end;
     open = next > first && nb > z ? next - 1 : -1;
+#endif
     // The next tile's first pass: this tile's segments and up to a pass more.
     const long long m_more = (next - first) / RT_BLOCK + 1;
     m = m_more < RT_PER ? int(m_more) : RT_PER;
     first = open >= 0 ? open : next;
-    __syncthreads(); // warp_v and warp_rel are rewritten by the next tile
+    __syncthreads(); // warp_v and warp_rel are rewritten for the next tile
   }
+
+#if defined(RT_FLAT_CARRY)
+  // The last run writes the identity of the empty segments at the end (they begin at or past its
+  // last tile's end, so no offsets pass met them); `first` is the first of them.
+  if ((long long)blockIdx.x == runs - 1)
+    for (long long s = first + tid; s < segs; s += RT_BLOCK) out[s] = rt_result(rt_identity());
+
+  // The pieces of the segments open at the run's two ends, combined into their results, which
+  // rt_segmented_partition set to the identity (on sm_90+ this kernel started programmatically:
+  // its first wait for that kernel is here).
+  if (tid == RT_BLOCK - 1) {
+    const long long seg[2] = {run_open, run_tail};
+    const A piece[2] = {run_head_v, run_tail_v};
+    if (seg[0] >= 0 || seg[1] >= 0) rt_pdl_wait();
+#pragma unroll
+    for (int k = 0; k < 2; ++k)
+      if (seg[k] >= 0) rt_atomic_out(out + seg[k], piece[k]);
+  }
+#endif
 }
