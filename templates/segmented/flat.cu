@@ -168,10 +168,11 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
     return;
   }
   // Runs of whole tiles, one a block; with fewer tiles than blocks the first blocks take one
-  // each, so the work is in the first wave and the others end at once.
+  // each, so the work is in the first wave and the others end at once. rt_flat_layout's geometry,
+  // spelled out so that segments_flat's code stays the kernel it was before the carry variant.
   const long long origin = base - (long long)((reinterpret_cast<rt_size>(in + base) / sizeof(T)) % RT_VEC);
   const long long tiles = (end - origin + RT_TILE - 1) / RT_TILE;
-  const long long runs = tiles < (long long)gridDim.x ? tiles : (long long)gridDim.x; // rt_flat_layout's
+  const long long runs = tiles < (long long)gridDim.x ? tiles : (long long)gridDim.x;
   if ((long long)blockIdx.x >= runs) return; // the same for the whole block
   const long long t_lo = tiles * blockIdx.x / runs, t_hi = tiles * (blockIdx.x + 1) / runs;
   A x[RT_PER];
@@ -204,9 +205,9 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
   for (long long tile = t_lo; tile < t_hi; ++tile) {
     const long long a = origin + tile * RT_TILE, z = a + RT_TILE;
     // Mark the heads of the segments that begin in the tile, from `first` until one begins past
-    // the tile (or the segments end), and (RT_FLAT_CARRY) write the identity of the empty ones: passes of
-    // m * RT_BLOCK (+1) segments, m sized from the previous tile's count (a pass reads its offsets
-    // whether they are in the tile or not), then doubled. A pass issues its offset loads in
+    // the tile (or the segments end), and (RT_FLAT_CARRY) write the identity of the empty ones:
+    // passes of m * RT_BLOCK (+1) segments, m sized from the previous tile's count (a pass reads its
+    // offsets whether they are in the tile or not), then doubled. A pass issues its offset loads in
     // batches of RT_OFF_BATCH per thread before it looks at any of them, so it waits for memory
     // once per batch, not once per offset.
     long long c0 = first;
