@@ -169,7 +169,8 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
   }
   // Runs of whole tiles, one a block; with fewer tiles than blocks the first blocks take one
   // each, so the work is in the first wave and the others end at once. rt_flat_layout's geometry,
-  // spelled out so that segments_flat's code stays the kernel it was before the carry variant.
+  // spelled out: through the struct, NVRTC schedules the carry kernel (at its 64-register bound)
+  // differently from the code that was measured.
   const long long origin = base - (long long)((reinterpret_cast<rt_size>(in + base) / sizeof(T)) % RT_VEC);
   const long long tiles = (end - origin + RT_TILE - 1) / RT_TILE;
   const long long runs = tiles < (long long)gridDim.x ? tiles : (long long)gridDim.x;
@@ -195,11 +196,9 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
   if (first < segs && origin + t_lo * RT_TILE > offsets[first] &&
       offsets[first + 1] > origin + t_lo * RT_TILE)
     open = first;
+  if (tid == RT_BLOCK - 1) run_open = open; // rt_segmented_partition set it to the identity
 #else
   if (first < segs && origin + t_lo * RT_TILE > offsets[first]) open = first;
-#endif
-#if defined(RT_FLAT_CARRY)
-  if (tid == RT_BLOCK - 1) run_open = open; // rt_segmented_partition set it to the identity
 #endif
 
   for (long long tile = t_lo; tile < t_hi; ++tile) {
