@@ -120,17 +120,8 @@ extern "C" __global__ void rt_segmented_partition(RT_SEGMENTED_PARAMS) {
   const rt_flat_geometry g = rt_flat_layout(in, base, end, (long long)aux);
   if (b == 0 || b >= g.runs) return; // the same in the whole warp
   const long long pos = rt_flat_run_start(g, b);
-  // The first segment that ends at or after pos (offsets[s + 1] >= pos), 32 probes a step.
-  long long lo = 0, hi = segs;
-  while (lo < hi) {
-    const long long p = lo + (hi - lo) * lane / 32;
-    const int c = __popc(__ballot_sync(0xffffffffu, offsets[p + 1] < pos));
-    if (c == 0) break;
-    const long long last = __shfl_sync(0xffffffffu, p, c - 1);
-    const long long next = __shfl_sync(0xffffffffu, p, c & 31);
-    hi = c == 32 ? hi : next;
-    lo = last + 1 < hi ? last + 1 : hi;
-  }
+  // The first segment that ends at or after pos (offsets[s + 1] >= pos).
+  const long long lo = rt_warp_search(0, segs, [=](long long p) { return offsets[p + 1] < pos; });
   if (lane == 0 && lo < segs && offsets[lo] < pos && offsets[lo + 1] > pos)
     out[lo] = rt_result(rt_identity());
 }

@@ -39,21 +39,10 @@ __device__ __forceinline__ bool rt_cuts(const long long* __restrict__ offsets, l
 }
 
 // The number of segment ends among the first d items, known to lie in [lo, hi]: the smallest x
-// whose end comes after element d - x - 1. A whole warp calls it; each step probes 32 points.
+// whose end comes after element d - x - 1. A whole warp calls it.
 __device__ long long rt_merge_search(const long long* __restrict__ offsets, long long base,
                                      long long n, long long d, long long lo, long long hi) {
-  const unsigned lane = threadIdx.x & 31u;
-  while (lo < hi) {
-    const long long p = lo + (hi - lo) * lane / 32;
-    const bool ended = rt_end(offsets, p, base, n) <= d - p - 1;
-    const int c = __popc(__ballot_sync(0xffffffffu, ended));
-    if (c == 0) return lo;
-    const long long last = __shfl_sync(0xffffffffu, p, c - 1);
-    const long long next = __shfl_sync(0xffffffffu, p, c & 31);
-    hi = c == 32 ? hi : next;
-    lo = last + 1 < hi ? last + 1 : hi;
-  }
-  return lo;
+  return rt_warp_search(lo, hi, [=](long long p) { return rt_end(offsets, p, base, n) <= d - p - 1; });
 }
 
 // The first element and the element count of the merged problem.

@@ -23,6 +23,24 @@ extern "C" __global__ void rt_fill_identity(R* __restrict__ out, rt_size count) 
     out[i] = rt_result(rt_identity());
 }
 
+// The end of the prefix of [lo, hi) where pred holds (pred true on a prefix, false after it): the
+// first p in [lo, hi) where it fails, or hi. A whole warp calls it; each step probes 32 points and
+// every lane gets the answer.
+template <class Pred>
+__device__ __forceinline__ long long rt_warp_search(long long lo, long long hi, Pred pred) {
+  const unsigned lane = threadIdx.x & 31u;
+  while (lo < hi) {
+    const long long p = lo + (hi - lo) * lane / 32;
+    const int c = __popc(__ballot_sync(0xffffffffu, pred(p)));
+    if (c == 0) break;
+    const long long last = __shfl_sync(0xffffffffu, p, c - 1);
+    const long long next = __shfl_sync(0xffffffffu, p, c & 31);
+    hi = c == 32 ? hi : next;
+    lo = last + 1 < hi ? last + 1 : hi;
+  }
+  return lo;
+}
+
 // The first element and the length of contiguous segment s (rows and segments).
 __device__ __forceinline__ void rt_segment(rt_size s, const long long* __restrict__ offsets,
                                            rt_size length, rt_size stride, rt_size* begin,
