@@ -204,7 +204,9 @@ TEST_CASE("segmented: bf16 and f16, every configuration, sum in float32, exact m
 // The flat mapping where its tiles and blocks cut: a segment over thousands of blocks with several
 // tiles each, empty segments on tile and block boundaries (tiles of 2048 and 4096 elements start
 // at multiples of them in an aligned input) and at the very end of an input that ends on a tile
-// boundary.
+// boundary. And runs of thousands of segments beside long ones, as many segments as a quarter of
+// the elements, more tiles than blocks: skewed lengths, and 2^20 empty segments between 2^16
+// one-element ones and one long one.
 TEST_CASE("segmented: the flat mapping is right where tiles and blocks cut segments and where empty "
           "ones sit on their boundaries",
           "[gpu][segmented][merge]") {
@@ -212,8 +214,15 @@ TEST_CASE("segmented: the flat mapping is right where tiles and blocks cut segme
   for (std::int64_t e = 1024, k = 0; e <= (1 << 20); e += 1024, ++k)
     for (std::int64_t r = 0; r <= k % 4; ++r) bounded.push_back(e); // 0-3 empties after each
   bounded.push_back(1 << 20);
+  std::vector<std::int64_t> crowded(1 << 16);
+  std::iota(crowded.begin(), crowded.end(), 0); // 2^16 - 1 one-element segments
+  const std::int64_t last = crowded.back();
+  crowded.insert(crowded.end(), 1 << 20, last); // 2^20 empty ones
+  crowded.push_back(1 << 22);                   // a long one
   const std::vector<Case> cases = {segments({0, (1 << 23) + 5}, 1), segments(std::move(bounded)),
-                                   segments({0, 4096, 4096, 4096, 1 << 22, 1 << 22})};
+                                   segments({0, 4096, 4096, 4096, 1 << 22, 1 << 22}),
+                                   segments(skewed_offsets(1 << 19, 1 << 22, 5), 3),
+                                   segments(std::move(crowded), 2)};
   const std::vector<std::string> flat = {"segments_flat", "segments_flat_streaming",
                                          "segments_flat_carry", "segments_flat_carry_streaming"};
   for (DType d : {DType::i32, DType::f32})
