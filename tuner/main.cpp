@@ -424,9 +424,9 @@ int cmd_variants(const std::vector<std::string>& args) {
       if (all) std::printf("  %-50s %s\n", key(c).c_str(), why ? ("skipped: " + *why).c_str() : "valid");
       why ? ++reasons[*why] : ++valid;
     }
-    std::printf("%-26.*s %4zu valid on sm_%d  %.*s\n", int(v.name.size()), v.name.data(), valid, t.cc,
+    std::printf("%-32.*s %4zu valid on sm_%d  %.*s\n", int(v.name.size()), v.name.data(), valid, t.cc,
                 int(v.summary.size()), v.summary.data());
-    for (const auto& [why, n] : reasons) std::printf("%31zu skipped: %s\n", n, why.c_str());
+    for (const auto& [why, n] : reasons) std::printf("%37zu skipped: %s\n", n, why.c_str());
   }
   return 0;
 }
