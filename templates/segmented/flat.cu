@@ -178,7 +178,8 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
 #endif
   }
   // `first`: the segment holding the tile's first element, or the first that begins after it (with
-  // RT_FLAT_CARRY: the first that ends at or after that element); `open`: the same if it began
+  // RT_FLAT_CARRY: the first that ends at or after that element; segments_flat, after its run's
+  // first tile: or the one before, ended with the tile before); `open`: the same if it began
   // before the tile and goes on into it (-1: it did not).
   long long first = rt_flat_search(offsets, segs, origin + t_lo * RT_TILE); // a barrier too
   long long open = -1;
@@ -189,7 +190,9 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
     open = first;
   if (tid == RT_BLOCK - 1) run_open = open; // rt_segmented_partition set it to the identity
 #else
-  if (first < segs && origin + t_lo * RT_TILE > offsets[first]) open = first;
+  // segments_flat learns `open` in each tile's first offsets pass (thread 0 reads `first`'s
+  // offsets there): no load of its own between the search, or the tile before, and that pass.
+  __shared__ long long open_s;
 #endif
 
   for (long long tile = t_lo; tile < t_hi; ++tile) {
@@ -217,6 +220,10 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
           b[j] = k0 + j < m ? offsets[sb] : z;
           e[j] = k0 + j < m ? offsets[se] : z;
         }
+#if !defined(RT_FLAT_CARRY)
+        if (k0 == 0 && tid == 0 && c0 == first) // `first`: open if it began before the tile and goes on
+          open_s = b[0] < a && e[0] > a ? first : -1;
+#endif
 #pragma unroll
         for (int j = 0; j < RT_OFF_BATCH; ++j) {
           const unsigned i = unsigned(k0 + j) * RT_BLOCK + tid;
@@ -246,6 +253,9 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
       __syncthreads(); // every thread has read cut_rel before it may change
     }
     const long long next = c0 + cut_rel; // segments [first, next) begin before the tile's end
+#if !defined(RT_FLAT_CARRY)
+    open = open_s; // thread 0 wrote it before the first pass's barrier
+#endif
 
     // This thread's elements: a segment that begins and ends among them is written here; `lead`
     // is the value before the first head (the segment open at the thread's start), `v` after the
@@ -346,14 +356,17 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
       const long long s = srel != RT_NO_HEAD ? first + srel : open;
       if (s >= 0) rt_atomic_out(out + s, sv);
     }
-    // The next tile starts at the last segment that began before it if that one goes on into it.
-    const long long nb = next < segs ? offsets[next] : end;
-    open = next > first && nb > z ? next - 1 : -1;
 #endif
     // The next tile's first pass: this tile's segments and up to a pass more.
     const long long m_more = (next - first) / RT_BLOCK + 1;
     m = m_more < RT_PER ? int(m_more) : RT_PER;
+#if defined(RT_FLAT_CARRY)
     first = open >= 0 ? open : next;
+#else
+    // The next tile starts at the last segment that began before it (its first pass tells whether
+    // that one goes on into it) or, where none did, at the first that begins after.
+    first = next > first ? next - 1 : next;
+#endif
     __syncthreads(); // warp_v and warp_rel are rewritten for the next tile
   }
 
