@@ -221,8 +221,8 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
           e[j] = k0 + j < m ? offsets[se] : z;
         }
 #if !defined(RT_FLAT_CARRY)
-        if (k0 == 0 && tid == 0 && c0 == first) // `first`: open if it began before the tile and goes on
-          open_s = b[0] < a && e[0] > a ? first : -1;
+        // `first` is open if it began before the tile and goes on into it.
+        if (k0 == 0 && tid == 0 && c0 == first) open_s = b[0] < a && e[0] > a ? first : -1;
 #endif
 #pragma unroll
         for (int j = 0; j < RT_OFF_BATCH; ++j) {

@@ -42,7 +42,8 @@ __device__ __forceinline__ bool rt_cuts(const long long* __restrict__ offsets, l
 // whose end comes after element d - x - 1. A whole warp calls it.
 __device__ long long rt_merge_search(const long long* __restrict__ offsets, long long base,
                                      long long n, long long d, long long lo, long long hi) {
-  return rt_warp_search(lo, hi, [=](long long p) { return rt_end(offsets, p, base, n) <= d - p - 1; });
+  return rt_warp_search(lo, hi,
+                        [=](long long p) { return rt_end(offsets, p, base, n) <= d - p - 1; });
 }
 
 // The first element and the element count of the merged problem.
