@@ -204,7 +204,7 @@ TEST_CASE("segmented: bf16 and f16, every configuration, sum in float32, exact m
 // The flat mapping where its tiles and blocks cut: a segment over thousands of blocks with several
 // tiles each, empty segments on tile and block boundaries (tiles of 2048 and 4096 elements start
 // at multiples of them in an aligned input) and at the very end of an input that ends on a tile
-// boundary. And runs of thousands of segments beside long ones, as many segments as a quarter of
+// boundary. And runs of thousands of segments beside long ones, segments up to a quarter as many as
 // the elements, more tiles than blocks: skewed lengths, and 2^20 empty segments between 2^16
 // one-element ones and one long one.
 TEST_CASE("segmented: the flat mapping is right where tiles and blocks cut segments and where empty "
