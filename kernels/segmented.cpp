@@ -44,6 +44,17 @@ constexpr Variant kColumnsTile = {
 constexpr Variant kColumnsSplit = {
     "columns_split", "column stripes x row slices (g blocks per SM), combined atomically", kSplit,
     kU124, kShfl, kAtomic, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
+// The tile mapping with 8 threads across a stripe (whole 32-byte sectors of a row at v1): where
+// columns_tile covers a matrix of a few hundred to a few thousand columns with a handful of wide
+// stripes (a block each), these give many blocks in one kernel, where columns_split needs the fill
+// and atomics. The H100 and H200 sweeps take it at 2^16-2^20 elements for 128-65,536 columns,
+// 1.02-1.18x what they took before there (docs/PERFORMANCE.md).
+constexpr unsigned kNarrowWidth = 8;
+constexpr Variant kColumnsNarrow = {
+    "columns_narrow",
+    "columns_tile with 8 threads across a stripe (8 x v columns), the rest of the block down the "
+    "rows: many stripes in one kernel",
+    kBlock, kU124, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
 constexpr Variant kSegmentsGroup = {"segments_group", "a group of w lanes of a warp per segment",
                                     kGroup, kU124, kShfl, kDirect, true, false, 32, kContiguous,
                                     "RT_MAP_GROUP", Problem::segments};
@@ -100,6 +111,7 @@ constexpr Variant kRows[] = {
 constexpr Variant kColumns[] = {
     kColumnsTile,
     kColumnsSplit,
+    kColumnsNarrow,
     evict_first(kColumnsTile, "columns_tile_streaming", "columns_tile with evict-first loads"),
     evict_first(kColumnsSplit, "columns_split_streaming", "columns_split with evict-first loads"),
 };
@@ -188,9 +200,11 @@ unsigned checked_grid(const Config& c, std::uint64_t grid, Shape shape) {
 }
 
 // Columns: TX threads across the columns (a power of two: as many as the stripe needs, up to the
-// block), TY = block / TX down the rows.
+// block, or up to kNarrowWidth for columns_narrow), TY = block / TX down the rows.
+bool is_narrow(const Config& c) { return c.variant == kColumnsNarrow.name; }
 unsigned tile_width(const Config& c, std::uint64_t cols) {
-  return unsigned(std::min<std::uint64_t>(c.block, std::bit_ceil(ceil_div(std::max<std::uint64_t>(cols, 1), c.vec))));
+  const std::uint64_t widest = is_narrow(c) ? kNarrowWidth : std::uint64_t(c.block);
+  return unsigned(std::min<std::uint64_t>(widest, std::bit_ceil(ceil_div(std::max<std::uint64_t>(cols, 1), c.vec))));
 }
 
 // Blocks per segment of rows_split / segments_split: g blocks per SM shared by the segments,
@@ -213,6 +227,9 @@ std::uint64_t row_slices(const Config& c, const Target& t, Shape shape, std::uin
 
 // Fewer lanes than this leave most of any GPU of the catalogue idle (an H100 keeps 270K resident).
 constexpr std::uint64_t kFewLanes = 16384;
+// Blocks enough to fill any GPU of the catalogue twice (an H100 holds 4 of 512 threads on each
+// of its 132 SMs).
+constexpr std::uint64_t kManyStripes = 1024;
 // Elements one lane may loop over before a mapping counts as serialising the work (~0.1 ms).
 constexpr std::uint64_t kLongLane = std::uint64_t(1) << 16;
 
@@ -323,6 +340,20 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
       return "the longest segment (" + std::to_string(longest) + " elements) keeps " +
              std::to_string(per_segment) + " lanes for " + std::to_string(longest / per_segment) +
              " elements each";
+  }
+  // columns_narrow is columns_tile where that one's stripes are as narrow already, and adds
+  // nothing where columns_tile has blocks enough to fill any GPU of the catalogue twice.
+  if (is_narrow(c)) {
+    Config wide = c;
+    wide.variant = kColumnsTile.name;
+    const std::uint64_t tx = tile_width(wide, shape.count);
+    const std::uint64_t stripes = ceil_div(std::max<std::uint64_t>(shape.count, 1), tx * c.vec);
+    if (tx <= kNarrowWidth)
+      return "columns_tile's stripes are " + std::to_string(tx) + " threads wide at " +
+             std::to_string(shape.count) + " columns: the same tile";
+    if (stripes >= kManyStripes)
+      return "columns_tile has " + std::to_string(stripes) + " stripes (a block each) at " +
+             std::to_string(shape.count) + " columns";
   }
   // Any problem: a data-sized mapping (no grid) whose few lanes each loop over thousands of
   // elements while the GPU idles; the split mappings spread such work (a single long row costs

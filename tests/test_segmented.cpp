@@ -172,6 +172,17 @@ TEST_CASE("segmented: launch plans cover every result", "[segmented]") {
   CHECK((p.aux & 2047) == 1);
   CHECK((p.aux >> 11) == 1);
   CHECK(p.grid == 1);
+  // Narrow: 8 threads across (8 x v columns), the rest of the block down the rows, one block a stripe.
+  p = segmented_plan(cfg("columns_narrow.b512.u1.v1.direct"), sm90(Problem::columns), {512, 128});
+  CHECK((p.aux & 2047) == 8);
+  CHECK((p.aux >> 11) == 1);
+  CHECK(p.grid == 512 / 8);
+  CHECK_FALSE(p.fill);
+  p = segmented_plan(cfg("columns_narrow.b128.u2.v4.direct"), sm90(Problem::columns), {1000, 77});
+  CHECK((p.aux & 2047) == 8);
+  CHECK(p.grid == (1000 + 31) / 32);
+  p = segmented_plan(cfg("columns_narrow.b128.u2.v4.direct"), sm90(Problem::columns), {6, 77});
+  CHECK((p.aux & 2047) == 2); // as narrow as columns_tile's: 6 columns of v4 take 2 threads
   p = segmented_plan(cfg("columns_split.b256.u2.v1.g4.atomic"), sm90(Problem::columns), {4096, 4096});
   CHECK((p.aux & 2047) == 256);
   CHECK(p.grid == 16 * (p.aux >> 11));
@@ -236,6 +247,12 @@ TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]"
   CHECK_FALSE(pointless(cfg("rows_block.b256.u1.v4.direct"), {256, 1 << 16}));
   CHECK(pointless(cfg("columns_tile.b256.u4.v4.direct"), {256, 1 << 20}));
   CHECK_FALSE(pointless(cfg("columns_tile.b256.u4.v4.direct"), {1 << 14, 1024}));
+  // columns_narrow: not where columns_tile's tile is as narrow, nor where it has blocks enough.
+  CHECK(pointless(cfg("columns_narrow.b256.u1.v4.direct"), {32, 2048}));
+  CHECK_FALSE(pointless(cfg("columns_narrow.b256.u1.v4.direct"), {64, 1024}));
+  CHECK_FALSE(pointless(cfg("columns_narrow.b512.u1.v1.direct"), {512, 128}));
+  CHECK(pointless(cfg("columns_narrow.b128.u1.v1.direct"), {1 << 17, 16}));
+  CHECK_FALSE(pointless(cfg("columns_narrow.b128.u1.v1.direct"), {1 << 16, 16}));
   CHECK(pointless(cfg("segments_group.b256.w32.u2.v4.direct"), {256, 65536}));
   CHECK_FALSE(pointless(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), {256, 65536}));
   // Offsets: the longest segment decides for the per-segment mappings.
