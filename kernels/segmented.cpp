@@ -44,16 +44,17 @@ constexpr Variant kColumnsTile = {
 constexpr Variant kColumnsSplit = {
     "columns_split", "column stripes x row slices (g blocks per SM), combined atomically", kSplit,
     kU124, kShfl, kAtomic, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
-// The tile mapping with 8 threads across a stripe (whole 32-byte sectors of a row at v1): where
-// columns_tile covers a matrix of a few hundred to a few thousand columns with a handful of wide
-// stripes (a block each), these give many blocks in one kernel, where columns_split needs the fill
-// and atomics. The H100 and H200 sweeps take it at 2^16-2^20 elements for 128-65,536 columns,
-// 1.02-1.18x what they took before there (docs/PERFORMANCE.md).
-constexpr unsigned kNarrowWidth = 8;
+// The tile mapping with stripes of 1 to 8 threads across: where columns_tile covers a matrix of a
+// few hundred to a few thousand columns with a handful of wide stripes (a block each), these give
+// many blocks in one kernel, where columns_split needs the fill and atomics. The widest of 8, 4, 2
+// and 1 threads that still makes kNarrowStripes stripes: on an H100, 64-256 columns were fastest
+// with 1 thread a stripe, 512-1024 with 2, 2048 and more with 8 (docs/PERFORMANCE.md).
+constexpr std::uint64_t kNarrowWidth = 8;
+constexpr std::uint64_t kNarrowStripes = 256; // about two a SM on the catalogue's GPUs
 constexpr Variant kColumnsNarrow = {
     "columns_narrow",
-    "columns_tile with 8 threads across a stripe (8 x v columns), the rest of the block down the "
-    "rows: many stripes in one kernel",
+    "columns_tile with stripes of 8 threads across or fewer (256 stripes where the columns "
+    "allow), the rest of the block down the rows: many blocks in one kernel",
     kBlock, kU124, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
 constexpr Variant kSegmentsGroup = {"segments_group", "a group of w lanes of a warp per segment",
                                     kGroup, kU124, kShfl, kDirect, true, false, 32, kContiguous,
@@ -200,11 +201,16 @@ unsigned checked_grid(const Config& c, std::uint64_t grid, Shape shape) {
 }
 
 // Columns: TX threads across the columns (a power of two: as many as the stripe needs, up to the
-// block, or up to kNarrowWidth for columns_narrow), TY = block / TX down the rows.
+// block; columns_narrow: up to kNarrowWidth, halved while there are fewer than kNarrowStripes
+// stripes), TY = block / TX down the rows.
 bool is_narrow(const Config& c) { return c.variant == kColumnsNarrow.name; }
 unsigned tile_width(const Config& c, std::uint64_t cols) {
-  const std::uint64_t widest = is_narrow(c) ? kNarrowWidth : std::uint64_t(c.block);
-  return unsigned(std::min<std::uint64_t>(widest, std::bit_ceil(ceil_div(std::max<std::uint64_t>(cols, 1), c.vec))));
+  cols = std::max<std::uint64_t>(cols, 1);
+  std::uint64_t widest = c.block;
+  if (is_narrow(c))
+    for (widest = kNarrowWidth; widest > 1 && ceil_div(cols, widest * c.vec) < kNarrowStripes;)
+      widest /= 2;
+  return unsigned(std::min<std::uint64_t>(widest, std::bit_ceil(ceil_div(cols, c.vec))));
 }
 
 // Blocks per segment of rows_split / segments_split: g blocks per SM shared by the segments,
@@ -348,7 +354,7 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
     wide.variant = kColumnsTile.name;
     const std::uint64_t tx = tile_width(wide, shape.count);
     const std::uint64_t stripes = ceil_div(std::max<std::uint64_t>(shape.count, 1), tx * c.vec);
-    if (tx <= kNarrowWidth)
+    if (tx <= tile_width(c, shape.count))
       return "columns_tile's stripes are " + std::to_string(tx) + " threads wide at " +
              std::to_string(shape.count) + " columns: the same tile";
     if (stripes >= kManyStripes)

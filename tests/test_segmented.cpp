@@ -172,17 +172,22 @@ TEST_CASE("segmented: launch plans cover every result", "[segmented]") {
   CHECK((p.aux & 2047) == 1);
   CHECK((p.aux >> 11) == 1);
   CHECK(p.grid == 1);
-  // Narrow: 8 threads across (8 x v columns), the rest of the block down the rows, one block a stripe.
+  // Narrow: the widest of 8, 4, 2, 1 threads across that still makes 256 stripes (or 1 thread),
+  // the rest of the block down the rows, one block a stripe.
   p = segmented_plan(cfg("columns_narrow.b512.u1.v1.direct"), sm90(Problem::columns), {512, 128});
-  CHECK((p.aux & 2047) == 8);
+  CHECK((p.aux & 2047) == 2);
   CHECK((p.aux >> 11) == 1);
-  CHECK(p.grid == 512 / 8);
+  CHECK(p.grid == 512 / 2);
   CHECK_FALSE(p.fill);
-  p = segmented_plan(cfg("columns_narrow.b128.u2.v4.direct"), sm90(Problem::columns), {1000, 77});
+  p = segmented_plan(cfg("columns_narrow.b512.u1.v1.direct"), sm90(Problem::columns), {4096, 16});
   CHECK((p.aux & 2047) == 8);
-  CHECK(p.grid == (1000 + 31) / 32);
-  p = segmented_plan(cfg("columns_narrow.b128.u2.v4.direct"), sm90(Problem::columns), {6, 77});
-  CHECK((p.aux & 2047) == 2); // as narrow as columns_tile's: 6 columns of v4 take 2 threads
+  CHECK(p.grid == 4096 / 8);
+  p = segmented_plan(cfg("columns_narrow.b256.u1.v2.direct"), sm90(Problem::columns), {2048, 32});
+  CHECK((p.aux & 2047) == 4);
+  CHECK(p.grid == 2048 / 8);
+  p = segmented_plan(cfg("columns_narrow.b128.u2.v4.direct"), sm90(Problem::columns), {1000, 77});
+  CHECK((p.aux & 2047) == 1); // 250 stripes of 4 columns
+  CHECK(p.grid == 250);
   p = segmented_plan(cfg("columns_split.b256.u2.v1.g4.atomic"), sm90(Problem::columns), {4096, 4096});
   CHECK((p.aux & 2047) == 256);
   CHECK(p.grid == 16 * (p.aux >> 11));
@@ -248,8 +253,8 @@ TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]"
   CHECK(pointless(cfg("columns_tile.b256.u4.v4.direct"), {256, 1 << 20}));
   CHECK_FALSE(pointless(cfg("columns_tile.b256.u4.v4.direct"), {1 << 14, 1024}));
   // columns_narrow: not where columns_tile's tile is as narrow, nor where it has blocks enough.
-  CHECK(pointless(cfg("columns_narrow.b256.u1.v4.direct"), {32, 2048}));
-  CHECK_FALSE(pointless(cfg("columns_narrow.b256.u1.v4.direct"), {64, 1024}));
+  CHECK(pointless(cfg("columns_narrow.b256.u1.v4.direct"), {4, 2048}));
+  CHECK_FALSE(pointless(cfg("columns_narrow.b256.u1.v4.direct"), {32, 2048}));
   CHECK_FALSE(pointless(cfg("columns_narrow.b512.u1.v1.direct"), {512, 128}));
   CHECK(pointless(cfg("columns_narrow.b128.u1.v1.direct"), {1 << 17, 16}));
   CHECK_FALSE(pointless(cfg("columns_narrow.b128.u1.v1.direct"), {1 << 16, 16}));
