@@ -202,15 +202,21 @@ unsigned checked_grid(const Config& c, std::uint64_t grid, Shape shape) {
 
 // Columns: TX threads across the columns (a power of two: as many as the stripe needs, up to the
 // block; columns_narrow: up to kNarrowWidth, halved while there are fewer than kNarrowStripes
-// stripes), TY = block / TX down the rows.
+// stripes), TY = block / TX down the rows. A stripe of TX threads covers TX x v columns.
+std::uint64_t stripe_count(std::uint64_t tx, int vec, std::uint64_t cols) {
+  return ceil_div(std::max<std::uint64_t>(cols, 1), tx * vec);
+}
+// The stripe width (threads) that `cols` columns take, at most `widest`: a thread a vector.
+std::uint64_t stripe_width(std::uint64_t widest, int vec, std::uint64_t cols) {
+  return std::min(widest, std::bit_ceil(stripe_count(1, vec, cols)));
+}
 bool is_narrow(const Config& c) { return c.variant == kColumnsNarrow.name; }
 unsigned tile_width(const Config& c, std::uint64_t cols) {
-  cols = std::max<std::uint64_t>(cols, 1);
   std::uint64_t widest = c.block;
   if (is_narrow(c))
-    for (widest = kNarrowWidth; widest > 1 && ceil_div(cols, widest * c.vec) < kNarrowStripes;)
+    for (widest = kNarrowWidth; widest > 1 && stripe_count(widest, c.vec, cols) < kNarrowStripes;)
       widest /= 2;
-  return unsigned(std::min<std::uint64_t>(widest, std::bit_ceil(ceil_div(cols, c.vec))));
+  return unsigned(stripe_width(widest, c.vec, cols));
 }
 
 // Blocks per segment of rows_split / segments_split: g blocks per SM shared by the segments,
@@ -350,15 +356,13 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
   // columns_narrow is columns_tile where that one's stripes are as narrow already, and adds
   // nothing where columns_tile has blocks enough to fill any GPU of the catalogue twice.
   if (is_narrow(c)) {
-    Config wide = c;
-    wide.variant = kColumnsTile.name;
-    const std::uint64_t tx = tile_width(wide, shape.count);
-    const std::uint64_t stripes = ceil_div(std::max<std::uint64_t>(shape.count, 1), tx * c.vec);
+    const std::uint64_t tx = stripe_width(c.block, c.vec, shape.count); // columns_tile's
+    const std::uint64_t tile_stripes = stripe_count(tx, c.vec, shape.count);
     if (tx <= tile_width(c, shape.count))
       return "columns_tile's stripes are " + std::to_string(tx) + " threads wide at " +
              std::to_string(shape.count) + " columns: the same tile";
-    if (stripes >= kManyStripes)
-      return "columns_tile has " + std::to_string(stripes) + " stripes (a block each) at " +
+    if (tile_stripes >= kManyStripes)
+      return "columns_tile has " + std::to_string(tile_stripes) + " stripes (a block each) at " +
              std::to_string(shape.count) + " columns";
   }
   // Any problem: a data-sized mapping (no grid) whose few lanes each loop over thousands of
@@ -368,8 +372,7 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
   if (!takes(v, P_GRID)) {
     std::uint64_t lanes = 0;
     if (v.problem == Problem::columns)
-      lanes = ceil_div(std::max<std::uint64_t>(shape.count, 1), std::uint64_t(tile_width(c, shape.count)) * c.vec) *
-              std::uint64_t(c.block);
+      lanes = stripe_count(tile_width(c, shape.count), c.vec, shape.count) * std::uint64_t(c.block);
     else
       lanes = shape.count * std::uint64_t(takes(v, P_WIDTH) ? c.width : c.block);
     const std::uint64_t per_lane = v.problem == Problem::segments ? 1024 : 4096;
@@ -410,7 +413,7 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   p.fill = c.finish == Finish::atomic && !(takes(v, P_WIDTH) && takes(v, P_GRID));
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count);
-    const std::uint64_t stripes = ceil_div(std::max<std::uint64_t>(shape.count, 1), tx * c.vec);
+    const std::uint64_t stripes = stripe_count(tx, c.vec, shape.count);
     const std::uint64_t slices = row_slices(c, t, shape, stripes);
     p.grid = checked_grid(c, stripes * slices, shape);
     p.aux = slices << 11 | tx;
@@ -460,8 +463,7 @@ std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::
   const std::uint64_t log_block = log2_ceil(c.block);
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count), ty = c.block / tx;
-    const std::uint64_t stripes = ceil_div(std::max<std::uint64_t>(shape.count, 1), tx * c.vec);
-    const std::uint64_t slices = row_slices(c, t, shape, stripes);
+    const std::uint64_t slices = row_slices(c, t, shape, stripe_count(tx, c.vec, shape.count));
     return ceil_div(ceil_div(len, slices), ty) + log2_ceil(ty) + slices + 1;
   }
   if (is_flat(v)) { // a thread's elements, the scan (warps, then warp totals), one combine per
