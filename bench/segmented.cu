@@ -51,7 +51,7 @@ struct Options {
   std::vector<DType> dtypes{DType::i32, DType::f32};
   std::vector<Op> ops{Op::sum};
   std::vector<std::uint64_t> totals, lengths;
-  bool who[kWho] = {true, true, true, true};
+  bool who[kWho] = {true, true, true, true, true};
   TimerOptions timer;
   bool hot = false;
   std::string db;
@@ -71,7 +71,8 @@ const char* kUsage =
     "  --totals LIST         elements per shape (default 2^16,2^20,2^24,2^28)\n"
     "  --lengths LIST        row length (rows, columns: cols) or mean segment length (segments);\n"
     "                        default 1,2,4,...,2^24; lengths above a total are left out\n"
-    "  --contestants LIST    reduce-tune,cub,cub-iter,ceiling (default all)\n"
+    "  --contestants LIST    reduce-tune,cub,cub-iter,ceiling,one-d (default all; one-d: the\n"
+    "                        library's tuned 1-D reduction of the same elements to one value)\n"
     "  --reps N              timed calls per contestant (default 30)\n"
     "  --warmup N            warm-up calls (default 3)\n"
     "  --budget-s S          fewer timed calls (not below 8) where R calls would take longer\n"
@@ -128,7 +129,8 @@ Options parse(int argc, char** argv) {
         int w = 0;
         while (w < kWho && t != kWhoName[w]) ++w;
         if (w == kWho)
-          throw UsageError("--contestants: '" + t + "': expected reduce-tune, cub, cub-iter or ceiling");
+          throw UsageError("--contestants: '" + t +
+                           "': expected reduce-tune, cub, cub-iter, ceiling or one-d");
         o.who[w] = true;
       }
     } else if (flag == "--reps") {
@@ -325,7 +327,7 @@ int run(const Options& o) {
   reduce_tune::Options ro;
   ro.store_path = o.db;
   std::unique_ptr<reduce_tune::Reducer> reducer;
-  if (o.who[RT]) reducer = std::make_unique<reduce_tune::Reducer>(o.device, ro);
+  if (o.who[RT] || o.who[ONE_D]) reducer = std::make_unique<reduce_tune::Reducer>(o.device, ro);
   CK(cudaSetDevice(o.device)); // the reducer restores the caller's context; make sure it is ours
 
   const char* env_db = std::getenv("REDUCE_TUNE_DB");
@@ -450,6 +452,13 @@ int run(const Options& o) {
           row.c = c;
           if (p == Problem::segments) row.mix = length_mix(d.seg.offsets);
           const std::vector<reduce_tune::Reference> refs = reduce_tune::segmented_reference(host, d.seg, op);
+          // The 1-D reduction's one result: the elements as a single row.
+          Segmentation whole;
+          whole.problem = Problem::rows;
+          whole.shape = {1, c.n};
+          whole.stride = c.n;
+          std::vector<reduce_tune::Reference> whole_ref;
+          if (o.who[ONE_D]) whole_ref = reduce_tune::segmented_reference(host, whole, op);
           if (o.who[RT]) std::tie(row.key, row.match) = library_choice(*reducer, c, dt, op);
           for (int mode = 0; mode < 2; ++mode) {
             if (mode == 1 && !o.hot) continue;
@@ -459,21 +468,26 @@ int run(const Options& o) {
               Cell& x = row.cell[mode][w];
               x.ran = true;
               if (std::string e = rt_bench::cell_error([&] {
-                // Times `call`, then checks every result it left.
+                // Times `call`, then checks every result it left (those of `sg`: the case's
+                // segmentation, or the whole input for the 1-D reduction).
                 auto measure = [&](auto&& call) {
-                  x.st = timer.time(cold, out.get(), c.count() * es, call);
+                  const Segmentation& sg = w == ONE_D ? whole : d.seg;
+                  const std::uint64_t results = sg.shape.count;
+                  x.st = timer.time(cold, out.get(), results * es, call);
                   HostArray got;
                   got.dtype = dt;
-                  got.n = c.count();
-                  got.bytes.resize(c.count() * es);
+                  got.n = results;
+                  got.bytes.resize(results * es);
                   CK(cudaMemcpy(got.bytes.data(), out.get(), got.bytes.size(), cudaMemcpyDeviceToHost));
                   if (w == CUB) accept_cub_empty(got, d.seg, op);
-                  const reduce_tune::Check ch = check_all(refs, got, d.seg, op);
+                  const reduce_tune::Check ch = check_all(w == ONE_D ? whole_ref : refs, got, sg, op);
                   x.ok = ch.ok;
                   if (!ch.ok) x.error = "got " + ch.observed + ", expected " + ch.expected;
                 };
                 if (w == RT) {
                   measure([&] { library_call(*reducer, c, dt, op, in.get(), d_offsets, out.get(), s); });
+                } else if (w == ONE_D) {
+                  measure([&] { reducer->reduce_async(dt, op, in.get(), c.n, out.get(), s); });
                 } else if (w == CUB || w == CUB_ITER) {
                   const CubKind kind = w == CUB_ITER ? CubKind::row_iterator
                                        : p == Problem::columns ? CubKind::column_gather

@@ -40,7 +40,7 @@ std::uint64_t Case::bytes_read(std::size_t es) const {
   return n * es + (problem == Problem::segments ? (segments + 1) * sizeof(std::int64_t) : 0);
 }
 
-const char* const kWhoName[kWho] = {"reduce-tune", "cub", "cub-iter", "ceiling"};
+const char* const kWhoName[kWho] = {"reduce-tune", "cub", "cub-iter", "ceiling", "one-d"};
 
 const char* const kCsvHeader =
     "problem,dtype,op,rows,cols,segments,n,count,length,bytes_read,bytes_written,mode,contestant,"
@@ -63,8 +63,11 @@ namespace {
 
 std::string problem_name(Problem p) { return std::string(reduce_tune::name(p)); }
 
-double gbps_of(const Case& c, DType dt, double us) {
-  return us > 0 ? double(c.bytes_read(reduce_tune::size_of(dt))) / (us * 1e-6) / 1e9 : 0;
+/// GB/s of contestant w: the case's bytes read (the 1-D reduction reads the elements only).
+double gbps_of(const Case& c, DType dt, double us, int w = RT) {
+  const std::size_t es = reduce_tune::size_of(dt);
+  const std::uint64_t bytes = w == ONE_D ? c.n * es : c.bytes_read(es);
+  return us > 0 ? double(bytes) / (us * 1e-6) / 1e9 : 0;
 }
 
 /// "2^20" for powers of two, else the number.
@@ -111,12 +114,12 @@ void write_csv(std::ostream& out, const Device& dev, Problem p, DType dt, Op op,
   for (int w = 0; w < kWho; ++w) {
     const Cell& x = r.cell[mode][w];
     if (!x.ran) continue;
-    const double g = x.error.empty() ? gbps_of(c, dt, x.st.median_us) : 0;
-    // The ceiling writes one value; the others one per result.
-    const std::uint64_t written = w == CEIL ? 4 : c.count() * es;
+    const double g = x.error.empty() ? gbps_of(c, dt, x.st.median_us, w) : 0;
+    // The ceiling and the 1-D reduction write one value; the others one per result.
+    const std::uint64_t written = w == CEIL ? 4 : w == ONE_D ? es : c.count() * es;
     out << problem_name(p) << ',' << dtype_name(dt) << ',' << op_name(op) << ',' << c.rows << ','
         << c.cols << ',' << c.segments << ',' << c.n << ',' << c.count() << ',' << fmt("%.10g", c.length()) << ','
-        << c.bytes_read(es) << ',' << written << ',' << (mode == 0 ? "cold" : "hot") << ','
+        << (w == ONE_D ? c.n * es : c.bytes_read(es)) << ',' << written << ',' << (mode == 0 ? "cold" : "hot") << ','
         << kWhoName[w] << ',' << x.st.median_us << ',' << x.st.min_us << ',' << x.st.all_median_us
         << ',' << x.st.calls << ',' << g << ',' << 100 * g / dev.peak_gbps << ','
         << (r.failed(mode, w) ? 0 : 1) << ',' << (w == RT ? r.key : "") << '\n';
@@ -127,11 +130,12 @@ void print_table(const Device& dev, Problem p, DType dt, Op op, int mode, const 
   const bool segs = p == Problem::segments, has_iter = p == Problem::rows;
   std::printf("\n### %s: %s %s, %s L2\n\n", problem_name(p).c_str(), dtype_name(dt).c_str(),
               op_name(op).c_str(), mode == 0 ? "cold" : "hot");
-  std::printf("| n | %s | reduce-tune us | GB/s | CUB us | GB/s |%s ceiling us | GB/s | %% peak "
-              "(ceiling) | rt/CUB | rt %% of ceiling | check | reduce-tune config |\n",
+  std::printf("| n | %s | reduce-tune us | GB/s | CUB us | GB/s |%s ceiling us | GB/s | 1-D us "
+              "| GB/s | %% peak (ceiling) | rt/CUB | CUB/1-D | rt %% of ceiling | check | "
+              "reduce-tune config |\n",
               segs ? "segments | mean length | longest / empty" : "rows | cols",
               has_iter ? " CUB-iter us | GB/s |" : "");
-  std::printf("|---:|---:|---:|%s---:|---:|---:|---:|%s---:|---:|---:|---:|---:|---|---|\n",
+  std::printf("|---:|---:|---:|%s---:|---:|---:|---:|%s---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
               segs ? "---:|" : "", has_iter ? "---:|---:|" : "");
   for (const Row& r : rows) {
     std::string line = "| " + reduce_tune::format_size(r.c.n) + " | " + shape_str(r.c) + " |";
@@ -147,14 +151,16 @@ void print_table(const Device& dev, Problem p, DType dt, Op op, int mode, const 
       else if (!c[w].error.empty() && c[w].st.calls == 0) line += " error | - |";
       else
         line.append(" ").append(us_str(c[w].st.median_us)).append(" | ")
-            .append(fmt("%.0f", gbps_of(r.c, dt, c[w].st.median_us))).append(" |");
+            .append(fmt("%.0f", gbps_of(r.c, dt, c[w].st.median_us, w))).append(" |");
     }
     const double t_rt = time_of(r, mode, RT), t_ceil = time_of(r, mode, CEIL);
+    const double t_1d = time_of(r, mode, ONE_D);
     const int bc = best_cub(r, mode);
     // Cells appended piece by piece: g++ 12 warns falsely (-Wrestrict) on "literal" + string.
     auto cell = [&line](const std::string& text) { line.append(" ").append(text).append(" |"); };
     cell(t_ceil > 0 ? fmt("%.1f", 100 * gbps_of(r.c, dt, t_ceil) / dev.peak_gbps) : "-");
     cell(t_rt > 0 && bc >= 0 ? fmt("%.2f", time_of(r, mode, bc) / t_rt) : "-");
+    cell(t_1d > 0 && bc >= 0 ? fmt("%.2f", time_of(r, mode, bc) / t_1d) : "-");
     cell(t_rt > 0 && t_ceil > 0 ? fmt("%.0f", 100 * t_ceil / t_rt) : "-");
     std::string check;
     for (int w = 0; w < kWho; ++w)
@@ -173,10 +179,13 @@ void print_targets(const Tables& tables) {
               "(rows: offsets array or counting iterator), over every shape; %% of ceiling = "
               "ceiling time / reduce-tune time at >= 2^24 elements. Targets: rows and columns "
               ">= 1.1x CUB, segments >= 5x CUB; rows >= 85 %%, columns and segments >= 80 %% of "
-              "the ceiling. (torch: bench/frameworks_segmented.py.)\n\n");
-  std::printf("| problem | dtype | shapes | worst rt/CUB | at (n, shape) | below target | worst "
-              "%% of ceiling, n >= 2^24 | at (n, shape) | below target |\n");
-  std::printf("|---|---|---:|---:|---|---:|---:|---|---:|\n");
+              "the ceiling. Of the shapes below the CUB target, those where it would take a call "
+              "faster than the library's tuned 1-D reduction of the same elements (one-d: CUB time "
+              "/ target < 1-D time). (torch: bench/frameworks_segmented.py.)\n\n");
+  std::printf("| problem | dtype | shapes | worst rt/CUB | at (n, shape) | below target | of "
+              "which faster than 1-D | worst %% of ceiling, n >= 2^24 | at (n, shape) | below "
+              "target |\n");
+  std::printf("|---|---|---:|---:|---|---:|---:|---:|---|---:|\n");
   for (const auto& [k, rows] : tables) {
     const auto& [p, dt, op] = k;
     if (op != Op::sum) continue;
@@ -184,7 +193,7 @@ void print_targets(const Tables& tables) {
     const double ceil_target = p == Problem::rows ? 85.0 : 80.0;
     double worst_cub = std::numeric_limits<double>::infinity(), worst_ceil = worst_cub;
     std::string at_cub = "-", at_ceil = "-";
-    int shapes = 0, below_cub = 0, below_ceil = 0;
+    int shapes = 0, below_cub = 0, under_1d = 0, below_ceil = 0;
     for (const Row& r : rows) {
       if (!r.skip.empty()) continue;
       ++shapes;
@@ -194,6 +203,8 @@ void print_targets(const Tables& tables) {
       if (const int bc = best_cub(r, 0); bc >= 0) {
         const double q = time_of(r, 0, bc) / t_rt;
         below_cub += q < cub_target;
+        const double t_1d = time_of(r, 0, ONE_D);
+        under_1d += q < cub_target && t_1d > 0 && time_of(r, 0, bc) / cub_target < t_1d;
         if (q < worst_cub) worst_cub = q, at_cub = at;
       }
       if (const double t_ceil = time_of(r, 0, CEIL); t_ceil > 0 && r.c.n >= (1ull << 24)) {
@@ -203,9 +214,9 @@ void print_targets(const Tables& tables) {
       }
     }
     auto show = [](double v, const char* f) { return std::isinf(v) ? std::string("-") : fmt(f, v); };
-    std::printf("| %s | %s | %d | %s | %s | %d | %s | %s | %d |\n", problem_name(p).c_str(),
+    std::printf("| %s | %s | %d | %s | %s | %d | %d | %s | %s | %d |\n", problem_name(p).c_str(),
                 dtype_name(dt).c_str(), shapes, show(worst_cub, "%.2f").c_str(), at_cub.c_str(),
-                below_cub, show(worst_ceil, "%.0f %%").c_str(), at_ceil.c_str(), below_ceil);
+                below_cub, under_1d, show(worst_ceil, "%.0f %%").c_str(), at_ceil.c_str(), below_ceil);
   }
   std::fflush(stdout);
 }

@@ -38,8 +38,11 @@ struct Case {
   std::uint64_t bytes_read(std::size_t es) const;
 };
 
-enum Who { RT = 0, CUB = 1, CUB_ITER = 2, CEIL = 3, kWho = 4 };
-extern const char* const kWhoName[kWho]; ///< "reduce-tune", "cub", "cub-iter", "ceiling"
+/// The contestants. ONE_D is not a segmented reduction: the library's tuned 1-D reduction of the
+/// same elements to one value (Reducer::reduce_async), a yardstick for what reading them costs at
+/// the smallest sizes, where every call is near the launch cost.
+enum Who { RT = 0, CUB = 1, CUB_ITER = 2, CEIL = 3, ONE_D = 4, kWho = 5 };
+extern const char* const kWhoName[kWho]; ///< "reduce-tune", "cub", "cub-iter", "ceiling", "one-d"
 
 struct Cell {
   bool ran = false;
