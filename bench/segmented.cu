@@ -368,9 +368,13 @@ int run(const Options& o) {
               "stands in for it. Ceiling = a streaming-read kernel (16-byte loads, the faster of "
               "plain and evict-first, grid-stride, %d loads in flight per thread) summing the "
               "problem's input bytes (elements, and the offsets for segments) as uint32 words. "
-              "GB/s = bytes read (elements + offsets) / time; outputs are not counted (the CSV has "
-              "bytes_written). rt/CUB = faster CUB time / reduce-tune time; rt %% of ceiling = "
-              "ceiling time / reduce-tune time.\n",
+              "1-D (one-d) = the library's tuned 1-D reduction of the same elements to one value "
+              "(`Reducer::reduce_async`, checked like the rest): not a segmented reduction, a "
+              "yardstick for what reading those elements costs the library where calls are a few "
+              "microseconds. GB/s = bytes read (elements + offsets; 1-D: elements) / time; outputs "
+              "are not counted (the CSV has bytes_written). rt/CUB = faster CUB time / reduce-tune "
+              "time; CUB/1-D = faster CUB time / 1-D time; rt %% of ceiling = ceiling time / "
+              "reduce-tune time.\n",
               cccl_version(), kCeilUnroll);
   std::fflush(stdout);
 
