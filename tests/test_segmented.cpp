@@ -258,6 +258,14 @@ TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]"
   CHECK_FALSE(pointless(cfg("columns_narrow.b512.u1.v1.direct"), {512, 128}));
   CHECK(pointless(cfg("columns_narrow.b128.u1.v1.direct"), {1 << 17, 16}));
   CHECK_FALSE(pointless(cfg("columns_narrow.b128.u1.v1.direct"), {1 << 16, 16}));
+  // Columns: u rows in flight where a smaller u covers a thread's rows in one round as well.
+  CHECK_FALSE(pointless(cfg("columns_tile.b256.u8.v4.direct"), {1 << 17, 8})); // 8 rows a thread
+  CHECK_THAT(*pointless(cfg("columns_tile.b256.u8.v4.direct"), {1 << 17, 4}),
+             Catch::Contains("reads 4 rows: u4"));
+  CHECK_FALSE(pointless(cfg("columns_tile.b256.u4.v4.direct"), {1 << 17, 3}));
+  CHECK(pointless(cfg("columns_narrow.b512.u2.v1.direct"), {512, 128})); // 256 tall: 1 row each
+  const auto split = pointless(cfg("columns_split.b256.u4.v4.g4.atomic"), {1 << 17, 2});
+  CHECK((!split || split->find("rows: u") == std::string::npos)); // slices: not this rule
   CHECK(pointless(cfg("segments_group.b256.w32.u2.v4.direct"), {256, 65536}));
   CHECK_FALSE(pointless(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), {256, 65536}));
   // Offsets: the longest segment decides for the per-segment mappings.

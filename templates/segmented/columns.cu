@@ -21,8 +21,11 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   A acc[RT_VEC];
 #pragma unroll
   for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_identity();
-  // Whole vectors where the columns start vector-aligned in every row; scalars otherwise.
-  const bool vector = RT_VEC > 1 && c0 + RT_VEC <= count && stride % RT_VEC == 0 &&
+  // Whole vectors where the columns start vector-aligned in every row (always for RT_VEC 1);
+  // scalars otherwise. Either way RT_UNROLL rows are in flight per thread, and the rows left
+  // after the last whole round (fewer than RT_UNROLL) are read in one predicated round: a
+  // thread's rows cost ceil(rows / RT_UNROLL) memory round trips, not one a row.
+  const bool vector = c0 + RT_VEC <= count && stride % RT_VEC == 0 &&
                       (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC == 0;
   rt_size r = r0 + ty;
   const rt_size step = rt_size(ty_count) * RT_UNROLL;
@@ -37,17 +40,34 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_to_acc(v[k].x[e]));
     }
-    for (; r < r1; r += ty_count) {
-      const rt_vec v = rt_load(reinterpret_cast<const rt_vec*>(in + r * stride + c0));
+    if (RT_UNROLL > 1 && r < r1) {
+      rt_vec v[RT_UNROLL];
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_to_acc(v.x[e]));
+      for (int k = 0; k < RT_UNROLL - 1; ++k)
+        if (r + rt_size(k) * ty_count < r1)
+          v[k] = rt_load(reinterpret_cast<const rt_vec*>(in + (r + rt_size(k) * ty_count) * stride + c0));
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL - 1; ++k)
+        if (r + rt_size(k) * ty_count < r1)
+#pragma unroll
+          for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_to_acc(v[k].x[e]));
     }
   } else if (c0 < count) {
     const int width = count - c0 < RT_VEC ? int(count - c0) : RT_VEC;
-    for (; r < r1; r += ty_count)
+    for (; r < r1; r += step) {
+      T v[RT_UNROLL][RT_VEC];
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e)
-        if (e < width) acc[e] = rt_combine(acc[e], rt_to_acc(in[r * stride + c0 + e]));
+      for (int k = 0; k < RT_UNROLL; ++k)
+#pragma unroll
+        for (int e = 0; e < RT_VEC; ++e)
+          if (r + rt_size(k) * ty_count < r1 && e < width)
+            v[k][e] = in[(r + rt_size(k) * ty_count) * stride + c0 + e];
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL; ++k)
+#pragma unroll
+        for (int e = 0; e < RT_VEC; ++e)
+          if (r + rt_size(k) * ty_count < r1 && e < width) acc[e] = rt_combine(acc[e], rt_to_acc(v[k][e]));
+    }
   }
 
   // The TY partials of each column: a tree over ty in shared memory.
