@@ -94,7 +94,7 @@ std::size_t check_problem(Problem problem, DType d, Op op, const std::vector<Cas
       a.shape = seg.shape;
       a.stride = seg.stride;
       // Twice: the second launch finds the self-resetting state as the first left it. Without
-      // atomics (direct and cluster finishes) it gives the same bits as the first.
+      // atomics (the direct finish) it gives the same bits as the first.
       std::vector<unsigned char> first;
       for (int rep = 0; rep < 2; ++rep) {
         enqueue(kern, p, a, ws, s);

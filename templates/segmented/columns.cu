@@ -27,25 +27,25 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   // thread's rows cost ceil(rows / RT_UNROLL) memory round trips, not one a row.
   const bool vector = c0 + RT_VEC <= count && stride % RT_VEC == 0 &&
                       (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC == 0;
+  const T* const mine = in + c0; // this thread's columns of row 0
+  auto row_vec = [&](rt_size row) { return rt_load(reinterpret_cast<const rt_vec*>(mine + row * stride)); };
   rt_size r = r0 + ty;
   const rt_size step = rt_size(ty_count) * RT_UNROLL;
   if (vector) {
     for (; r + rt_size(RT_UNROLL - 1) * ty_count < r1; r += step) {
       rt_vec v[RT_UNROLL];
 #pragma unroll
-      for (int k = 0; k < RT_UNROLL; ++k)
-        v[k] = rt_load(reinterpret_cast<const rt_vec*>(in + (r + rt_size(k) * ty_count) * stride + c0));
+      for (int k = 0; k < RT_UNROLL; ++k) v[k] = row_vec(r + rt_size(k) * ty_count);
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_to_acc(v[k].x[e]));
     }
-    if (RT_UNROLL > 1 && r < r1) {
+    if (RT_UNROLL > 1 && r < r1) { // fewer than RT_UNROLL rows left
       rt_vec v[RT_UNROLL];
 #pragma unroll
       for (int k = 0; k < RT_UNROLL - 1; ++k)
-        if (r + rt_size(k) * ty_count < r1)
-          v[k] = rt_load(reinterpret_cast<const rt_vec*>(in + (r + rt_size(k) * ty_count) * stride + c0));
+        if (r + rt_size(k) * ty_count < r1) v[k] = row_vec(r + rt_size(k) * ty_count);
 #pragma unroll
       for (int k = 0; k < RT_UNROLL - 1; ++k)
         if (r + rt_size(k) * ty_count < r1)
@@ -61,12 +61,13 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
           if (r + rt_size(k) * ty_count < r1 && e < width)
-            v[k][e] = in[(r + rt_size(k) * ty_count) * stride + c0 + e];
+            v[k][e] = mine[(r + rt_size(k) * ty_count) * stride + e];
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
-          if (r + rt_size(k) * ty_count < r1 && e < width) acc[e] = rt_combine(acc[e], rt_to_acc(v[k][e]));
+          if (r + rt_size(k) * ty_count < r1 && e < width)
+            acc[e] = rt_combine(acc[e], rt_to_acc(v[k][e]));
     }
   }
 
