@@ -122,7 +122,7 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("block-sizes", po::value(&blocks), "e.g. 128,256,512")
     ("unroll", po::value(&unrolls), "e.g. 2,4,8")
     ("tails", po::value(&tails), "none,volatile,syncwarp,shfl,redux")
-    ("finishes", po::value(&finishes), "host,atomic,twopass,lastblock,firstblock")
+    ("finishes", po::value(&finishes), "host,atomic,twopass,lastblock,firstblock (array); direct,atomic (segmented)")
     ("keys", po::value(&keys), "exact configuration keys (overrides the filters)")
     ("material", po::value(&t.material), "measure the kernels of one document of the material (e.g. 000, 004) "
                                          "at their own configurations and print its table in its order")
