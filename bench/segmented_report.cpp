@@ -63,10 +63,14 @@ namespace {
 
 std::string problem_name(Problem p) { return std::string(reduce_tune::name(p)); }
 
-/// GB/s of contestant w: the case's bytes read (the 1-D reduction reads the elements only).
+/// Bytes contestant w reads: the case's (the 1-D reduction reads the elements only).
+std::uint64_t bytes_read_by(const Case& c, std::size_t es, int w) {
+  return w == ONE_D ? c.n * es : c.bytes_read(es);
+}
+
+/// GB/s of contestant w.
 double gbps_of(const Case& c, DType dt, double us, int w = RT) {
-  const std::size_t es = reduce_tune::size_of(dt);
-  const std::uint64_t bytes = w == ONE_D ? c.n * es : c.bytes_read(es);
+  const std::uint64_t bytes = bytes_read_by(c, reduce_tune::size_of(dt), w);
   return us > 0 ? double(bytes) / (us * 1e-6) / 1e9 : 0;
 }
 
@@ -119,7 +123,7 @@ void write_csv(std::ostream& out, const Device& dev, Problem p, DType dt, Op op,
     const std::uint64_t written = w == CEIL ? 4 : w == ONE_D ? es : c.count() * es;
     out << problem_name(p) << ',' << dtype_name(dt) << ',' << op_name(op) << ',' << c.rows << ','
         << c.cols << ',' << c.segments << ',' << c.n << ',' << c.count() << ',' << fmt("%.10g", c.length()) << ','
-        << (w == ONE_D ? c.n * es : c.bytes_read(es)) << ',' << written << ',' << (mode == 0 ? "cold" : "hot") << ','
+        << bytes_read_by(c, es, w) << ',' << written << ',' << (mode == 0 ? "cold" : "hot") << ','
         << kWhoName[w] << ',' << x.st.median_us << ',' << x.st.min_us << ',' << x.st.all_median_us
         << ',' << x.st.calls << ',' << g << ',' << 100 * g / dev.peak_gbps << ','
         << (r.failed(mode, w) ? 0 : 1) << ',' << (w == RT ? r.key : "") << '\n';

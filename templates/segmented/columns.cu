@@ -28,7 +28,9 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   const bool vector = c0 + RT_VEC <= count && stride % RT_VEC == 0 &&
                       (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC == 0;
   const T* const mine = in + c0; // this thread's columns of row 0
-  auto row_vec = [&](rt_size row) { return rt_load(reinterpret_cast<const rt_vec*>(mine + row * stride)); };
+  auto row_vec = [&](rt_size row) {
+    return rt_load(reinterpret_cast<const rt_vec*>(mine + row * stride));
+  };
   rt_size r = r0 + ty;
   const rt_size step = rt_size(ty_count) * RT_UNROLL;
   if (vector) {
