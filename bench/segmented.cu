@@ -54,6 +54,7 @@ struct Options {
   bool who[kWho] = {true, true, true, true, true};
   TimerOptions timer;
   bool hot = false;
+  bool count_only = false; ///< offsets: call without the element count (the count-only lookup)
   std::string db;
   int device = 0;
   std::uint64_t seed = 20240601;
@@ -78,6 +79,8 @@ const char* kUsage =
     "  --budget-s S          fewer timed calls (not below 8) where R calls would take longer\n"
     "                        than S seconds (default 1; 0: never)\n"
     "  --hot                 also without the L2 flush (default: cold only)\n"
+    "  --count-only          offsets: call reduce_segments without its element count, as a\n"
+    "                        caller that does not know it (the lookup by segment count alone)\n"
     "  --db PATH             tuning store for the Reducer (default $REDUCE_TUNE_DB, else the\n"
     "                        default store path)\n"
     "  --device N            CUDA device ordinal (default 0)\n"
@@ -141,6 +144,8 @@ Options parse(int argc, char** argv) {
       o.timer.budget_s = std::strtod(next().c_str(), nullptr);
     } else if (flag == "--hot") {
       o.hot = true;
+    } else if (flag == "--count-only") {
+      o.count_only = true;
     } else if (flag == "--db") {
       o.db = next();
     } else if (flag == "--device") {
@@ -210,22 +215,31 @@ struct DeviceBuffer {
 
 // ---- the library --------------------------------------------------------------------------
 
-void library_call(reduce_tune::Reducer& r, const Case& c, DType dt, Op op, const void* in,
-                  const std::int64_t* offsets, void* out, cudaStream_t s) {
+/// The element count an offsets call gives (0: none, the count-only lookup).
+std::uint64_t elements_given(const Options& o, const Case& c) { return o.count_only ? 0 : c.n; }
+
+void library_call(reduce_tune::Reducer& r, const Options& o, const Case& c, DType dt, Op op,
+                  const void* in, const std::int64_t* offsets, void* out, cudaStream_t s) {
   switch (c.problem) {
   case Problem::rows: return r.reduce_rows(dt, op, in, c.rows, c.cols, out, s);
   case Problem::columns: return r.reduce_columns(dt, op, in, c.rows, c.cols, out, s);
-  case Problem::segments: return r.reduce_segments(dt, op, in, offsets, c.segments, out, s);
+  case Problem::segments:
+    return r.reduce_segments(dt, op, in, offsets, c.segments, out, s, elements_given(o, c));
   case Problem::array: break;
   }
   throw std::logic_error("library_call: not a segmented problem");
 }
 
-/// The configuration the library uses (key, how it was found). For offsets the call knows only
-/// the segment count (the lengths are on the device), so the lookup is asked as the call asks.
-std::pair<std::string, std::string> library_choice(const reduce_tune::Reducer& r, const Case& c,
-                                                   DType dt, Op op) {
-  const reduce_tune::Shape shape = c.problem == Problem::segments ? reduce_tune::Shape{c.segments, 0} : c.shape();
+/// The configuration the library uses (key, how it was found), asked as the call asks: for
+/// offsets by the segment count and the mean length of the element count the call gives, or by
+/// the count alone (--count-only).
+std::pair<std::string, std::string> library_choice(const reduce_tune::Reducer& r, const Options& o,
+                                                   const Case& c, DType dt, Op op) {
+  const std::uint64_t given = elements_given(o, c);
+  const reduce_tune::Shape shape =
+      c.problem == Problem::segments
+          ? reduce_tune::Shape{c.segments, given ? std::max<std::uint64_t>(given / c.segments, 1) : 0}
+          : c.shape();
   const reduce_tune::Choice ch = r.config_for(dt, op, c.problem, shape);
   return {reduce_tune::key(ch.config), std::string(reduce_tune::name(ch.match))};
 }
@@ -359,7 +373,7 @@ int run(const Options& o) {
                            : ("a " + std::to_string(int(o.timer.spin_us)) +
                               " us spin kernel hides the host's enqueue").c_str());
   std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_rows / reduce_columns / "
-              "reduce_segments` (results on the device); CUB = `cub::DeviceSegmentedReduce::Sum/Min/Max` "
+              "reduce_segments` (results on the device; reduce_segments %s); CUB = `cub::DeviceSegmentedReduce::Sum/Min/Max` "
               "(CCCL %s; temp storage allocated beforehand) with int64 offsets in device memory for rows and "
               "segments, and for columns a gather iterator (element (r, c) at position c * rows + r) "
               "with counting-iterator offsets; CUB-iter (rows) = the same with counting-iterator "
@@ -375,6 +389,8 @@ int run(const Options& o) {
               "are not counted (the CSV has bytes_written). rt/CUB = faster CUB time / reduce-tune "
               "time; CUB/1-D = faster CUB time / 1-D time; rt %% of ceiling = ceiling time / "
               "reduce-tune time.\n",
+              o.count_only ? "without the element count: the lookup by segment count alone"
+                           : "given the element count, as the Python package gives x's size",
               cccl_version(), kCeilUnroll);
   std::fflush(stdout);
 
@@ -463,7 +479,7 @@ int run(const Options& o) {
           whole.stride = c.n;
           std::vector<reduce_tune::Reference> whole_ref;
           if (o.who[ONE_D]) whole_ref = reduce_tune::segmented_reference(host, whole, op);
-          if (o.who[RT]) std::tie(row.key, row.match) = library_choice(*reducer, c, dt, op);
+          if (o.who[RT]) std::tie(row.key, row.match) = library_choice(*reducer, o, c, dt, op);
           for (int mode = 0; mode < 2; ++mode) {
             if (mode == 1 && !o.hot) continue;
             const bool cold = mode == 0;
@@ -489,7 +505,7 @@ int run(const Options& o) {
                   if (!ch.ok) x.error = "got " + ch.observed + ", expected " + ch.expected;
                 };
                 if (w == RT) {
-                  measure([&] { library_call(*reducer, c, dt, op, in.get(), d_offsets, out.get(), s); });
+                  measure([&] { library_call(*reducer, o, c, dt, op, in.get(), d_offsets, out.get(), s); });
                 } else if (w == ONE_D) {
                   measure([&] { reducer->reduce_async(dt, op, in.get(), c.n, out.get(), s); });
                 } else if (w == CUB || w == CUB_ITER) {

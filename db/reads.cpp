@@ -105,8 +105,8 @@ double log_distance(std::uint64_t a, std::uint64_t t) {
 }
 
 /// The shape of `shapes` nearest to target (order_by_nearness()); nullopt when there is none.
-std::optional<Shape> nearest_shape(std::vector<Shape> shapes, Shape target) {
-  order_by_nearness(shapes, target);
+std::optional<Shape> nearest_shape(std::vector<Shape> shapes, Shape target, Problem problem) {
+  order_by_nearness(shapes, target, problem);
   if (shapes.empty()) return std::nullopt;
   return shapes.front();
 }
@@ -133,16 +133,34 @@ bool nearer(Shape a, Shape b, Shape t) {
   return a.length > b.length; // same elements: the longer segments (a total order, for determinism)
 }
 
-void order_by_nearness(std::vector<Shape>& shapes, Shape target) {
-  std::sort(shapes.begin(), shapes.end(), [target](Shape a, Shape b) { return nearer(a, b, target); });
-  if (target.length != 0 || shapes.size() < 2) return;
+bool nearer_total(Shape a, Shape b, Shape t) {
+  const auto total = [](Shape s) { return s.count * s.length; };
+  if (const int c = compare_ratio(total(a), total(b), total(t)); c != 0) return c < 0;
+  if (const int c = compare_ratio(a.count, b.count, t.count); c != 0) return c < 0;
+  return nearer(a, b, t); // the same distances: the nearer()'s tie rule
+}
+
+void order_by_nearness(std::vector<Shape>& shapes, Shape target, Problem problem) {
+  if (problem == Problem::segments && target.length != 0) {
+    std::sort(shapes.begin(), shapes.end(), [target](Shape a, Shape b) { return nearer_total(a, b, target); });
+    return;
+  }
+  const auto by_nearer = [target](Shape a, Shape b) { return nearer(a, b, target); };
+  // A count-only lookup takes the large totals where there are any: the small ones last.
+  const auto large = [](Shape s) { return u128(s.count) * s.length >= kCountOnlyMinTotal; };
+  auto end = shapes.end();
+  if (target.length == 0 && std::any_of(shapes.begin(), shapes.end(), large))
+    end = std::stable_partition(shapes.begin(), shapes.end(), large);
+  std::sort(shapes.begin(), end, by_nearer);
+  std::sort(end, shapes.end(), by_nearer);
+  if (target.length != 0 || end - shapes.begin() < 2) return;
   // The shapes as near in count as the first (the same count, or the same ratio on the other
   // side), and the middle of their totals.
   const auto as_near = [&](Shape s) { return compare_ratio(s.count, shapes.front().count, target.count) == 0; };
   const auto log_total = [](Shape s) { return std::log2(double(s.count)) + std::log2(double(s.length)); };
   double lo = log_total(shapes.front()), hi = lo;
   std::size_t group = 0;
-  for (; group < shapes.size() && as_near(shapes[group]); ++group) {
+  for (; shapes.begin() + std::ptrdiff_t(group) < end && as_near(shapes[group]); ++group) {
     lo = std::min(lo, log_total(shapes[group]));
     hi = std::max(hi, log_total(shapes[group]));
   }
@@ -197,7 +215,7 @@ std::optional<Best> Store::nearest(const std::string& device_uuid, DType dtype, 
                                 device_uuid, name(dtype), name(op), name(problem));
     while (q->step()) shapes.push_back({std::uint64_t(q->i64(0)), std::uint64_t(q->i64(1))});
   }
-  const auto at = nearest_shape(shapes, shape);
+  const auto at = nearest_shape(shapes, shape, problem);
   return at ? best(device_uuid, dtype, op, problem, *at) : std::nullopt;
 }
 
@@ -212,7 +230,7 @@ std::optional<Best> Store::nearest_same_arch(int cc_major, int cc_minor, DType d
                                 name(op), name(problem));
     while (q->step()) shapes.push_back({std::uint64_t(q->i64(0)), std::uint64_t(q->i64(1))});
   }
-  const auto at = nearest_shape(shapes, shape);
+  const auto at = nearest_shape(shapes, shape, problem);
   if (!at) return std::nullopt;
   return impl_->best_where(arch + "AND b.count = ?6 AND b.n = ?7 ORDER BY m.median_us, m.id LIMIT 1", cc_major,
                            cc_minor, name(dtype), name(op), name(problem), static_cast<std::int64_t>(at->count),

@@ -103,12 +103,24 @@ struct MeasurementFilter {
 /// (128-bit cross products) so that equal ratios tie; ties go to the shape with more elements.
 bool nearer(Shape a, Shape b, Shape target);
 
-/// `shapes` sorted nearest to `target` first (nearer()), except that for a target length of 0
-/// (segments: the lengths, so the total, unknown) the first is, among the shapes as near in
-/// count as the nearest, the one whose element count is nearest the middle of theirs in log
-/// space (ties: more elements): a total in the middle of the tuned ones, never more than half
-/// their range off, instead of the largest.
-void order_by_nearness(std::vector<Shape>& shapes, Shape target);
+/// True when `a` is nearer to `target` than `b` in total elements (log ratio), then in count,
+/// then by nearer(): offsets lookups that know their element count. Their grid has few counts at
+/// large totals (none below 2^8): one segment of 2^24 elements takes the configuration of 2^8
+/// segments of 2^24, not that of 2 segments of 2^16 (nearer() would; on the H100 that ran at
+/// 0.78x).
+bool nearer_total(Shape a, Shape b, Shape target);
+
+/// `shapes` sorted nearest to `target` first: by nearer_total() for `problem` segments with a
+/// known length, else by nearer(), except that for a target length of 0 (segments: the lengths,
+/// so the total, unknown) the shapes of kCountOnlyMinTotal elements and more come first where
+/// there are any (the smaller totals are tuned for calls that give their element count,
+/// reduce_segments' `elements`; a count-only call is left with the configurations of the large
+/// totals, where a poor pick costs the most time), and the first is, among those as near in count
+/// as the nearest, the one whose element count is nearest the middle of theirs in log space
+/// (ties: more elements): a total in the middle of the tuned ones, never more than half their
+/// range off, instead of the largest.
+void order_by_nearness(std::vector<Shape>& shapes, Shape target, Problem problem);
+inline constexpr std::uint64_t kCountOnlyMinTotal = std::uint64_t(1) << 20;
 
 /// One row of a published timing table of the course material (data/published.csv). Never a
 /// measurement: it lives in its own table and is always shown labelled "published".

@@ -95,7 +95,7 @@ std::optional<Pick> pick(const std::vector<Source>& sources, Shape at, const Tar
     std::stable_sort(rows.begin(), rows.end(),
                      [](const Row& a, const Row& b) { return a.m->median_us < b.m->median_us; });
   }
-  db::order_by_nearness(shapes, at);
+  db::order_by_nearness(shapes, at, t.problem);
   for (const Shape shape : shapes)
     for (const Row& r : by_shape[shape]) {
       Config c;

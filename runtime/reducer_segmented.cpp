@@ -3,6 +3,7 @@
 // into a graph being captured, as for the 1-D calls (runtime/reducer.cpp).
 #include "runtime/reducer_impl.h"
 
+#include <algorithm>
 #include <string>
 
 namespace reduce_tune {
@@ -111,7 +112,8 @@ void Reducer::reduce_columns(DType dtype, Op op, const void* d_in, std::uint64_t
 }
 
 void Reducer::reduce_segments(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
-                              std::uint64_t segments, void* d_out, CUstream stream) {
+                              std::uint64_t segments, void* d_out, CUstream stream,
+                              std::uint64_t elements) {
   check_problem(dtype, op);
   if (segments == 0) return;
   if (segments >= (std::uint64_t(1) << 40))
@@ -120,15 +122,17 @@ void Reducer::reduce_segments(DType dtype, Op op, const void* d_in, const std::i
   const RestoreContext restore;
   restore.enter(impl_->ctx);
   const int ordinal = impl_->context.ordinal();
-  // The lengths are in device memory: the input is checked to be device memory, not its extent.
-  check_pointer("d_in", d_in, 0, dtype, ordinal);
+  // The lengths are in device memory: the input's extent is checked against `elements` only.
+  check_pointer("d_in", d_in, elements, dtype, ordinal);
   check_pointer("d_offsets", d_offsets, segments + 1, DType::i64, ordinal);
   check_pointer("d_out", d_out, segments, dtype, ordinal);
   SegmentedArgs a;
   a.in = reinterpret_cast<CUdeviceptr>(d_in);
   a.offsets = reinterpret_cast<CUdeviceptr>(d_offsets);
   a.out = reinterpret_cast<CUdeviceptr>(d_out);
-  a.shape = {segments, 0};
+  // The mean length (at least 1: fewer elements than segments is the shortest tuned mean), or
+  // 0: the count-only lookup.
+  a.shape = {segments, elements ? std::max<std::uint64_t>(elements / segments, 1) : 0};
   impl_->run_segmented(Problem::segments, dtype, op, a, stream);
 }
 

@@ -37,7 +37,8 @@ cuda::Buffer upload(const void* p, std::size_t bytes) {
 
 /// One segmented call on `in` (elements `a`), checked against the CPU. Returns "" when right.
 std::string run_and_check(Reducer& r, const Gpu& g, Problem p, DType d, Op op, const HostArray& a,
-                          CUdeviceptr in, const Segmentation& seg, CUdeviceptr offsets = 0) {
+                          CUdeviceptr in, const Segmentation& seg, CUdeviceptr offsets = 0,
+                          std::uint64_t elements = 0) {
   const std::uint64_t results = seg.shape.count;
   cuda::Buffer out(std::max<std::size_t>(results * size_of(d), 16));
   RT_CU(cuMemsetD8Async(out.get(), 0xA5, results * size_of(d), nullptr));
@@ -48,14 +49,16 @@ std::string run_and_check(Reducer& r, const Gpu& g, Problem p, DType d, Op op, c
   else if (p == Problem::columns)
     r.reduce_columns(d, op, d_in, seg.shape.length, seg.shape.count, d_out, nullptr, seg.stride);
   else
-    r.reduce_segments(d, op, d_in, reinterpret_cast<const std::int64_t*>(offsets), results, d_out);
+    r.reduce_segments(d, op, d_in, reinterpret_cast<const std::int64_t*>(offsets), results, d_out,
+                      nullptr, elements);
   RT_CU(cuCtxSynchronize());
   HostArray got;
   got.dtype = d;
   got.n = results;
   got.bytes.resize(results * size_of(d));
   RT_CU(cuMemcpyDtoH(got.bytes.data(), out.get(), got.bytes.size()));
-  const Choice c = r.config_for(d, op, p, p == Problem::segments ? Shape{results, 0} : seg.shape);
+  const Shape asked = {results, elements ? std::max<std::uint64_t>(elements / results, 1) : 0};
+  const Choice c = r.config_for(d, op, p, p == Problem::segments ? asked : seg.shape);
   Target t = g.target(d, op);
   t.problem = p;
   const Check k = check_segmented(segmented_reference(a, seg, op), got, seg, op, [&](std::uint64_t len) {
@@ -97,11 +100,16 @@ void check_all(Reducer& r, const Gpu& g) {
       }
       const HostArray a = make_input(d, seg.input_elements(), 5 + cs.shape.count);
       const cuda::Buffer in = upload(a.bytes.data(), a.bytes.size());
-      for (Op op : kOps) {
-        const std::string bad = run_and_check(r, g, cs.p, d, op, a, in.get(), seg, offsets.get());
-        INFO(bad);
-        CHECK(bad.empty());
-      }
+      // Offsets: the count-only lookup, and the lookup by count and mean length of a call that
+      // gives its element count.
+      const std::uint64_t span = seg.offsets.empty() ? 0 : std::uint64_t(seg.offsets.back() - seg.offsets.front());
+      for (Op op : kOps)
+        for (std::uint64_t elements : {std::uint64_t(0), span}) {
+          const std::string bad = run_and_check(r, g, cs.p, d, op, a, in.get(), seg, offsets.get(), elements);
+          INFO(bad);
+          CHECK(bad.empty());
+          if (span == 0) break;
+        }
     }
 }
 
@@ -134,6 +142,7 @@ TEST_CASE("reducer: segmented calls match the CPU with stored configurations", "
     add("rows_split.b512.u2.v4.g2.atomic", Problem::rows, {8, 1 << 20});
     add("columns_split.b256.u2.v2.g4.atomic", Problem::columns, {64, 1 << 16});
     add("segments_block.b128.u4.v1.direct", Problem::segments, {4096, 300});
+    add("segments_group.b256.w4.u1.v2.direct", Problem::segments, {4096, 4}); // 2^14 elements
     reduce_tune::testing::write_gpu_store(path.string(), g.info, rows);
   }
   Options o;
@@ -143,6 +152,12 @@ TEST_CASE("reducer: segmented calls match the CPU with stored configurations", "
   CHECK(c.match == Match::exact);
   CHECK(key(c.config) == "rows_group.b256.w4.u2.v2.direct");
   CHECK(r.config_for(DType::f32, Op::sum, Problem::rows, {3, 1 << 21}).config.variant == "rows_split");
+  // Offsets by count and mean length where the call gives its element count; by the count alone
+  // (the large total's) where it does not.
+  CHECK(key(r.config_for(DType::f32, Op::sum, Problem::segments, {4096, 4}).config) ==
+        "segments_group.b256.w4.u1.v2.direct");
+  CHECK(key(r.config_for(DType::f32, Op::sum, Problem::segments, {4096, 0}).config) ==
+        "segments_block.b128.u4.v1.direct");
   check_all(r, g);
 }
 
@@ -179,6 +194,12 @@ TEST_CASE("reducer: segmented typed helpers, zero counts and bad input", "[gpu][
   CHECK(got[1] == *std::min_element(h.begin(), h.begin() + 7));
   CHECK(got[2] == std::numeric_limits<float>::infinity());
   CHECK(got[3] == *std::min_element(h.begin() + 7, h.end()));
+  // The element count picks the configuration only: the same results.
+  const std::vector<float> before = got;
+  RT_CU(cuMemsetD8Async(out.get(), 0, 4 * sizeof(float), nullptr));
+  r.min_segments(d_in, offsets, 4, d_out, nullptr, 60);
+  RT_CU(cuMemcpyDtoH(got.data(), out.get(), 4 * sizeof(float)));
+  CHECK(std::equal(got.begin(), got.begin() + 4, before.begin()));
 
   // Nothing to do: no launch, no error, even with null pointers.
   r.sum_rows<float>(nullptr, 0, 5, nullptr);
@@ -190,6 +211,9 @@ TEST_CASE("reducer: segmented typed helpers, zero counts and bad input", "[gpu][
   CHECK_THROWS_AS(r.sum_rows(h.data(), 12, 5, d_out), InvalidArgument); // host memory
   CHECK_THROWS_WITH(r.sum_rows(d_in, std::uint64_t(1) << 62, 8, d_out), Catch::Contains("overflow"));
   CHECK_THROWS_AS(r.sum_segments(d_in, offs.data(), 4, d_out), InvalidArgument); // host offsets
+  // More elements than d_in's allocation holds.
+  CHECK_THROWS_WITH(r.sum_segments(d_in, offsets, 4, d_out, nullptr, std::uint64_t(1) << 40),
+                    Catch::Contains("d_in") && Catch::Contains("room"));
   CHECK_THROWS_AS(r.sum_columns(d_in, 12, 5, static_cast<float*>(nullptr)), InvalidArgument);
   // The reducer is still usable.
   r.sum_rows(d_in, 12, 5, d_out);

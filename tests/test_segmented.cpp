@@ -431,9 +431,13 @@ TEST_CASE("segmented: the default grids", "[segmented]") {
     CHECK(has(g, {(1ull << 28) >> 20, 1ull << 20}));
     CHECK(g.size() == 17 + 21 + 25 + 3 * 2 + 2);
   }
-  // Offsets: looked up by count, so the counts run from 2^8 to one segment per element.
+  // Offsets: looked up by count where the call does not give its element count, so the counts
+  // of 2^20 and more elements run from 2^8 to one segment per element; 2^16 elements at the odd
+  // powers 2^1..2^15 for calls that give it.
   const std::vector<Shape> s = default_shapes(Problem::segments);
   CHECK(has(s, {1ull << 8, 1ull << 12}));
   CHECK(has(s, {1ull << 24, 1}));
-  for (const Shape& x : s) CHECK(x.count >= 256);
+  for (int e = 1; e < 16; e += 2) CHECK(has(s, {1ull << e, 1ull << (16 - e)}));
+  for (const Shape& x : s) CHECK((x.count >= 256 || x.elements() == (1ull << 16)));
+  CHECK(s.size() == 8 + 7 + 9 + 1);
 }

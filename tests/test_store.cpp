@@ -423,8 +423,8 @@ TEST_CASE("nearest shape: log space of length and count, exact ratios, ties to m
 }
 
 TEST_CASE("nearest shape: lengths unknown, the middle of the nearest count's totals", "[store][shape]") {
-  const auto first = [](std::vector<Shape> v, Shape t) {
-    order_by_nearness(v, t);
+  const auto first = [](std::vector<Shape> v, Shape t, Problem p = Problem::segments) {
+    order_by_nearness(v, t, p);
     return v.front();
   };
   // 2^16 segments tuned at totals 2^20, 2^24 and 2^28: the middle one, not the largest.
@@ -436,8 +436,28 @@ TEST_CASE("nearest shape: lengths unknown, the middle of the nearest count's tot
   CHECK(first({{1024, 16}, {1024, 1 << 14}}, {1024, 0}) == Shape{1024, 1 << 14});
   // A known length keeps nearer()'s order.
   CHECK(first(three, {1 << 16, 4096}) == Shape{1 << 16, 4096});
+  // Totals below 2^20 (tuned for calls that give their element count) leave a count-only lookup
+  // to the large ones: 256 segments at 2^16, 2^20 and 2^24 take 2^24 as with 2^20 and 2^24 alone
+  // (the middle of all three would be 2^20)...
+  const std::vector<Shape> small = {{256, 256}, {256, 4096}, {256, 65536}};
+  CHECK(first(small, {256, 0}) == Shape{256, 65536});
+  CHECK(first({{256, 16}, {256, 256}, {256, 4096}, {256, 65536}}, {256, 0}) == Shape{256, 65536});
+  // ... unless the count has no large total; given the length, the 2^16 shape is the exact one.
+  CHECK(first({{1 << 16, 1}, {1 << 8, 1 << 8}}, {1 << 16, 0}) == Shape{1 << 16, 1});
+  CHECK(first({{2, 1 << 15}, {2, 1 << 10}}, {2, 0}) == Shape{2, 1 << 15});
+  CHECK(first(small, {256, 256}) == Shape{256, 256});
+  // A count tuned at a small total only is passed over for the large totals' nearest counts.
+  CHECK(first({{512, 128}, {256, 4096}, {1024, 1024}}, {512, 0}) == Shape{256, 4096});
+  // Given the length, offsets take the nearest total first, then the nearest count; rows
+  // nearer()'s sum of the two log distances.
+  const std::vector<Shape> two = {{2, 1 << 15}, {256, 1 << 16}};
+  CHECK(first(two, {1, 1 << 24}) == Shape{256, 1 << 16});
+  CHECK(first(two, {1, 1 << 24}, Problem::rows) == Shape{2, 1 << 15});
+  CHECK(first(two, {4, 1 << 13}) == Shape{2, 1 << 15});
+  CHECK(nearer_total({256, 4096}, {1024, 4096}, {300, 3500}));
+  CHECK_FALSE(nearer_total({1024, 4096}, {256, 4096}, {300, 3500}));
   std::vector<Shape> none;
-  order_by_nearness(none, {1, 0});
+  order_by_nearness(none, {1, 0}, Problem::segments);
   CHECK(none.empty());
 }
 

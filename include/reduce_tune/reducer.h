@@ -105,8 +105,8 @@ public:
   /// The same for reduce_async with a `result` dtype (float32 for bf16 and f16; see there).
   Choice async_config_for(DType dtype, Op op, std::uint64_t n, DType result) const;
   /// The configuration a segmented call uses for `shape` (Shape's comment says what count and
-  /// length mean for each problem; for Problem::segments the length is not known on the host, and
-  /// the lookup grades by the segment count alone). Problem::array is async_config_for.
+  /// length mean for each problem; for Problem::segments a length of 0 is the count-only lookup
+  /// of a reduce_segments call without `elements`). Problem::array is async_config_for.
   Choice config_for(DType dtype, Op op, Problem problem, Shape shape) const;
   /// Synchronous: reduces n elements at device pointer `d_in` on `stream` (after its earlier
   /// work), waits for the stream and returns the result. n = 0 gives the identity without
@@ -214,8 +214,15 @@ public:
   /// `segments`. `d_offsets` holds segments + 1 non-decreasing int64 offsets in device memory
   /// (CSR row offsets; offsets[0] need not be 0), each within d_in's allocation. Decreasing
   /// offsets are outside the contract: the results are then unspecified.
+  /// `elements`, where the caller knows it: how many elements the segments span,
+  /// offsets[segments] - offsets[0], or near it (the input's size will do); 0: not known. The
+  /// offsets are on the device, so without it the configuration is looked up by the segment
+  /// count alone (tuned at large totals); with it, by the count and the mean length, as rows are.
+  /// It picks the configuration only: the results never depend on it. Throws InvalidArgument
+  /// where d_in's allocation is known to hold fewer than `elements`.
   void reduce_segments(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
-                       std::uint64_t segments, void* d_out, CUstream stream = nullptr);
+                       std::uint64_t segments, void* d_out, CUstream stream = nullptr,
+                       std::uint64_t elements = 0);
 
   template <typename T>
   void sum_rows(const T* d_in, std::uint64_t rows, std::uint64_t cols, T* d_out,
@@ -249,18 +256,18 @@ public:
   }
   template <typename T>
   void sum_segments(const T* d_in, const std::int64_t* d_offsets, std::uint64_t segments, T* d_out,
-                    CUstream stream = nullptr) {
-    reduce_segments(dtype_of<T>(), Op::sum, d_in, d_offsets, segments, d_out, stream);
+                    CUstream stream = nullptr, std::uint64_t elements = 0) {
+    reduce_segments(dtype_of<T>(), Op::sum, d_in, d_offsets, segments, d_out, stream, elements);
   }
   template <typename T>
   void min_segments(const T* d_in, const std::int64_t* d_offsets, std::uint64_t segments, T* d_out,
-                    CUstream stream = nullptr) {
-    reduce_segments(dtype_of<T>(), Op::min, d_in, d_offsets, segments, d_out, stream);
+                    CUstream stream = nullptr, std::uint64_t elements = 0) {
+    reduce_segments(dtype_of<T>(), Op::min, d_in, d_offsets, segments, d_out, stream, elements);
   }
   template <typename T>
   void max_segments(const T* d_in, const std::int64_t* d_offsets, std::uint64_t segments, T* d_out,
-                    CUstream stream = nullptr) {
-    reduce_segments(dtype_of<T>(), Op::max, d_in, d_offsets, segments, d_out, stream);
+                    CUstream stream = nullptr, std::uint64_t elements = 0) {
+    reduce_segments(dtype_of<T>(), Op::max, d_in, d_offsets, segments, d_out, stream, elements);
   }
 
   /// The GPU this reducer runs on.

@@ -298,7 +298,8 @@ def segment_reduce(op: str, x: Any, offsets: Any, *, out: Any = None, stream: St
     if segments and a.size == 0:  # every segment is empty (and x may have no memory at all)
         _arrays.fill(res, rkind, _identity(a.dtype, op), a.dtype, rptr, segments, opv, dev, s)
     elif segments:
-        _ext.reduce_segments(dev, a.dtype.value, opv, a.ptr, o.ptr, segments, rptr, s)
+        # x's size: the elements the segments span, or near it (picks the tuned configuration)
+        _ext.reduce_segments(dev, a.dtype.value, opv, a.ptr, o.ptr, segments, rptr, s, a.size)
     return res
 
 

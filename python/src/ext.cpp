@@ -328,13 +328,14 @@ NB_MODULE(_ext, m) {
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a, "row_stride"_a,
      "Reducer::reduce_columns: one result per column.");
   m.def("reduce_segments", [](int dev, int dtype, int op, Ptr in, Ptr offsets, std::uint64_t segments,
-                              Ptr out, Ptr stream) {
+                              Ptr out, Ptr stream, std::uint64_t elements) {
     Reducer& r = reducer(dev);
     nb::gil_scoped_release nogil;
     r.reduce_segments(to_dtype(dtype), to_op(op), in_ptr(in),
                       reinterpret_cast<const std::int64_t*>(offsets), segments, out_ptr(out),
-                      to_stream(stream));
+                      to_stream(stream), elements);
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "d_offsets"_a, "segments"_a, "d_out"_a, "stream"_a,
+     "elements"_a,
      "Reducer::reduce_segments: one result per segment of int64 offsets.");
   m.def("config_for", [](int dev, int dtype, int op, int problem, std::uint64_t count,
                          std::uint64_t length) {
