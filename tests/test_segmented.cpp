@@ -11,7 +11,9 @@
 #include "tuner/sweep.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace reduce_tune;
 
@@ -344,6 +346,44 @@ TEST_CASE("segmented: the CPU reference and the check, result by result", "[segm
   const Check c = check_segmented(r, got, segs, Op::min, depth);
   CHECK_FALSE(c.ok);
   CHECK_THAT(c.observed, Catch::StartsWith("result 2 of 3"));
+}
+
+TEST_CASE("segmented: float sums checked against each segment's bound, the first failure named",
+          "[segmented]") {
+  // 4096 skewed float32 segments over 2^16 elements, summed: the reference's rounded values pass,
+  // a result moved within its bound passes, one moved past it or made NaN fails, by index.
+  Segmentation s;
+  s.problem = Problem::segments;
+  s.shape = {4096, 16};
+  s.offsets = skewed_offsets(4096, 1 << 16, 5);
+  const HostArray a = make_input(DType::f32, 1 << 16, 9);
+  const std::vector<Reference> refs = segmented_reference(a, s, Op::sum);
+  HostArray got;
+  got.dtype = DType::f32;
+  got.n = 4096;
+  got.bytes.resize(4096 * sizeof(float));
+  const auto set = [&](std::uint64_t i, float v) { std::memcpy(got.bytes.data() + i * 4, &v, 4); };
+  const auto depth = [](std::uint64_t len) { return std::max<std::uint64_t>(len, 1); };
+  for (std::uint64_t i = 0; i < 4096; ++i) set(i, float(refs[i].exact));
+  CHECK(check_segmented(refs, got, s, Op::sum, depth).ok);
+  // The longest segment: one ulp off is inside its bound (depth = its length).
+  std::uint64_t longest = 0;
+  for (std::uint64_t i = 0; i < 4096; ++i) longest = s.length(i) > s.length(longest) ? i : longest;
+  REQUIRE(s.length(longest) > 100);
+  const float r = float(refs[longest].exact);
+  set(longest, std::nextafter(r, 2 * r));
+  CHECK(check_segmented(refs, got, s, Op::sum, depth).ok);
+  // Past it: off by its sum of |x| (the bound is a fraction of that); and a NaN in a later result
+  // does not hide the first failure.
+  set(longest, r + float(refs[longest].abs_sum));
+  set(4095, std::numeric_limits<float>::quiet_NaN());
+  const Check c = check_segmented(refs, got, s, Op::sum, depth);
+  CHECK_FALSE(c.ok);
+  CHECK_THAT(c.observed, Catch::StartsWith("result " + std::to_string(std::min<std::uint64_t>(longest, 4095))));
+  set(longest, r);
+  CHECK_FALSE(check_segmented(refs, got, s, Op::sum, depth).ok); // the NaN alone
+  set(4095, float(refs[4095].exact));
+  CHECK(check_segmented(refs, got, s, Op::sum, depth).ok);
 }
 
 TEST_CASE("segmented: every configuration of the sweep compiles for sm_90", "[segmented][nvrtc]") {
