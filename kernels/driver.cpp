@@ -145,6 +145,16 @@ Buffer::~Buffer() {
   if (ptr_) driver().cuMemFree(ptr_);
 }
 
+HostRegistration::HostRegistration(void* p, std::size_t bytes) {
+  if (!p || !bytes) return;
+  RT_CU(cuMemHostRegister(p, bytes, 0));
+  p_ = p;
+}
+
+HostRegistration::~HostRegistration() {
+  if (p_) driver().cuMemHostUnregister(p_);
+}
+
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
     if (ptr_) driver().cuMemFree(ptr_);

@@ -40,6 +40,7 @@ class NoDevice : public std::runtime_error {
   X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)  \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
   X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemFreeHost)  \
+  X(cuMemHostRegister) X(cuMemHostUnregister)                                                    \
   X(cuStreamWaitEvent) X(cuStreamGetCtx) X(cuStreamIsCapturing) X(cuThreadExchangeStreamCaptureMode)
 // Entry points used where present (null on older drivers): cuLaunchKernelEx (CUDA 12.0) for
 // programmatic dependent launch; stream capture and user objects (CUDA 11.4) for calls on a stream
@@ -120,6 +121,18 @@ public:
 private:
   CUdeviceptr ptr_ = 0;
   std::size_t bytes_ = 0;
+};
+
+/// Host memory that the caller owns, page-locked while this lives (cuMemHostRegister), so device
+/// copies into it run at full speed instead of through a staging buffer; not copyable.
+class HostRegistration {
+public:
+  HostRegistration(void* p, std::size_t bytes);
+  ~HostRegistration();
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+private:
+  void* p_ = nullptr;
 };
 
 /// A loaded module (cubin or PTX); move-only.

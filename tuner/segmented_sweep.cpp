@@ -162,6 +162,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       got.dtype = d;
       got.n = shape.count;
       got.bytes.resize(shape.count * es);
+      const cuda::HostRegistration pinned(got.bytes.data(), got.bytes.size()); // each check copies it
       SegmentedArgs args;
       args.in = d_in.get();
       args.offsets = sd.offsets.get();
