@@ -146,9 +146,9 @@ Buffer::~Buffer() {
 }
 
 HostRegistration::HostRegistration(void* p, std::size_t bytes) {
-  if (!p || !bytes) return;
-  RT_CU(cuMemHostRegister(p, bytes, 0));
-  p_ = p;
+  // Checked, and a refusal (a system that does not allow it, memory already registered) leaves
+  // the memory as it was: copies into it are then staged, slower but the same.
+  if (p && bytes && driver().cuMemHostRegister(p, bytes, 0) == CUDA_SUCCESS) p_ = p;
 }
 
 HostRegistration::~HostRegistration() {

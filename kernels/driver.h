@@ -40,7 +40,7 @@ class NoDevice : public std::runtime_error {
   X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)  \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
   X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemFreeHost)  \
-  X(cuMemHostRegister) X(cuMemHostUnregister)                                                    \
+  X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemHostGetFlags)                              \
   X(cuStreamWaitEvent) X(cuStreamGetCtx) X(cuStreamIsCapturing) X(cuThreadExchangeStreamCaptureMode)
 // Entry points used where present (null on older drivers): cuLaunchKernelEx (CUDA 12.0) for
 // programmatic dependent launch; stream capture and user objects (CUDA 11.4) for calls on a stream
@@ -123,14 +123,16 @@ private:
   std::size_t bytes_ = 0;
 };
 
-/// Host memory that the caller owns, page-locked while this lives (cuMemHostRegister), so device
-/// copies into it run at full speed instead of through a staging buffer; not copyable.
+/// Host memory that the caller owns, page-locked while this lives (cuMemHostRegister) where the
+/// driver allows it, so device copies into it run at full speed instead of through a staging
+/// buffer; not copyable. `pinned()` says whether it is.
 class HostRegistration {
 public:
   HostRegistration(void* p, std::size_t bytes);
   ~HostRegistration();
   HostRegistration(const HostRegistration&) = delete;
   HostRegistration& operator=(const HostRegistration&) = delete;
+  bool pinned() const { return p_ != nullptr; }
 private:
   void* p_ = nullptr;
 };

@@ -245,3 +245,24 @@ TEST_CASE("16-byte loads of bf16 and f16 handle every unaligned start", "[gpu][h
       }
   }
 }
+
+TEST_CASE("a host registration page-locks the caller's memory for device copies, then lets go",
+          "[gpu]") {
+  gpu(); // the context, or a skip without a GPU
+  std::vector<std::uint32_t> host(1 << 20, 0);
+  cuda::Buffer dev(host.size() * 4);
+  RT_CU(cuMemsetD32Async(dev.get(), 0xC0FFEE, host.size(), nullptr));
+  {
+    const cuda::HostRegistration pinned(host.data(), host.size() * 4);
+    CHECK(pinned.pinned()); // the lent GPUs allow it
+    unsigned flags = 0;
+    CHECK(cuda::driver().cuMemHostGetFlags(&flags, host.data()) == CUDA_SUCCESS);
+    RT_CU(cuMemcpyDtoH(host.data(), dev.get(), host.size() * 4));
+    CHECK(host.front() == 0xC0FFEEu);
+    CHECK(host.back() == 0xC0FFEEu);
+  }
+  unsigned flags = 0; // unregistered at the end of its scope
+  CHECK(cuda::driver().cuMemHostGetFlags(&flags, host.data()) != CUDA_SUCCESS);
+  const cuda::HostRegistration none(nullptr, 0);
+  CHECK_FALSE(none.pinned());
+}
