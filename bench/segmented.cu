@@ -80,7 +80,8 @@ const char* kUsage =
     "                        than S seconds (default 1; 0: never)\n"
     "  --hot                 also without the L2 flush (default: cold only)\n"
     "  --count-only          offsets: call reduce_segments without its element count, as a\n"
-    "                        caller that does not know it (the lookup by segment count alone)\n"
+    "                        caller that does not know it (the lookup by segment count alone,\n"
+    "                        or by the input allocation's extent where that is below 2^20)\n"
     "  --db PATH             tuning store for the Reducer (default $REDUCE_TUNE_DB, else the\n"
     "                        default store path)\n"
     "  --device N            CUDA device ordinal (default 0)\n"
@@ -230,17 +231,13 @@ void library_call(reduce_tune::Reducer& r, const Options& o, const Case& c, DTyp
   throw std::logic_error("library_call: not a segmented problem");
 }
 
-/// The configuration the library uses (key, how it was found), asked as the call asks: for
-/// offsets by the segment count and the mean length of the element count the call gives, or by
-/// the count alone (--count-only).
+/// The configuration the library uses (key, how it was found), asked as the call asks (offsets:
+/// Reducer::segments_config_for with the call's input and element count).
 std::pair<std::string, std::string> library_choice(const reduce_tune::Reducer& r, const Options& o,
-                                                   const Case& c, DType dt, Op op) {
-  const std::uint64_t given = elements_given(o, c);
-  const reduce_tune::Shape shape =
-      c.problem == Problem::segments
-          ? reduce_tune::Shape{c.segments, given ? std::max<std::uint64_t>(given / c.segments, 1) : 0}
-          : c.shape();
-  const reduce_tune::Choice ch = r.config_for(dt, op, c.problem, shape);
+                                                   const Case& c, DType dt, Op op, const void* in) {
+  const reduce_tune::Choice ch = c.problem == Problem::segments
+                                     ? r.segments_config_for(dt, op, in, c.segments, elements_given(o, c))
+                                     : r.config_for(dt, op, c.problem, c.shape());
   return {reduce_tune::key(ch.config), std::string(reduce_tune::name(ch.match))};
 }
 
@@ -389,7 +386,8 @@ int run(const Options& o) {
               "are not counted (the CSV has bytes_written). rt/CUB = faster CUB time / reduce-tune "
               "time; CUB/1-D = faster CUB time / 1-D time; rt %% of ceiling = ceiling time / "
               "reduce-tune time.\n",
-              o.count_only ? "without the element count: the lookup by segment count alone"
+              o.count_only ? "without the element count: the lookup by segment count alone, or by "
+                             "the extent of an input allocation below 2^20 elements"
                            : "given the element count, as the Python package gives x's size",
               cccl_version(), kCeilUnroll);
   std::fflush(stdout);
@@ -479,7 +477,7 @@ int run(const Options& o) {
           whole.stride = c.n;
           std::vector<reduce_tune::Reference> whole_ref;
           if (o.who[ONE_D]) whole_ref = reduce_tune::segmented_reference(host, whole, op);
-          if (o.who[RT]) std::tie(row.key, row.match) = library_choice(*reducer, o, c, dt, op);
+          if (o.who[RT]) std::tie(row.key, row.match) = library_choice(*reducer, o, c, dt, op, in.get());
           for (int mode = 0; mode < 2; ++mode) {
             if (mode == 1 && !o.hot) continue;
             const bool cold = mode == 0;

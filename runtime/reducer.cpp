@@ -37,8 +37,8 @@ void check_problem(DType dtype, Op op) {
                           "): sum, min and max are supported");
 }
 
-void check_pointer(const char* what, const void* p, std::uint64_t count, DType dtype,
-                   int ordinal) {
+std::optional<std::uint64_t> check_pointer(const char* what, const void* p, std::uint64_t count,
+                                           DType dtype, int ordinal) {
   if (!p) throw InvalidArgument(std::string("reduce_tune: ") + what + " is null");
   const CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
   const auto bad = [&](const std::string& problem) {
@@ -69,13 +69,13 @@ void check_pointer(const char* what, const void* p, std::uint64_t count, DType d
                 std::to_string(ordinal));
   }
   // The allocation's extent, where the driver knows it.
-  if (size > 0 && ptr >= start && ptr - start < size) {
-    const std::uint64_t room = (size - (ptr - start)) / es;
-    if (count > room)
-      throw bad("has room for " + std::to_string(room) + " " + std::string(name(dtype)) +
-                " (in an allocation of " + std::to_string(size) + " bytes at " + hex(start) +
-                "), fewer than n = " + std::to_string(count));
-  }
+  if (size == 0 || ptr < start || ptr - start >= size) return std::nullopt;
+  const std::uint64_t room = (size - (ptr - start)) / es;
+  if (count > room)
+    throw bad("has room for " + std::to_string(room) + " " + std::string(name(dtype)) +
+              " (in an allocation of " + std::to_string(size) + " bytes at " + hex(start) +
+              "), fewer than n = " + std::to_string(count));
+  return room;
 }
 
 CompileCache open_cache() {

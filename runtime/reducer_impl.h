@@ -40,8 +40,9 @@ void check_problem(DType dtype, Op op);
 /// Checks that the kernels can access `count` elements of `dtype` at `p`: not null, aligned to the
 /// element, device memory of GPU `ordinal` or managed memory, and, where the driver knows the
 /// allocation's extent, large enough. Throws InvalidArgument naming `what` and the problem.
-void check_pointer(const char* what, const void* p, std::uint64_t count, DType dtype,
-                   int ordinal);
+/// Returns the elements of `dtype` from `p` to the allocation's end where the driver knows it.
+std::optional<std::uint64_t> check_pointer(const char* what, const void* p, std::uint64_t count,
+                                           DType dtype, int ordinal);
 
 /// Restores the calling thread's current context when the scope ends: the reducer works in its
 /// own context and leaves the caller's as it was.

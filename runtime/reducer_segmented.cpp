@@ -111,28 +111,53 @@ void Reducer::reduce_columns(DType dtype, Op op, const void* d_in, std::uint64_t
   impl_->reduce_matrix(Problem::columns, dtype, op, d_in, rows, cols, d_out, stream, row_stride);
 }
 
+namespace {
+
+/// The shape an offsets call is looked up by, its input checked: {segments, mean length} of
+/// `elements`, or where that is 0 and d_in's allocation holds fewer than db::kCountOnlyMinTotal
+/// elements (so the call spans no more), of that extent; else {segments, 0}, the count-only lookup.
+Shape segments_shape(DType dtype, const void* d_in, std::uint64_t segments, std::uint64_t elements,
+                     int ordinal) {
+  if (segments >= (std::uint64_t(1) << 40))
+    throw InvalidArgument("reduce_tune: reduce_segments: " + std::to_string(segments) +
+                          " segments: at most 2^40 are supported");
+  // The lengths are in device memory: the input's extent is checked against `elements` only.
+  const std::optional<std::uint64_t> room = check_pointer("d_in", d_in, elements, dtype, ordinal);
+  if (!elements && room && *room < db::kCountOnlyMinTotal) elements = *room;
+  // The mean length, at least 1 (fewer elements than segments: the shortest tuned mean).
+  return {segments, elements ? std::max<std::uint64_t>(elements / segments, 1) : 0};
+}
+
+} // namespace
+
+Choice Reducer::segments_config_for(DType dtype, Op op, const void* d_in, std::uint64_t segments,
+                                    std::uint64_t elements) const {
+  check_problem(dtype, op);
+  Shape shape;
+  {
+    const RestoreContext restore;
+    restore.enter(impl_->ctx);
+    shape = segments_shape(dtype, d_in, std::max<std::uint64_t>(segments, 1), elements,
+                           impl_->context.ordinal());
+  }
+  return config_for(dtype, op, Problem::segments, shape);
+}
+
 void Reducer::reduce_segments(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
                               std::uint64_t segments, void* d_out, CUstream stream,
                               std::uint64_t elements) {
   check_problem(dtype, op);
   if (segments == 0) return;
-  if (segments >= (std::uint64_t(1) << 40))
-    throw InvalidArgument("reduce_tune: reduce_segments: " + std::to_string(segments) +
-                          " segments: at most 2^40 are supported");
   const RestoreContext restore;
   restore.enter(impl_->ctx);
   const int ordinal = impl_->context.ordinal();
-  // The lengths are in device memory: the input's extent is checked against `elements` only.
-  check_pointer("d_in", d_in, elements, dtype, ordinal);
+  SegmentedArgs a;
+  a.shape = segments_shape(dtype, d_in, segments, elements, ordinal);
   check_pointer("d_offsets", d_offsets, segments + 1, DType::i64, ordinal);
   check_pointer("d_out", d_out, segments, dtype, ordinal);
-  SegmentedArgs a;
   a.in = reinterpret_cast<CUdeviceptr>(d_in);
   a.offsets = reinterpret_cast<CUdeviceptr>(d_offsets);
   a.out = reinterpret_cast<CUdeviceptr>(d_out);
-  // The mean length (at least 1: fewer elements than segments is the shortest tuned mean), or
-  // 0: the count-only lookup.
-  a.shape = {segments, elements ? std::max<std::uint64_t>(elements / segments, 1) : 0};
   impl_->run_segmented(Problem::segments, dtype, op, a, stream);
 }
 

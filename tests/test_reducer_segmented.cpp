@@ -57,8 +57,8 @@ std::string run_and_check(Reducer& r, const Gpu& g, Problem p, DType d, Op op, c
   got.n = results;
   got.bytes.resize(results * size_of(d));
   RT_CU(cuMemcpyDtoH(got.bytes.data(), out.get(), got.bytes.size()));
-  const Shape asked = {results, elements ? std::max<std::uint64_t>(elements / results, 1) : 0};
-  const Choice c = r.config_for(d, op, p, p == Problem::segments ? asked : seg.shape);
+  const Choice c = p == Problem::segments ? r.segments_config_for(d, op, d_in, results, elements)
+                                           : r.config_for(d, op, p, seg.shape);
   Target t = g.target(d, op);
   t.problem = p;
   const Check k = check_segmented(segmented_reference(a, seg, op), got, seg, op, [&](std::uint64_t len) {
@@ -154,10 +154,18 @@ TEST_CASE("reducer: segmented calls match the CPU with stored configurations", "
   CHECK(r.config_for(DType::f32, Op::sum, Problem::rows, {3, 1 << 21}).config.variant == "rows_split");
   // Offsets by count and mean length where the call gives its element count; by the count alone
   // (the large total's) where it does not.
-  CHECK(key(r.config_for(DType::f32, Op::sum, Problem::segments, {4096, 4}).config) ==
-        "segments_group.b256.w4.u1.v2.direct");
-  CHECK(key(r.config_for(DType::f32, Op::sum, Problem::segments, {4096, 0}).config) ==
-        "segments_block.b128.u4.v1.direct");
+  const std::string small_key = "segments_group.b256.w4.u1.v2.direct", large_key = "segments_block.b128.u4.v1.direct";
+  CHECK(key(r.config_for(DType::f32, Op::sum, Problem::segments, {4096, 4}).config) == small_key);
+  CHECK(key(r.config_for(DType::f32, Op::sum, Problem::segments, {4096, 0}).config) == large_key);
+  // What a call uses: the element count it gives; without it, the extent of an allocation of
+  // fewer than 2^20 elements (the call spans no more), else the count alone.
+  const cuda::Buffer small(4096 * 4 * sizeof(float)), large((std::size_t(1) << 21) * sizeof(float));
+  const auto* d_small = reinterpret_cast<const void*>(small.get());
+  const auto* d_large = reinterpret_cast<const void*>(large.get());
+  CHECK(key(r.segments_config_for(DType::f32, Op::sum, d_small, 4096).config) == small_key);
+  CHECK(key(r.segments_config_for(DType::f32, Op::sum, d_large, 4096).config) == large_key);
+  CHECK(key(r.segments_config_for(DType::f32, Op::sum, d_large, 4096, 4096 * 4).config) == small_key);
+  CHECK_THROWS_AS(r.segments_config_for(DType::f32, Op::sum, d_small, 4096, 4096 * 300), InvalidArgument);
   check_all(r, g);
 }
 

@@ -108,6 +108,11 @@ public:
   /// length mean for each problem; for Problem::segments a length of 0 is the count-only lookup
   /// of a reduce_segments call without `elements`). Problem::array is async_config_for.
   Choice config_for(DType dtype, Op op, Problem problem, Shape shape) const;
+  /// The configuration reduce_segments uses for these arguments (see there: `elements`, or the
+  /// extent of a small allocation at `d_in`, or the segment count alone), `d_in` checked as the
+  /// call checks it.
+  Choice segments_config_for(DType dtype, Op op, const void* d_in, std::uint64_t segments,
+                             std::uint64_t elements = 0) const;
   /// Synchronous: reduces n elements at device pointer `d_in` on `stream` (after its earlier
   /// work), waits for the stream and returns the result. n = 0 gives the identity without
   /// launching: 0 for sum; for min the type's max (+infinity for floats), for max its lowest
@@ -217,9 +222,11 @@ public:
   /// `elements`, where the caller knows it: how many elements the segments span,
   /// offsets[segments] - offsets[0], or near it (the input's size will do); 0: not known. The
   /// offsets are on the device, so without it the configuration is looked up by the segment
-  /// count alone (tuned at large totals); with it, by the count and the mean length, as rows are.
-  /// It picks the configuration only: the results never depend on it. Throws InvalidArgument
-  /// where d_in's allocation is known to hold fewer than `elements`.
+  /// count alone (tuned at large totals), unless d_in's allocation is known to hold fewer than
+  /// 2^20 elements: then the call spans no more, and that extent stands in for `elements`. With
+  /// it, by the count and the mean length, as rows are. It picks the configuration only: the
+  /// results never depend on it (segments_config_for says which). Throws InvalidArgument where
+  /// d_in's allocation is known to hold fewer than `elements`.
   void reduce_segments(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
                        std::uint64_t segments, void* d_out, CUstream stream = nullptr,
                        std::uint64_t elements = 0);
