@@ -105,9 +105,9 @@ def segment_sum(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = N
     offsets: int64, on x's GPU, ``segments + 1`` non-decreasing entries within ``[0, len(x)]``
         (like CSR row pointers); an empty segment gives the identity.
     Returns ``segments`` results of x's dtype and framework. The kernel is the one tuned nearest
-    ``segments`` segments of mean length ``x.size // segments`` (x's size is passed to the library
-    as the element count): ``config_for(x.dtype, "sum", (segments, x.size // segments),
-    problem="segments")`` names it.
+    ``segments`` segments of mean length ``n // segments``, n being x's element count (passed to
+    the library as the elements the segments span): ``config_for(x.dtype, "sum",
+    (segments, n // segments), problem="segments")`` names it.
     """
     return _segment_reduce("sum", x, offsets, out=out, stream=stream)
 
