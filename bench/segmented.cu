@@ -81,7 +81,7 @@ const char* kUsage =
     "  --hot                 also without the L2 flush (default: cold only)\n"
     "  --count-only          offsets: call reduce_segments without its element count, as a\n"
     "                        caller that does not know it (the lookup by segment count alone,\n"
-    "                        or by the input allocation's extent where that is below 2^20)\n"
+    "                        or by the input allocation's extent where that is below 2^22)\n"
     "  --db PATH             tuning store for the Reducer (default $REDUCE_TUNE_DB, else the\n"
     "                        default store path)\n"
     "  --device N            CUDA device ordinal (default 0)\n"
@@ -387,7 +387,7 @@ int run(const Options& o) {
               "time; CUB/1-D = faster CUB time / 1-D time; rt %% of ceiling = ceiling time / "
               "reduce-tune time.\n",
               o.count_only ? "without the element count: the lookup by segment count alone, or by "
-                             "the extent of an input allocation below 2^20 elements"
+                             "the extent of an input allocation below 2^22 elements"
                            : "given the element count, as the Python package gives x's size",
               cccl_version(), kCeilUnroll);
   std::fflush(stdout);

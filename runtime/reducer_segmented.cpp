@@ -113,9 +113,15 @@ void Reducer::reduce_columns(DType dtype, Op op, const void* d_in, std::uint64_t
 
 namespace {
 
+/// An allocation of fewer elements stands in for a call's element count. The count-only lookup
+/// takes a count's tuning at the middle of its totals from 2^20 up (2^20 and 2^24: 2^24, the tie's
+/// larger), and an allocation of 2^22 elements or more finds that one too; a smaller one says the
+/// call is smaller than that lookup assumes.
+constexpr std::uint64_t kExtentStandsInBelow = std::uint64_t(1) << 22;
+
 /// The shape an offsets call is looked up by, its input checked: {segments, mean length} of
-/// `elements`, or where that is 0 and d_in's allocation holds fewer than db::kCountOnlyMinTotal
-/// elements (so the call spans no more), of that extent; else {segments, 0}, the count-only lookup.
+/// `elements`, or where that is 0 and d_in's allocation holds fewer than kExtentStandsInBelow
+/// elements (the call spans no more), of that extent; else {segments, 0}, the count-only lookup.
 Shape segments_shape(DType dtype, const void* d_in, std::uint64_t segments, std::uint64_t elements,
                      int ordinal) {
   if (segments >= (std::uint64_t(1) << 40))
@@ -123,7 +129,7 @@ Shape segments_shape(DType dtype, const void* d_in, std::uint64_t segments, std:
                           " segments: at most 2^40 are supported");
   // The lengths are in device memory: the input's extent is checked against `elements` only.
   const std::optional<std::uint64_t> room = check_pointer("d_in", d_in, elements, dtype, ordinal);
-  if (!elements && room && *room < db::kCountOnlyMinTotal) elements = *room;
+  if (!elements && room && *room < kExtentStandsInBelow) elements = *room;
   // The mean length, at least 1 (fewer elements than segments: the shortest tuned mean).
   return {segments, elements ? std::max<std::uint64_t>(elements / segments, 1) : 0};
 }

@@ -158,8 +158,8 @@ TEST_CASE("reducer: segmented calls match the CPU with stored configurations", "
   CHECK(key(r.config_for(DType::f32, Op::sum, Problem::segments, {4096, 4}).config) == small_key);
   CHECK(key(r.config_for(DType::f32, Op::sum, Problem::segments, {4096, 0}).config) == large_key);
   // What a call uses: the element count it gives; without it, the extent of an allocation of
-  // fewer than 2^20 elements (the call spans no more), else the count alone.
-  const cuda::Buffer small(4096 * 4 * sizeof(float)), large((std::size_t(1) << 21) * sizeof(float));
+  // fewer than 2^22 elements (the call spans no more), else the count alone.
+  const cuda::Buffer small(4096 * 4 * sizeof(float)), large((std::size_t(1) << 22) * sizeof(float));
   const auto* d_small = reinterpret_cast<const void*>(small.get());
   const auto* d_large = reinterpret_cast<const void*>(large.get());
   CHECK(key(r.segments_config_for(DType::f32, Op::sum, d_small, 4096).config) == small_key);

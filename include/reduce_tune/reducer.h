@@ -223,7 +223,7 @@ public:
   /// offsets[segments] - offsets[0], or near it (the input's size will do); 0: not known. The
   /// offsets are on the device, so without it the configuration is looked up by the segment
   /// count alone (tuned at large totals), unless d_in's allocation is known to hold fewer than
-  /// 2^20 elements: then the call spans no more, and that extent stands in for `elements`. With
+  /// 2^22 elements: then the call spans no more, and that extent stands in for `elements`. With
   /// it, by the count and the mean length, as rows are. It picks the configuration only: the
   /// results never depend on it (segments_config_for says which). Throws InvalidArgument where
   /// d_in's allocation is known to hold fewer than `elements`.
