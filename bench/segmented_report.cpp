@@ -2,6 +2,7 @@
 #include "bench/segmented_report.h"
 
 #include "bench/common.h"
+#include "kernels/reference.h"
 #include "tuner/sizes.h"
 
 #include <algorithm>
@@ -48,12 +49,9 @@ const char* const kCsvHeader =
 
 std::string length_mix(const std::vector<std::int64_t>& offsets) {
   if (offsets.size() < 2) return "-";
-  std::int64_t longest = 0;
+  const std::uint64_t longest = reduce_tune::longest_segment(offsets);
   std::size_t empty = 0;
-  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
-    longest = std::max(longest, offsets[i + 1] - offsets[i]);
-    empty += offsets[i + 1] == offsets[i];
-  }
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) empty += offsets[i + 1] == offsets[i];
   const double total = double(offsets.back() - offsets.front()), segments = double(offsets.size() - 1);
   std::string mix = fmt("%.0f %%", total > 0 ? 100 * double(longest) / total : 0.0);
   return mix.append(" / ").append(fmt("%.0f %%", 100 * double(empty) / segments));

@@ -280,6 +280,12 @@ std::vector<Reference> segmented_reference(const HostArray& a, const Segmentatio
   return out;
 }
 
+std::uint64_t longest_segment(const std::vector<std::int64_t>& offsets) {
+  std::int64_t longest = 0;
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) longest = std::max(longest, offsets[i + 1] - offsets[i]);
+  return std::uint64_t(longest);
+}
+
 std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t total,
                                          std::uint64_t seed) {
   std::vector<std::int64_t> off(segments + 1, 0);

@@ -95,6 +95,8 @@ std::vector<Reference> segmented_reference(const HostArray& a, const Segmentatio
 /// of times longer; the last offset is `total`.
 std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t total,
                                          std::uint64_t seed);
+/// The length of the longest segment of `offsets` (0 for none; decreasing pairs count as empty).
+std::uint64_t longest_segment(const std::vector<std::int64_t>& offsets);
 
 /// Combines values on the host as a `host` finish does: floats accumulate in double and round
 /// once to `result` (the partials' dtype, or for bf16 and f16 results their float32 partials:

@@ -100,8 +100,8 @@ void check_all(Reducer& r, const Gpu& g) {
       }
       const HostArray a = make_input(d, seg.input_elements(), 5 + cs.shape.count);
       const cuda::Buffer in = upload(a.bytes.data(), a.bytes.size());
-      // Offsets: the count-only lookup, and the lookup by count and mean length of a call that
-      // gives its element count.
+      // Offsets: a call without its element count (these inputs' allocations are small, so their
+      // extent stands in for it) and one that gives it.
       const std::uint64_t span = seg.offsets.empty() ? 0 : std::uint64_t(seg.offsets.back() - seg.offsets.front());
       for (Op op : kOps)
         for (std::uint64_t elements : {std::uint64_t(0), span}) {

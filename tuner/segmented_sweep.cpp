@@ -28,14 +28,11 @@ constexpr int kHeavyDraws = 8;
 /// draw, a third in another); tuned on the heaviest, its pick holds for heavy mixes too.
 std::uint64_t shape_seed(Problem problem, Shape shape, std::uint64_t seed) {
   if (problem != Problem::segments || shape.elements() >= db::kCountOnlyMinTotal) return seed;
-  std::uint64_t best = seed;
-  std::int64_t heaviest = -1;
+  std::uint64_t best = seed, heaviest = 0;
   for (int k = 0; k < kHeavyDraws; ++k) {
     const std::uint64_t s = seed + std::uint64_t(k) * 0x9e3779b97f4a7c15ull;
-    const std::vector<std::int64_t> off = skewed_offsets(shape.count, shape.elements(), s);
-    std::int64_t longest = 0;
-    for (std::size_t i = 0; i + 1 < off.size(); ++i) longest = std::max(longest, off[i + 1] - off[i]);
-    if (longest > heaviest) best = s, heaviest = longest;
+    const std::uint64_t longest = longest_segment(skewed_offsets(shape.count, shape.elements(), s));
+    if (k == 0 || longest > heaviest) best = s, heaviest = longest;
   }
   return best;
 }
@@ -150,9 +147,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       const std::uint64_t seed = shape_seed(
           o.problem, shape, o.seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20) ^ std::uint64_t(d));
       ShapeData sd = layout(o.problem, shape, seed);
-      std::uint64_t longest = 0;
-      for (std::size_t i = 0; i + 1 < sd.seg.offsets.size(); ++i)
-        longest = std::max(longest, std::uint64_t(sd.seg.offsets[i + 1] - sd.seg.offsets[i]));
+      const std::uint64_t longest = longest_segment(sd.seg.offsets);
       const std::uint64_t elements = sd.seg.input_elements();
       const HostArray data = make_input(d, elements, seed);
       cuda::Buffer d_in(std::max<std::size_t>(elements * es, 16));
