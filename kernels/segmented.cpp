@@ -29,6 +29,7 @@ constexpr unsigned kMergeParams = P_BLOCK | P_UNROLL | P_GRID | P_FINISH;
 constexpr std::string_view kContiguous = "segmented/contiguous.cu";
 constexpr std::string_view kMergeSource = "segmented/merge.cu";
 constexpr std::string_view kFlatSource = "segmented/flat.cu";
+constexpr std::string_view kBinnedSource = "segmented/binned.cu";
 
 // Grouped by problem. The block size is compile-time in every segmented template.
 constexpr Variant kRowsGroup = {
@@ -72,7 +73,7 @@ constexpr Variant kSegmentsBinned = {
     "segments_binned",
     "load-balanced: short segments by a group of w lanes, long ones cut into chunks that g "
     "blocks per SM share (two kernels)",
-    kBinned, kU124, kShfl, kAtomic, true, false, 32, "segmented/binned.cu", {}, Problem::segments};
+    kBinned, kU124, kShfl, kAtomic, true, false, 32, kBinnedSource, {}, Problem::segments};
 constexpr Variant kSegmentsMerge = {
     "segments_merge",
     "merge path: segment ends and elements split evenly over g blocks per SM, tiles of u items "
@@ -84,6 +85,13 @@ constexpr Variant kSegmentsFlat = {
     "segment heads marked in shared memory, a segmented scan per tile, cut segments combined "
     "atomically",
     kSplit, kU124, kShfl, kAtomic, true, false, 32, kFlatSource, {}, Problem::segments};
+constexpr std::string_view kStaged = "RT_STAGED";
+constexpr Variant kSegmentsStaged = {
+    "segments_staged",
+    "b x u consecutive segments a block, their offsets and (where they fit) elements copied into "
+    "shared memory at once, a thread per segment from there; a block with a long segment lists "
+    "its chunks for g blocks per SM (two kernels)",
+    kSplit, kU124, kShfl, kAtomic, true, false, 32, kBinnedSource, kStaged, Problem::segments};
 constexpr std::string_view kFlatCarry = "RT_FLAT_CARRY";
 constexpr Variant kSegmentsFlatCarry = {
     "segments_flat_carry",
@@ -127,6 +135,7 @@ constexpr Variant kSegments[] = {
     kSegmentsMerge,
     kSegmentsFlat,
     kSegmentsFlatCarry,
+    kSegmentsStaged,
     evict_first(kSegmentsGroup, "segments_group_streaming", "segments_group with evict-first loads"),
     evict_first(kSegmentsBlock, "segments_block_streaming", "segments_block with evict-first loads"),
     evict_first(kSegmentsSplit, "segments_split_streaming", "segments_split with evict-first loads"),
@@ -163,6 +172,12 @@ constexpr int kFlatGrids[] = {4, 8, 16, 32};
 // narrower space keeps the default offsets sweep under its 120 s.
 constexpr int kFlatCarryVecs[] = {4};
 constexpr int kFlatCarryGrids[] = {8, 32};
+// Staged: the two block sizes of segments a block (512 and 1024 of u4) that were fastest at means of
+// 1-2 elements in a prototype on an H100; v4 for the chunks of long segments.
+constexpr int kStagedBlocks[] = {128, 256};
+constexpr int kStagedUnrolls[] = {4};
+constexpr int kStagedVecs[] = {4};
+constexpr int kStagedGrids[] = {8};
 constexpr int kNone[] = {0};
 constexpr int kOne[] = {1}; // merge: no vector loads (elements go through shared memory)
 
@@ -173,6 +188,20 @@ bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
 bool is_merge(const Variant& v) { return v.source == kMergeSource; }
 bool is_flat(const Variant& v) { return v.source == kFlatSource; }
 bool is_flat_carry(const Variant& v) { return is_flat(v) && v.define == kFlatCarry; }
+bool is_staged(const Variant& v) { return v.define == kStaged; }
+// binned and staged: a first kernel, then the chunks of long segments from a work list.
+bool lists_chunks(const Variant& v) { return v.source == kBinnedSource; }
+
+// The staged mapping's shared memory: b x u segments' offsets (and two more), 4 elements a
+// segment and one 16-byte piece more (templates/segmented/binned.cu), static: at most 48 KiB.
+std::uint64_t staged_bytes(const Config& c, DType dtype) {
+  const std::uint64_t segs = std::uint64_t(c.block) * c.unroll, es = size_of(dtype);
+  return (segs + 2) * sizeof(std::int64_t) + (4 * segs + 16 / es) * es;
+}
+constexpr std::uint64_t kStaticSharedBytes = 48 * 1024;
+// Staged blocks stage 4 elements a segment: where segments average more, many blocks' elements
+// do not fit and take the slower path (on an H100: 1.4x the flat mappings at a mean of 4, 8x at 8).
+constexpr std::uint64_t kStagedMaxMean = 4;
 
 // The flat mapping's tile: block x unroll x vec elements, a 32-bit head entry each in shared
 // memory (templates/segmented/flat.cu).
@@ -275,8 +304,10 @@ std::vector<Config> segmented_space(const Variant& v) {
   const bool group = takes(v, P_WIDTH) && !takes(v, P_GRID);
   const bool binned = takes(v, P_WIDTH) && takes(v, P_GRID);
   const bool flat = is_flat(v);
-  const bool split = takes(v, P_GRID) && !binned && !merge && !flat;
-  const std::span<const int> blocks = group || binned ? std::span<const int>(kGroupBlocks)
+  const bool staged = is_staged(v);
+  const bool split = takes(v, P_GRID) && !binned && !merge && !flat && !staged;
+  const std::span<const int> blocks = staged            ? std::span<const int>(kStagedBlocks)
+                                      : group || binned ? std::span<const int>(kGroupBlocks)
                                       : split        ? std::span<const int>(kSplitBlocks)
                                       : merge        ? std::span<const int>(kMergeBlocks)
                                       : flat         ? std::span<const int>(kFlatBlocks)
@@ -284,13 +315,17 @@ std::vector<Config> segmented_space(const Variant& v) {
   const std::span<const int> widths = group    ? std::span<const int>(kWidths)
                                       : binned ? std::span<const int>(kBinnedWidths)
                                                : std::span<const int>(kNone);
-  const std::span<const int> unrolls = flat ? std::span<const int>(kFlatUnrolls) : v.unrolls;
+  const std::span<const int> unrolls = flat     ? std::span<const int>(kFlatUnrolls)
+                                       : staged ? std::span<const int>(kStagedUnrolls)
+                                                : v.unrolls;
   const std::span<const int> vecs = merge            ? std::span<const int>(kOne)
+                                    : staged           ? std::span<const int>(kStagedVecs)
                                     : is_flat_carry(v) ? std::span<const int>(kFlatCarryVecs)
                                     : flat || (split && v.problem != Problem::columns)
                                         ? std::span<const int>(kSplitVecs)
                                         : std::span<const int>(kVecs);
   const std::span<const int> grids = binned  ? std::span<const int>(kBinnedGrids)
+                                     : staged ? std::span<const int>(kStagedGrids)
                                      : split ? std::span<const int>(kSplitGrids)
                                      : merge ? std::span<const int>(kMergeGrids)
                                      : is_flat_carry(v) ? std::span<const int>(kFlatCarryGrids)
@@ -317,6 +352,14 @@ std::optional<std::string> segmented_invalid(const Config& c, const Target& t) {
       return "a tile of " + std::to_string(flat_tile(c)) + " elements (" + std::to_string(bytes) +
              " bytes of head entries in shared memory) exceeds " + std::to_string(kFlatTileBytes) +
              " bytes";
+    return std::nullopt;
+  }
+  if (is_staged(v)) {
+    const std::uint64_t bytes = staged_bytes(c, t.dtype);
+    if (bytes > kStaticSharedBytes)
+      return std::to_string(c.block * c.unroll) + " segments a block stage " +
+             std::to_string(bytes) + " bytes of shared memory, above " +
+             std::to_string(kStaticSharedBytes);
     return std::nullopt;
   }
   if (!is_merge(v)) return std::nullopt;
@@ -346,6 +389,23 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
              std::to_string(kFlatMinTile) + " each tile's offsets pass, barriers and scan cost "
              "more than its elements";
     return std::nullopt;
+  }
+  if (is_staged(v)) {
+    const std::uint64_t mean = shape.elements() / std::max<std::uint64_t>(shape.count, 1);
+    if (mean > kStagedMaxMean)
+      return "segments of mean " + std::to_string(mean) + " elements: a block stages 4 a segment, "
+             "so many blocks' elements would not fit";
+    return std::nullopt;
+  }
+  // Offsets: a block per segment (or several: split) whose segments average fewer elements than a
+  // sixteenth of its threads leaves most of them idle; in an H100 sweep every such point took
+  // 1.4x the shape's best or more, most of them 3-30x (milliseconds at 2^23 segments).
+  if (v.problem == Problem::segments && !takes(v, P_WIDTH) && !is_flat(v) && !is_merge(v) &&
+      !is_staged(v)) {
+    const std::uint64_t mean = shape.elements() / std::max<std::uint64_t>(shape.count, 1);
+    if (mean * 16 < std::uint64_t(c.block))
+      return "a block of " + std::to_string(c.block) + " per segment for segments of mean " +
+             std::to_string(mean) + " elements: most of its threads idle";
   }
   // Offsets: a mapping that gives each segment w lanes or a block keeps them on the longest
   // segment for longest / lanes elements each, while the binned and split mappings cut it.
@@ -421,7 +481,7 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   SegmentedPlan p;
   p.block = unsigned(c.block);
   p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * size_of(accumulator_of(t.dtype)));
-  p.fill = c.finish == Finish::atomic && !(takes(v, P_WIDTH) && takes(v, P_GRID));
+  p.fill = c.finish == Finish::atomic && !lists_chunks(v);
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count);
     const std::uint64_t stripes = stripe_count(tx, c.vec, shape.count);
@@ -453,13 +513,15 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
     p.work_bytes = (p.aux + 1) * 2 * sizeof(std::int64_t);
     return p;
   }
-  if (takes(v, P_WIDTH)) { // group and binned
+  if (lists_chunks(v)) { // binned and staged: the first kernel, then the listed chunks
+    p.grid = checked_grid(c, is_staged(v) ? ceil_div(shape.count, std::uint64_t(c.block) * c.unroll)
+                                          : ceil_div(shape.count * c.width, c.block),
+                          shape);
+    p.aux = kChunkCapacity;
+    p.chunk_grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
+    p.work_bytes = (2 + kChunkCapacity) * sizeof(std::uint64_t);
+  } else if (takes(v, P_WIDTH)) { // group
     p.grid = checked_grid(c, ceil_div(shape.count * c.width, c.block), shape);
-    if (takes(v, P_GRID)) {
-      p.aux = kChunkCapacity;
-      p.chunk_grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
-      p.work_bytes = (2 + kChunkCapacity) * sizeof(std::uint64_t);
-    }
   } else if (takes(v, P_GRID)) { // split
     p.aux = blocks_per_segment(c, t, shape);
     p.grid = checked_grid(c, shape.count * p.aux, shape);
@@ -488,10 +550,11 @@ std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::
     return std::uint64_t(c.unroll) + 2 * log_block + ceil_div(len, tile) +
            std::uint64_t(c.grid) * t.sm_count + 4;
   }
-  if (takes(v, P_WIDTH) && takes(v, P_GRID)) { // binned: a group (short, or the list was full),
-                                                // or chunks of a block each
-    const std::uint64_t chunk = std::uint64_t(c.block) * c.vec * c.unroll * 8;
-    const std::uint64_t group = lane_chain(c, len, c.width) + log2_ceil(c.width) + 1;
+  if (lists_chunks(v)) { // binned: a group (short, or the list was full); staged: a thread (staged,
+                         // short, or the list was full); or chunks of a block each
+    const std::uint64_t chunk = std::uint64_t(c.block) * c.vec * c.unroll * (is_staged(v) ? 2 : 8);
+    const std::uint64_t width = is_staged(v) ? 1 : std::uint64_t(c.width);
+    const std::uint64_t group = lane_chain(c, len, width) + log2_ceil(width) + 1;
     return std::max(group, lane_chain(c, chunk, c.block) + log_block + ceil_div(len, chunk) + 1);
   }
   if (takes(v, P_WIDTH)) return lane_chain(c, len, c.width) + log2_ceil(c.width) + 1;

@@ -18,7 +18,8 @@ namespace {
 /// a 16-byte-aligned allocation, so vector loads see unaligned starts).
 struct Case {
   Segmentation seg;
-  std::uint64_t shift = 0;
+  std::uint64_t shift = 0;         ///< elements the input starts past an aligned address
+  std::uint64_t offsets_shift = 0; ///< offsets the offsets start past an aligned address
 };
 
 Case rows(std::uint64_t r, std::uint64_t c, std::uint64_t pad = 0, std::uint64_t shift = 0) {
@@ -74,9 +75,10 @@ std::size_t check_problem(Problem problem, DType d, Op op, const std::vector<Cas
     const std::vector<Reference> refs = segmented_reference(view, seg, op);
     cuda::Buffer in(std::max<std::size_t>(data.bytes.size(), 16));
     RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
-    cuda::Buffer offsets(std::max<std::size_t>(seg.offsets.size() * 8, 8));
+    const std::size_t off_at = k.offsets_shift * 8;
+    cuda::Buffer offsets(std::max<std::size_t>(off_at + seg.offsets.size() * 8, 8));
     if (!seg.offsets.empty())
-      RT_CU(cuMemcpyHtoD(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8));
+      RT_CU(cuMemcpyHtoD(offsets.get() + off_at, seg.offsets.data(), seg.offsets.size() * 8));
     cuda::Buffer out(std::max<std::size_t>(seg.shape.count * es, 8));
     HostArray got;
     got.dtype = d;
@@ -89,7 +91,7 @@ std::size_t check_problem(Problem problem, DType d, Op op, const std::vector<Cas
       RT_CU(cuMemsetD8Async(out.get(), 0xA5, seg.shape.count * es, s));
       SegmentedArgs a;
       a.in = in.get() + k.shift * es;
-      a.offsets = offsets.get();
+      a.offsets = offsets.get() + off_at;
       a.out = out.get();
       a.shape = seg.shape;
       a.stride = seg.stride;
@@ -105,7 +107,8 @@ std::size_t check_problem(Problem problem, DType d, Op op, const std::vector<Cas
         });
         INFO(key(j.config) << " " << name(d) << " " << name(op) << " " << name(problem) << " "
                            << seg.shape.count << " x " << seg.shape.length << " stride "
-                           << seg.stride << " shift " << k.shift << " launch " << rep
+                           << seg.stride << " shift " << k.shift << " offsets shift "
+                           << k.offsets_shift << " launch " << rep
                            << ": got " << c.observed << ", expected " << c.expected << " (error "
                            << c.error << ", bound " << c.bound << ")");
         REQUIRE(c.ok);
@@ -145,6 +148,9 @@ const std::vector<Case>& segment_cases() {
     v.push_back(segments(skewed_offsets(1000, 50000, 1)));
     v.push_back(segments(skewed_offsets(100, 300000, 2), 1));
     v.push_back(segments(skewed_offsets(20000, 1u << 22, 3)));
+    Case unaligned = segments(skewed_offsets(5000, 20000, 6), 1); // offsets 8 bytes past 16
+    unaligned.offsets_shift = 1;
+    v.push_back(std::move(unaligned));
     v.push_back(segments({0, 0, 5, 5, 5, 1u << 21, (1u << 21) + 1, (1u << 21) + 1}));
     v.push_back(segments({7, 7, 7, 8, 1000, 1000, 1000, 200000, 200001, 200001}));
     v.push_back(segments({0, 1}));
@@ -188,7 +194,7 @@ TEST_CASE("segmented: min and max and every dtype through the same templates",
       CHECK(check_problem(Problem::columns, d, op, c) > 0);
       CHECK(check_problem(Problem::segments, d, op, s,
                           {"segments_binned", "segments_block", "segments_merge",
-                           "segments_flat"}) > 0);
+                           "segments_flat", "segments_staged"}) > 0);
     }
 }
 
@@ -211,9 +217,10 @@ TEST_CASE("segmented: bf16 and f16, every configuration, sum in float32, exact m
 // at multiples of them in an aligned input) and at the very end of an input that ends on a tile
 // boundary. And runs of thousands of segments beside long ones, segments up to a quarter as many as
 // the elements, more tiles than blocks: skewed lengths, and 2^20 empty segments between 2^16
-// one-element ones and one long one.
-TEST_CASE("segmented: the flat mapping is right where tiles and blocks cut segments and where empty "
-          "ones sit on their boundaries",
+// one-element ones and one long one. The staged mapping's blocks of segments meet the same: blocks
+// whose elements fit, blocks with a long segment (listed chunks), blocks of empty ones.
+TEST_CASE("segmented: the flat and staged mappings are right where tiles and blocks cut segments and "
+          "where empty ones sit on their boundaries",
           "[gpu][segmented][merge]") {
   std::vector<std::int64_t> bounded = {0, 0};
   for (std::int64_t e = 1024, k = 0; e <= (1 << 20); e += 1024, ++k)
@@ -229,14 +236,15 @@ TEST_CASE("segmented: the flat mapping is right where tiles and blocks cut segme
                                    segments(skewed_offsets(1 << 19, 1 << 22, 5), 3),
                                    segments(std::move(crowded), 2)};
   const std::vector<std::string> flat = {"segments_flat", "segments_flat_streaming",
-                                         "segments_flat_carry", "segments_flat_carry_streaming"};
+                                         "segments_flat_carry", "segments_flat_carry_streaming",
+                                         "segments_staged"};
   for (DType d : {DType::i32, DType::f32})
     CHECK(check_problem(Problem::segments, d, Op::sum, cases, flat) > 1000);
   CHECK(check_problem(Problem::segments, DType::f64, Op::max, cases, flat) > 1000);
 }
 
-TEST_CASE("segmented: offsets out of order (outside the contract) never fault the merge and flat "
-          "mappings, nor spoil the next call",
+TEST_CASE("segmented: offsets out of order (outside the contract) never fault the merge, flat and "
+          "staged mappings, nor spoil the next call",
           "[gpu][segmented][merge]") {
   Gpu& g = gpu();
   Target t = g.target(DType::f32, Op::sum);
@@ -267,7 +275,7 @@ TEST_CASE("segmented: offsets out of order (outside the contract) never fault th
   Workspace ws;
   std::size_t launched = 0, checked = 0;
   std::vector<Config> configs = space(*find_variant("segments_merge"));
-  for (const char* v : {"segments_flat", "segments_flat_carry"})
+  for (const char* v : {"segments_flat", "segments_flat_carry", "segments_staged"})
     for (const Config& c : space(*find_variant(v))) configs.push_back(c);
   for (int i = 0; i < 2; ++i) {
     for (const Config& c : configs) {

@@ -144,6 +144,10 @@ TEST_CASE("segmented: validity rules name the problem", "[segmented]") {
   CHECK_THAT(reason("segments_merge.b256.u8.g4.atomic", sm90(Problem::segments, DType::bf16)),
              Catch::Contains("atomic"));
   CHECK(reason("segments_flat.b512.u4.v4.g4.atomic", sm90(Problem::segments)).empty());
+  // Staged: b x u segments' offsets and 4 elements each in static shared memory (48 KiB).
+  CHECK(reason("segments_staged.b256.u4.v4.g8.atomic", sm90(Problem::segments)).empty());
+  CHECK_THAT(reason("segments_staged.b512.u4.v2.g8.atomic", sm90(Problem::segments, DType::f64)),
+             Catch::Contains("bytes of shared memory"));
   CHECK_THAT(reason("segments_flat.b1024.u4.v4.g4.atomic", sm90(Problem::segments)),
              Catch::Contains("head entries"));
   CHECK_THAT(reason("segments_flat.b256.u2.v4.g4.atomic", sm90(Problem::segments, DType::f64)),
@@ -200,6 +204,12 @@ TEST_CASE("segmented: launch plans cover every result", "[segmented]") {
   CHECK(p.chunk_grid == 4 * 132);
   CHECK(p.work_bytes > 0);
   CHECK_FALSE(p.fill); // the group kernel writes the identity of chunked segments itself
+  // Staged: a block per b x u segments, then binned's chunk kernel with its state.
+  p = segmented_plan(cfg("segments_staged.b128.u4.v4.g8.atomic"), sm90(Problem::segments), {5000, 1});
+  CHECK(p.grid == (5000 + 511) / 512);
+  CHECK(p.chunk_grid == 8 * 132);
+  CHECK(p.work_bytes > 0);
+  CHECK_FALSE(p.fill);
   // Merge: g blocks per SM, the partition kernel's warp per split point, its coordinates, and the
   // tile's elements and ends in shared memory.
   p = segmented_plan(cfg("segments_merge.b256.u8.g4.atomic"), sm90(Problem::segments), {1000, 0});
@@ -274,6 +284,17 @@ TEST_CASE("segmented: pointless shapes are skipped with a reason", "[segmented]"
   CHECK(pointless(cfg("segments_block.b256.u4.v4.direct"), {1 << 16, 4096}, 1 << 25));
   CHECK_FALSE(pointless(cfg("segments_block.b256.u4.v4.direct"), {1 << 16, 4096}, 1 << 20));
   CHECK_FALSE(pointless(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), {1 << 16, 4096}, 1 << 25));
+  // Offsets: a block (or a split of blocks) per segment where the mean is under a sixteenth of it.
+  CHECK_THAT(*pointless(cfg("segments_block.b128.u4.v4.direct"), {1 << 22, 4}),
+             Catch::Contains("most of its threads idle"));
+  CHECK_FALSE(pointless(cfg("segments_block.b128.u4.v4.direct"), {1 << 21, 8}));
+  CHECK(pointless(cfg("segments_split.b512.u4.v4.g4.atomic"), {1 << 20, 16}));
+  CHECK_FALSE(pointless(cfg("segments_split.b256.u4.v4.g4.atomic"), {1 << 20, 16}));
+  // Staged: segments of mean 4 at most (a block stages 4 elements a segment).
+  CHECK_FALSE(pointless(cfg("segments_staged.b128.u4.v4.g8.atomic"), {1 << 24, 1}));
+  CHECK_FALSE(pointless(cfg("segments_staged.b128.u4.v4.g8.atomic"), {1 << 22, 4}));
+  CHECK_THAT(*pointless(cfg("segments_staged.b128.u4.v4.g8.atomic"), {1 << 21, 8}),
+             Catch::Contains("would not fit"));
   // Merge: a grid past the resident threads it is compiled for runs in two waves.
   CHECK(pointless(cfg("segments_merge.b256.u8.g8.atomic"), {1 << 16, 4096}));
   CHECK_FALSE(pointless(cfg("segments_merge.b128.u8.g8.atomic"), {1 << 16, 4096}, 1 << 25));
@@ -473,11 +494,12 @@ TEST_CASE("segmented: the default grids", "[segmented]") {
   }
   // Offsets: looked up by count where the call does not give its element count, so the counts
   // of 2^20 and more elements run from 2^8 to one segment per element; 2^16 elements at the odd
-  // powers 2^1..2^15 for calls that give it.
+  // powers 2^1..2^15 for calls that give it, and 2^23 segments of 2^24 (mean 2).
   const std::vector<Shape> s = default_shapes(Problem::segments);
   CHECK(has(s, {1ull << 8, 1ull << 12}));
   CHECK(has(s, {1ull << 24, 1}));
+  CHECK(has(s, {1ull << 23, 2}));
   for (int e = 1; e < 16; e += 2) CHECK(has(s, {1ull << e, 1ull << (16 - e)}));
   for (const Shape& x : s) CHECK((x.count >= 256 || x.elements() == (1ull << 16)));
-  CHECK(s.size() == 8 + 7 + 9 + 1);
+  CHECK(s.size() == 8 + 7 + 9 + 1 + 1);
 }
