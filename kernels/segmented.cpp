@@ -200,7 +200,8 @@ std::uint64_t staged_bytes(const Config& c, DType dtype) {
 }
 constexpr std::uint64_t kStaticSharedBytes = 48 * 1024;
 // Staged blocks stage 4 elements a segment: where segments average more, many blocks' elements
-// do not fit and take the slower path (on an H100: 1.4x the flat mappings at a mean of 4, 8x at 8).
+// do not fit and take the slower path (on an H100: 1.5-1.9x the flat mappings' time at a mean of 8,
+// 1.9-2.3x at 16; 1.05-1.2x at 4, which the sweep still measures).
 constexpr std::uint64_t kStagedMaxMean = 4;
 
 // The flat mapping's tile: block x unroll x vec elements, a 32-bit head entry each in shared

@@ -69,7 +69,8 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 // more than the copies. A block whose elements do not fit (a long segment among its own): each
 // thread reads its segments of up to RT_STAGE_MID elements from global memory (up to
 // RT_STAGE_SMALL all loads at once) and lists the longer ones' chunks (a chunk a block: listing
-// every segment past RT_STAGE_SMALL made means of 4-8 elements 1.3-7x slower on an H100).
+// every segment past RT_STAGE_SMALL made means of 4 elements 1.3-2.6x, of 8 6-10x slower on an
+// H100).
 #define RT_STAGE_SEGS (RT_BLOCK * RT_UNROLL)
 #define RT_COPY (16 / (int)sizeof(T)) // elements in a 16-byte copy
 #define RT_STAGE_ELEMS (4 * RT_STAGE_SEGS + RT_COPY)
