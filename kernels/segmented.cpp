@@ -468,6 +468,13 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
   return std::nullopt;
 }
 
+std::optional<std::string> needs_mean(const Config& c) {
+  const Variant* v = find_variant(c.variant);
+  if (!v || !is_staged(*v)) return std::nullopt;
+  return "tuned for segments of " + std::to_string(kStagedMaxMean) +
+         " elements or fewer: taken where the call gives its element count";
+}
+
 std::optional<Config> evict_first_twin_of(const Config& c) {
   constexpr std::string_view kSuffix = "_streaming";
   const Variant* v = find_variant(c.variant);

@@ -22,6 +22,10 @@ std::optional<std::string> segmented_invalid(const Config& c, const Target& t);
 /// same work with fewer idle lanes, or far sooner), or nullopt. Not a validity rule: the
 /// configuration is right. `longest`: the longest segment of an offsets problem (0: unknown).
 std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t longest = 0);
+/// Why `c` does not suit an offsets call whose mean segment length is not known (a lookup by the
+/// segment count alone), or nullopt: segments_staged is measured at means of a few elements only
+/// and takes 2x the flat mappings' time at a mean of 16 (kernels/segmented.cpp).
+std::optional<std::string> needs_mean(const Config& c);
 /// The plain configuration of which `c` is the evict-first twin (a segmented `_streaming` variant:
 /// the same template and parameters, loads with RT_EVICT_FIRST), or nullopt.
 std::optional<Config> evict_first_twin_of(const Config& c);

@@ -2,6 +2,7 @@
 #include "runtime/lookup.h"
 
 #include "kernels/catalogue.h"
+#include "kernels/segmented.h"
 
 #include <algorithm>
 #include <cmath>
@@ -99,7 +100,9 @@ std::optional<Pick> pick(const std::vector<Source>& sources, Shape at, const Tar
   for (const Shape shape : shapes)
     for (const Row& r : by_shape[shape]) {
       Config c;
-      if (auto why = unusable(*r.m, t, req, &c)) {
+      std::optional<std::string> why = unusable(*r.m, t, req, &c);
+      if (!why && t.problem == Problem::segments && at.length == 0) why = needs_mean(c);
+      if (why) {
         passed.add(r.m->key, *why);
         continue;
       }

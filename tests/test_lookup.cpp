@@ -319,6 +319,32 @@ TEST_CASE("lookup: offsets tuned at several totals of a count take the middle to
   CHECK(key(c.config) == at_2_28);
 }
 
+TEST_CASE("lookup: an offsets call that does not give its element count passes over the staged "
+          "mapping",
+          "[lookup][segmented]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  auto seg = [](const std::string& k, Shape shape, double us) {
+    db::Measurement m = row(k, shape.length, us);
+    m.problem = Problem::segments;
+    m.count = shape.count;
+    return m;
+  };
+  const std::string staged = "segments_staged.b128.u4.v4.g8.atomic",
+                    flat = "segments_flat_carry_streaming.b128.u4.v4.g32.atomic";
+  add(s, A.uuid, {seg(staged, {1 << 24, 1}, 142), seg(flat, {1 << 24, 1}, 176)});
+  Requirements req;
+  req.device_result = true;
+  // Given the element count (one a segment): the fastest, staged.
+  Choice c = lookup(s, A, DType::f32, Op::sum, Problem::segments, {1 << 24, 1}, req);
+  CHECK(key(c.config) == staged);
+  // By the count alone the mean may be anything (2x slower than the flat mappings at 16): the next.
+  c = lookup(s, A, DType::f32, Op::sum, Problem::segments, {1 << 24, 0}, req);
+  CHECK(c.match == Match::exact);
+  CHECK(key(c.config) == flat);
+  CHECK_THAT(c.note, Catch::Contains(staged + " (tuned for segments of 4 elements or fewer"));
+}
+
 TEST_CASE("lookup: deterministic passes over floating-point atomic finishes", "[lookup]") {
   const db::Store s = fixture();
   Requirements req;
