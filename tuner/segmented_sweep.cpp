@@ -85,7 +85,7 @@ std::vector<Shape> default_shapes(Problem problem) {
     for (int total : {20, 24})
       for (int e = 8; e <= total; e += 2) out.push_back({1ull << e, 1ull << (total - e)});
     // Segments of mean 2 at 2^24 elements: between the staged mapping's one element a segment and
-    // the flat mappings' four (on an H100 each is 1.3-1.5x slower at the other's mean).
+    // the flat mappings' four (on an H100 each took up to 1.2x the other's time at its mean).
     out.push_back({1ull << 23, 2});
     out.push_back({1ull << 16, (1ull << 28) >> 16});
     return out;
