@@ -56,6 +56,17 @@ db::Measurement row(const std::string& key, std::uint64_t n, double median_us,
   return m;
 }
 
+/// A row of a segmented problem (offsets where not named): `k` measured at `shape` (count x length).
+db::Measurement seg(const std::string& k, Problem p, Shape shape, double us) {
+  db::Measurement m = row(k, shape.length, us);
+  m.problem = p;
+  m.count = shape.count;
+  return m;
+}
+db::Measurement seg(const std::string& k, Shape shape, double us) {
+  return seg(k, Problem::segments, shape, us);
+}
+
 void add(db::Store& s, const std::string& uuid, const std::vector<db::Measurement>& rows) {
   db::RunRecord r;
   r.device_uuid = uuid;
@@ -258,12 +269,6 @@ TEST_CASE("lookup: segmented problems graded by shape", "[lookup][segmented]") {
   db::Store s(":memory:");
   s.upsert_device(device(A.uuid, "H100 A", 9, 0));
   s.upsert_device(device(B.uuid, "H100 B", 9, 0));
-  auto seg = [](const std::string& k, Problem p, Shape shape, double us) {
-    db::Measurement m = row(k, shape.length, us);
-    m.problem = p;
-    m.count = shape.count;
-    return m;
-  };
   const std::string group = "rows_group.b256.w8.u2.v4.direct", block = "rows_block.b256.u4.v4.direct";
   add(s, A.uuid, {seg(group, Problem::rows, {1 << 16, 64}, 5), seg(block, Problem::rows, {1 << 16, 64}, 9),
                   seg(block, Problem::rows, {64, 1 << 16}, 6),
@@ -297,12 +302,6 @@ TEST_CASE("lookup: offsets tuned at several totals of a count take the middle to
           "[lookup][segmented]") {
   db::Store s(":memory:");
   s.upsert_device(device(A.uuid, "H100 A", 9, 0));
-  auto seg = [](const std::string& k, Shape shape, double us) {
-    db::Measurement m = row(k, shape.length, us);
-    m.problem = Problem::segments;
-    m.count = shape.count;
-    return m;
-  };
   const std::string at_2_28 = "segments_binned.b256.w32.u2.v4.g8.atomic",
                     at_2_24 = "segments_flat_streaming.b256.u4.v4.g4.atomic";
   add(s, A.uuid, {seg(at_2_28, {1 << 16, 4096}, 300), seg(at_2_24, {1 << 16, 4096}, 310),
@@ -324,12 +323,6 @@ TEST_CASE("lookup: an offsets call that does not give its element count passes o
           "[lookup][segmented]") {
   db::Store s(":memory:");
   s.upsert_device(device(A.uuid, "H100 A", 9, 0));
-  auto seg = [](const std::string& k, Shape shape, double us) {
-    db::Measurement m = row(k, shape.length, us);
-    m.problem = Problem::segments;
-    m.count = shape.count;
-    return m;
-  };
   const std::string staged = "segments_staged.b128.u4.v4.g8.atomic",
                     flat = "segments_flat_carry_streaming.b128.u4.v4.g32.atomic";
   add(s, A.uuid, {seg(staged, {1 << 24, 1}, 142), seg(flat, {1 << 24, 1}, 176)});
