@@ -95,10 +95,11 @@ LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n);
 struct SegmentedPlan {
   unsigned grid = 0;            ///< blocks of rt_segmented (>= 1 for every count >= 1)
   unsigned block = 0;
-  unsigned smem_bytes = 0;
+  unsigned smem_bytes = 0;      ///< rt_segmented's dynamic shared memory
   std::uint64_t aux = 0;        ///< the template's launch parameter (templates/segmented/*.cu)
   bool fill = false;            ///< results set to the identity first (atomic finishes)
   unsigned chunk_grid = 0;      ///< blocks of rt_segmented_chunks; 0: not launched
+  unsigned chunk_smem_bytes = 0; ///< rt_segmented_chunks' dynamic shared memory (its block reduce)
   unsigned partition_grid = 0;  ///< blocks of rt_segmented_partition, before; 0: not launched
   std::size_t work_bytes = 0;   ///< the variant's self-resetting state, zeroed once
 };

@@ -196,7 +196,7 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
   cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args,
                k.programmatic && (p.partition_grid != 0 || p.fill));
   if (p.chunk_grid)
-    cuda::launch(k.chunks, p.chunk_grid, p.block, p.smem_bytes, s, args, k.programmatic);
+    cuda::launch(k.chunks, p.chunk_grid, p.block, p.chunk_smem_bytes, s, args, k.programmatic);
 }
 
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s) {

@@ -527,6 +527,10 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
                           shape);
     p.aux = kChunkCapacity;
     p.chunk_grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
+    // Only the chunk kernel's block reduce uses dynamic shared memory: the first kernel reduces
+    // with shuffles (binned) or stages in static memory (staged), whose blocks per SM it would cut.
+    p.chunk_smem_bytes = p.smem_bytes;
+    p.smem_bytes = 0;
     p.work_bytes = (2 + kChunkCapacity) * sizeof(std::uint64_t);
   } else if (takes(v, P_WIDTH)) { // group
     p.grid = checked_grid(c, ceil_div(shape.count * c.width, c.block), shape);

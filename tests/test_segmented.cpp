@@ -202,12 +202,16 @@ TEST_CASE("segmented: launch plans cover every result", "[segmented]") {
   p = segmented_plan(cfg("segments_binned.b256.w32.u2.v4.g4.atomic"), sm90(Problem::segments), {1000, 0});
   CHECK(p.grid == (1000 * 32 + 255) / 256);
   CHECK(p.chunk_grid == 4 * 132);
+  CHECK(p.chunk_smem_bytes == 256 * 4 * 4); // the chunk kernel's block reduce; none for the first
+  CHECK(p.smem_bytes == 0);
   CHECK(p.work_bytes > 0);
   CHECK_FALSE(p.fill); // the group kernel writes the identity of chunked segments itself
   // Staged: a block per b x u segments, then binned's chunk kernel with its state.
   p = segmented_plan(cfg("segments_staged.b128.u4.v4.g8.atomic"), sm90(Problem::segments), {5000, 1});
   CHECK(p.grid == (5000 + 511) / 512);
   CHECK(p.chunk_grid == 8 * 132);
+  CHECK(p.chunk_smem_bytes == 128 * 4 * 4);
+  CHECK(p.smem_bytes == 0); // its staging is static: a dynamic part would cut its blocks per SM
   CHECK(p.work_bytes > 0);
   CHECK_FALSE(p.fill);
   // Merge: g blocks per SM, the partition kernel's warp per split point, its coordinates, and the
