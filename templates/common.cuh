@@ -94,7 +94,8 @@ __device__ __forceinline__ rt_vec rt_load(const rt_vec* p) {
 // ---- the operator: identity, combine, atomic combine --------------------------------------
 
 // Floating-point min and max are IEEE 754-2019 minimum and maximum: a NaN operand gives a NaN (the
-// first operand's when both are, so a CAS loop that finds a NaN in memory leaves it), and -0.0 is
+// first operand's when both are, so a CAS loop that finds a NaN in memory leaves it; on sm_80+ the
+// canonical NaN for float accumulators), and -0.0 is
 // below +0.0 (equal operands: their bits OR-ed for min, AND-ed for max). Every order of combining
 // then gives the same value, whichever kernel, tail or atomic finish (kernels/reference.cpp agrees).
 __device__ __forceinline__ float rt_zero_tie(float a, float b, bool min) {
@@ -111,6 +112,20 @@ template <bool Min, typename F> __device__ __forceinline__ F rt_float_min_max(F 
   if (a == b) return rt_zero_tie(a, b, Min); // equal bits, or +0.0 and -0.0
   return (b < a) == Min ? b : a;
 }
+#if __CUDA_ARCH__ >= 800
+// sm_80+: one instruction, with the same meaning (PTX min/max.NaN: a NaN operand gives the
+// canonical NaN, and +0.0 is above -0.0), where the code above takes about ten per element.
+template <> __device__ __forceinline__ float rt_float_min_max<true, float>(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+template <> __device__ __forceinline__ float rt_float_min_max<false, float>(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#endif
 
 #if defined(RT_OP_SUM)
 __device__ __forceinline__ A rt_identity() { return A(0); }
@@ -138,7 +153,8 @@ __device__ __forceinline__ A rt_combine(A a, A b) { return a < b ? b : a; }
 #endif
 
 // Atomic combine of accumulators into global or shared memory. Native where the hardware has it,
-// else a CAS loop on the bit pattern (float min/max, 64-bit float sum before sm_60).
+// float min/max as integer atomics on the bit pattern (below), else a CAS loop on it (64-bit float
+// sum before sm_60).
 template <typename B>
 __device__ __forceinline__ void rt_atomic_cas(A* addr, A v) {
   B* p = reinterpret_cast<B*>(addr);
@@ -153,6 +169,28 @@ __device__ __forceinline__ void rt_atomic_cas(A* addr, A v) {
     if (nb == assumed) return;
     old = atomicCAS(p, assumed, nb);
   } while (old != assumed);
+}
+
+// Float min/max as one integer atomic on the bit pattern (S/U: the signed/unsigned integer of its
+// size), with no CAS loop: non-negative floats order as signed integers, negative ones in reverse as
+// unsigned ones. A NaN becomes the one pattern that wins either way (max: 0x7f..f, the largest
+// signed; min: 0xff..f, the largest unsigned), so it propagates as rt_combine's does; -0.0 orders
+// below +0.0, as there.
+template <typename S, typename U>
+__device__ __forceinline__ void rt_atomic_float_minmax(A* addr, A v) {
+  static_assert(sizeof(S) == sizeof(A) && sizeof(U) == sizeof(A), "the float's own size");
+  U bits;
+  memcpy(&bits, &v, sizeof(A));
+  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+#if defined(RT_OP_MAX)
+  if (v != v) bits = U(~sign);
+  if (bits & sign) atomicMin(reinterpret_cast<U*>(addr), bits);
+  else atomicMax(reinterpret_cast<S*>(addr), S(bits));
+#else
+  if (v != v) bits = U(~U(0));
+  if (bits & sign) atomicMax(reinterpret_cast<U*>(addr), bits);
+  else atomicMin(reinterpret_cast<S*>(addr), S(bits));
+#endif
 }
 
 __device__ __forceinline__ void rt_atomic_combine(A* addr, A v) {
@@ -170,6 +208,10 @@ __device__ __forceinline__ void rt_atomic_combine(A* addr, A v) {
   atomicMin(reinterpret_cast<long long*>(addr), (long long)v);
 #elif defined(RT_OP_MAX) && defined(RT_DTYPE_I64)
   atomicMax(reinterpret_cast<long long*>(addr), (long long)v);
+#elif (defined(RT_OP_MIN) || defined(RT_OP_MAX)) && (defined(RT_DTYPE_F32) || defined(RT_HALF))
+  rt_atomic_float_minmax<int, unsigned int>(addr, v); // a float accumulator
+#elif (defined(RT_OP_MIN) || defined(RT_OP_MAX)) && defined(RT_DTYPE_F64)
+  rt_atomic_float_minmax<long long, unsigned long long>(addr, v);
 #elif defined(RT_DTYPE_F32) || defined(RT_HALF)
   rt_atomic_cas<unsigned int>(addr, v);
 #else
