@@ -35,12 +35,26 @@ struct Pick {
   Config config;
 };
 
+/// The configuration a row measured on `from` gives a call on `to`: its vector width scaled to
+/// load the same bytes (float32 v4: float64 v2, bf16 v8) where that is a whole number of elements.
+Config translated(Config c, DType from, DType to) {
+  const std::size_t bytes = std::size_t(c.vec) * size_of(from);
+  if (bytes % size_of(to) == 0) c.vec = int(bytes / size_of(to));
+  return c;
+}
+
 /// Why a stored row cannot be used for `t` under `req`, or nullopt (and its configuration in *out).
+/// A row of another dtype (the related grade) is tried with its vector width translated, then as
+/// it is.
 std::optional<std::string> unusable(const db::Measurement& m, const Target& t,
                                     const Requirements& req, Config* out) {
   std::string why;
-  const std::optional<Config> c = parse_key(m.key, &why);
+  std::optional<Config> c = parse_key(m.key, &why);
   if (!c) return "not a configuration this build knows: " + why;
+  if (m.dtype != t.dtype) {
+    const Config scaled = translated(*c, m.dtype, t.dtype);
+    if (!(scaled == *c) && !invalid_reason(scaled, t)) c = scaled;
+  }
   if (valid_wide_only(*c, t))
     return "measured with a float32 result (an atomic finish of a " + std::string(name(t.dtype)) +
            " sum); this call's result has the element type";
@@ -138,6 +152,7 @@ std::string_view name(Match m) {
   case Match::nearest_size: return "nearest_size";
   case Match::shipped: return "shipped";
   case Match::same_arch: return "same_arch";
+  case Match::related: return "related";
   case Match::builtin: return "builtin";
   }
   return "?";
@@ -228,19 +243,25 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   t.sm_count = device.sm_count;
   t.wide_result = req.wide_result;
 
-  db::MeasurementFilter filter;
-  filter.dtype = dtype, filter.op = op, filter.problem = problem;
   // This GPU in the user's store; the same model in the shipped one; other GPUs of the
-  // architecture in either.
-  std::vector<Source> own, model, arch;
+  // architecture in either: their rows for this dtype and op, and (`other`) for the others.
+  enum Tier { kOwn, kModel, kArch, kTiers };
+  std::vector<Source> mine[kTiers], other[kTiers];
   const auto gather = [&](const db::Store& s, bool is_shipped) {
+    db::MeasurementFilter filter;
+    filter.problem = problem;
     for (const db::DeviceRecord& d : s.devices()) {
       const bool same_arch = d.cc_major == device.cc_major && d.cc_minor == device.cc_minor;
-      auto* to = !is_shipped && d.uuid == device.uuid                         ? &own
-                 : is_shipped && same_arch && !device.name.empty() && d.name == device.name ? &model
-                 : same_arch                                                    ? &arch
-                                                                                : nullptr;
-      if (to) to->push_back({d.uuid, is_shipped ? d.name + " (shipped)" : d.name, s.measurements(d.uuid, filter)});
+      const int tier = !is_shipped && d.uuid == device.uuid                                   ? kOwn
+                       : is_shipped && same_arch && !device.name.empty() && d.name == device.name ? kModel
+                       : same_arch                                                              ? kArch
+                                                                                                : -1;
+      if (tier < 0) continue;
+      Source exact_rows{d.uuid, is_shipped ? d.name + " (shipped)" : d.name, {}}, others = exact_rows;
+      for (db::Measurement& m : s.measurements(d.uuid, filter))
+        (m.dtype == dtype && m.op == op ? exact_rows : others).rows.push_back(std::move(m));
+      mine[tier].push_back(std::move(exact_rows));
+      other[tier].push_back(std::move(others));
     }
   };
   if (store) gather(*store, false);
@@ -248,12 +269,32 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
 
   PassedOver passed;
   std::size_t valid_rows = 0;
-  if (auto p = pick(own, shape, t, req, passed, valid_rows))
+  if (auto p = pick(mine[kOwn], shape, t, req, passed, valid_rows))
     return choice_of(*p, exact(p->row.m->shape(), shape) ? Match::exact : Match::nearest_size, passed);
-  if (auto p = pick(model, shape, t, req, passed, valid_rows))
+  if (auto p = pick(mine[kModel], shape, t, req, passed, valid_rows))
     return choice_of(*p, Match::shipped, passed);
-  if (auto p = pick(arch, shape, t, req, passed, valid_rows))
+  if (auto p = pick(mine[kArch], shape, t, req, passed, valid_rows))
     return choice_of(*p, Match::same_arch, passed);
+  // Tuned for another op or dtype of the problem: the same dtype first (another op streams the
+  // same bytes), then dtypes of its element size, then the others (vector width translated);
+  // each from this GPU, the same model, the architecture, in that order.
+  const auto rank = [&](const db::Measurement& m) {
+    return m.dtype == dtype ? 0 : size_of(m.dtype) == size_of(dtype) ? 1 : 2;
+  };
+  for (int r = 0; r < 3; ++r)
+    for (int tier = kOwn; tier < kTiers; ++tier) {
+      std::vector<Source> sources = other[tier];
+      for (Source& src : sources)
+        std::erase_if(src.rows, [&](const db::Measurement& m) { return rank(m) != r; });
+      PassedOver unused; // other dtypes' and ops' rows are not this call's to report
+      std::size_t rows = 0;
+      if (auto p = pick(sources, shape, t, req, unused, rows)) {
+        Choice c = choice_of(*p, Match::related, passed);
+        c.note = "tuned for " + std::string(name(p->row.m->dtype)) + " " +
+                 std::string(name(p->row.m->op)) + (c.note.empty() ? "" : "; " + c.note);
+        return c;
+      }
+    }
 
   std::string where(name(dtype));
   where += " " + std::string(name(op));

@@ -206,8 +206,8 @@ TEST_CASE("lookup: built-in default when nothing is tuned for the architecture",
   CHECK(c.device_name.empty());
   CHECK(c.note == "no tuning for float32 sum on this GPU or another sm_80 GPU");
 
-  // Tuned architecture, untuned problem.
-  CHECK(lookup(s, A, DType::f64, Op::max, k20, {}).match == Match::builtin);
+  // Tuned architecture, untuned problem (the array is tuned: another op and dtype's rows, below).
+  CHECK(lookup(s, A, DType::f64, Op::max, Problem::rows, {1024, 1024}, {}).match == Match::builtin);
 
   const db::Store empty(":memory:");
   const Choice e = lookup(empty, A, DType::i64, Op::sum, k20, {});
@@ -476,10 +476,52 @@ TEST_CASE("lookup: the note lists at most five passed-over rows", "[lookup]") {
   CHECK_THAT(c.note, !Catch::Contains("later_5"));
 }
 
+TEST_CASE("lookup: another op's or dtype's tuning before the built-in default", "[lookup]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  s.upsert_device(device(B.uuid, "H100 B", 9, 0));
+  const std::string unrolled = "unrolling.b256.u2.host";
+  add(s, A.uuid, {row(kVector, k20, 11.0), row(unrolled, k20, 7.0, DType::i32, Op::min)});
+  // The same dtype first, whatever another dtype's rows measured.
+  Choice c = lookup(s, A, DType::f32, Op::max, k20, {});
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == kVector);
+  CHECK(c.tuned_n == k20);
+  CHECK(c.device_name == "H100 A");
+  CHECK(c.note == "tuned for float32 sum");
+  // Then dtypes of the same size: the fastest of them.
+  c = lookup(s, A, DType::u32, Op::max, k20, {});
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == unrolled);
+  CHECK(c.note == "tuned for int32 min");
+  // Then the others, the vector width scaled to load the same bytes: float32 v4 is float64 v2
+  // and bf16 v8 (rows of the requirements' kind only: a result on the device).
+  Requirements req;
+  req.device_result = true;
+  c = lookup(s, A, DType::f64, Op::sum, k20, req);
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == "vectorized.b256.u4.v2.g0.shfl.lastblock");
+  CHECK(key_of(lookup(s, A, DType::bf16, Op::max, k20, req)) == "vectorized.b256.u4.v8.g0.shfl.lastblock");
+  // This dtype and op's own rows win, at another size or on another GPU of the architecture.
+  add(s, B.uuid, {row(unrolled, k24, 50.0, DType::f64, Op::sum)});
+  c = lookup(s, A, DType::f64, Op::sum, k20, {});
+  CHECK(c.match == Match::same_arch);
+  CHECK(key_of(c) == unrolled);
+  CHECK(lookup(s, A, DType::f64, Op::sum, k20, req).match == Match::related); // B's is a host finish
+  // Segmented problems too, by the nearest shape of the related rows.
+  add(s, A.uuid, {seg("segments_flat.b128.u4.v4.g16.atomic", {1u << 20, 16}, 50.0),
+                  seg("segments_binned.b256.w1.u4.v1.g8.atomic", {1u << 8, 1u << 16}, 40.0)});
+  c = lookup(s, A, DType::f64, Op::max, Problem::segments, {1u << 19, 32}, {});
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == "segments_flat.b128.u4.v2.g16.atomic");
+  CHECK(c.tuned_shape == Shape{1u << 20, 16});
+}
+
 TEST_CASE("lookup: match names", "[lookup]") {
   CHECK(name(Match::exact) == "exact");
   CHECK(name(Match::nearest_size) == "nearest_size");
   CHECK(name(Match::same_arch) == "same_arch");
+  CHECK(name(Match::related) == "related");
   CHECK(name(Match::builtin) == "builtin");
 }
 

@@ -29,9 +29,13 @@ enum class Match {
   shipped,        ///< the tuning shipped with the library for this GPU model (share/reduce-tune)
   same_arch,      ///< tuned on another GPU of the same compute capability (the user's store
                   ///< first, then the shipped one)
+  related,        ///< none of those for this dtype and op: tuned for another op of the dtype,
+                  ///< else another dtype (of its size first; the vector width scaled to load
+                  ///< the same bytes), on this GPU, the model or the architecture; the note
+                  ///< names what it was tuned for
   builtin,        ///< no usable tuning found: the built-in default
 };
-/// "exact", "nearest_size", "shipped", "same_arch", "builtin".
+/// "exact", "nearest_size", "shipped", "same_arch", "related", "builtin".
 std::string_view name(Match);
 
 /// What the lookup chose and why.
@@ -45,7 +49,8 @@ struct Choice {
   double median_us = 0;        ///< measured time at tuned_n (0 for builtin)
   double gbps = 0;
   std::string device_name;     ///< the GPU the measurement came from (empty for builtin)
-  std::string note;            ///< why the built-in default, or which faster stored
+  std::string note;            ///< why the built-in default; for `related`, what it was tuned
+                               ///< for ("tuned for float32 sum"); which faster stored
                                ///< configurations were passed over and why; empty otherwise
 };
 
