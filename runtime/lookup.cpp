@@ -244,51 +244,56 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   t.wide_result = req.wide_result;
 
   // This GPU in the user's store; the same model in the shipped one; other GPUs of the
-  // architecture in either: their rows for this dtype and op, and (`other`) for the others.
+  // architecture in either. `related`: their rows of the problem for another dtype or op, by rank
+  // (the same dtype; another of its size; the others), read only where none of this call's is usable.
   enum Tier { kOwn, kModel, kArch, kTiers };
-  std::vector<Source> mine[kTiers], other[kTiers];
-  const auto gather = [&](const db::Store& s, bool is_shipped) {
-    db::MeasurementFilter filter;
-    filter.problem = problem;
-    for (const db::DeviceRecord& d : s.devices()) {
-      const bool same_arch = d.cc_major == device.cc_major && d.cc_minor == device.cc_minor;
-      const int tier = !is_shipped && d.uuid == device.uuid                                   ? kOwn
-                       : is_shipped && same_arch && !device.name.empty() && d.name == device.name ? kModel
-                       : same_arch                                                              ? kArch
-                                                                                                : -1;
-      if (tier < 0) continue;
-      Source exact_rows{d.uuid, is_shipped ? d.name + " (shipped)" : d.name, {}}, others = exact_rows;
-      for (db::Measurement& m : s.measurements(d.uuid, filter))
-        (m.dtype == dtype && m.op == op ? exact_rows : others).rows.push_back(std::move(m));
-      mine[tier].push_back(std::move(exact_rows));
-      other[tier].push_back(std::move(others));
-    }
-  };
-  if (store) gather(*store, false);
-  if (shipped) gather(*shipped, true);
-
-  PassedOver passed;
-  std::size_t valid_rows = 0;
-  if (auto p = pick(mine[kOwn], shape, t, req, passed, valid_rows))
-    return choice_of(*p, exact(p->row.m->shape(), shape) ? Match::exact : Match::nearest_size, passed);
-  if (auto p = pick(mine[kModel], shape, t, req, passed, valid_rows))
-    return choice_of(*p, Match::shipped, passed);
-  if (auto p = pick(mine[kArch], shape, t, req, passed, valid_rows))
-    return choice_of(*p, Match::same_arch, passed);
-  // Tuned for another op or dtype of the problem: the same dtype first (another op streams the
-  // same bytes), then dtypes of its element size, then the others (vector width translated);
-  // each from this GPU, the same model, the architecture, in that order.
+  constexpr int kRanks = 3;
   const auto rank = [&](const db::Measurement& m) {
     return m.dtype == dtype ? 0 : size_of(m.dtype) == size_of(dtype) ? 1 : 2;
   };
-  for (int r = 0; r < 3; ++r)
+  const auto gather = [&](bool related, std::vector<Source> (&into)[kRanks][kTiers]) {
+    db::MeasurementFilter filter;
+    filter.problem = problem;
+    if (!related) filter.dtype = dtype, filter.op = op;
+    for (const auto& [s, is_shipped] : {std::pair(store, false), std::pair(shipped, true)}) {
+      if (!s) continue;
+      for (const db::DeviceRecord& d : s->devices()) {
+        const bool same_arch = d.cc_major == device.cc_major && d.cc_minor == device.cc_minor;
+        const int tier = !is_shipped && d.uuid == device.uuid                                   ? kOwn
+                         : is_shipped && same_arch && !device.name.empty() && d.name == device.name ? kModel
+                         : same_arch                                                              ? kArch
+                                                                                                  : -1;
+        if (tier < 0) continue;
+        const std::string source = is_shipped ? d.name + " (shipped)" : d.name;
+        for (std::vector<Source>(&by_tier)[kTiers] : into) by_tier[tier].push_back({d.uuid, source, {}});
+        for (db::Measurement& m : s->measurements(d.uuid, filter)) {
+          if (related && m.dtype == dtype && m.op == op) continue;
+          into[related ? rank(m) : 0][tier].back().rows.push_back(std::move(m));
+        }
+      }
+    }
+  };
+
+  std::vector<Source> mine[kRanks][kTiers]; // this dtype and op: rank 0 only
+  gather(false, mine);
+  PassedOver passed;
+  std::size_t valid_rows = 0;
+  if (auto p = pick(mine[0][kOwn], shape, t, req, passed, valid_rows))
+    return choice_of(*p, exact(p->row.m->shape(), shape) ? Match::exact : Match::nearest_size, passed);
+  if (auto p = pick(mine[0][kModel], shape, t, req, passed, valid_rows))
+    return choice_of(*p, Match::shipped, passed);
+  if (auto p = pick(mine[0][kArch], shape, t, req, passed, valid_rows))
+    return choice_of(*p, Match::same_arch, passed);
+  // Tuned for another op or dtype of the problem: the same dtype first (another op streams the
+  // same bytes), then dtypes of its element size, then the others (vector width translated in
+  // unusable()); each from this GPU, the same model, the architecture, in that order.
+  std::vector<Source> related[kRanks][kTiers];
+  gather(true, related);
+  for (int r = 0; r < kRanks; ++r)
     for (int tier = kOwn; tier < kTiers; ++tier) {
-      std::vector<Source> sources = other[tier];
-      for (Source& src : sources)
-        std::erase_if(src.rows, [&](const db::Measurement& m) { return rank(m) != r; });
       PassedOver unused; // other dtypes' and ops' rows are not this call's to report
       std::size_t rows = 0;
-      if (auto p = pick(sources, shape, t, req, unused, rows)) {
+      if (auto p = pick(related[r][tier], shape, t, req, unused, rows)) {
         Choice c = choice_of(*p, Match::related, passed);
         c.note = "tuned for " + std::string(name(p->row.m->dtype)) + " " +
                  std::string(name(p->row.m->op)) + (c.note.empty() ? "" : "; " + c.note);
