@@ -5,6 +5,7 @@
 #include "kernels/segmented.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -245,11 +246,15 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
 
   // This GPU in the user's store; the same model in the shipped one; other GPUs of the
   // architecture in either. `related`: their rows of the problem for another dtype or op, by rank
-  // (the same dtype; another of its size; the others), read only where none of this call's is usable.
+  // (0: the same dtype; then 1 + |log2| of the element sizes' ratio: a float64 call takes 4-byte
+  // rows before 2-byte ones, whose times are for half the bytes), read only where none of this
+  // call's own is usable.
   enum Tier { kOwn, kModel, kArch, kTiers };
-  constexpr int kRanks = 3;
+  constexpr int kRanks = 4; // element sizes 2, 4 and 8
   const auto rank = [&](const db::Measurement& m) {
-    return m.dtype == dtype ? 0 : size_of(m.dtype) == size_of(dtype) ? 1 : 2;
+    if (m.dtype == dtype) return 0;
+    const std::size_t a = size_of(m.dtype), b = size_of(dtype);
+    return int(std::bit_width(std::max(a, b) / std::min(a, b))); // 1, 2 or 3
   };
   const auto gather = [&](bool related, std::vector<Source> (&into)[kRanks][kTiers]) {
     db::MeasurementFilter filter;
@@ -285,11 +290,16 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   if (auto p = pick(mine[0][kArch], shape, t, req, passed, valid_rows))
     return choice_of(*p, Match::same_arch, passed);
   // Tuned for another op or dtype of the problem: the same dtype first (another op streams the
-  // same bytes), then dtypes of its element size, then the others (vector width translated in
-  // unusable()); each from this GPU, the same model, the architecture, in that order.
+  // same bytes), then dtypes of its element size, then the nearest sizes (vector width translated
+  // in unusable()); each from this GPU, the same model, the architecture, in that order.
+  // The 1-D reduction stops at dtypes of the call's size: its built-in default is near CUB, and
+  // another size's rows were not reliably better (H100, fresh install: float64 max from the
+  // float32 sums' data-sized grids 0.65-0.77x at 2^24-2^26, float64 sum 0.85-1.17x;
+  // docs/PERFORMANCE.md), where the segmented defaults are one mapping for every shape.
+  const int ranks = problem == Problem::array ? 2 : kRanks;
   std::vector<Source> related[kRanks][kTiers];
   gather(true, related);
-  for (int r = 0; r < kRanks; ++r)
+  for (int r = 0; r < ranks; ++r)
     for (int tier = kOwn; tier < kTiers; ++tier) {
       PassedOver unused; // other dtypes' and ops' rows are not this call's to report
       std::size_t rows = 0;
@@ -302,9 +312,9 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
     }
 
   std::string where(name(dtype));
-  where += " " + std::string(name(op));
-  if (problem != Problem::array) where += " " + std::string(name(problem));
-  where += " on this GPU or another sm_" + std::to_string(t.cc) + " GPU";
+  (where += ' ') += name(op);
+  if (problem != Problem::array) (where += ' ') += name(problem);
+  (where += " on this GPU or another sm_") += std::to_string(t.cc) + " GPU";
   if (valid_rows == 0)
     return builtin_choice(problem, dtype, shape, "no tuning for " + where, req.deterministic);
   return builtin_choice(problem, dtype, shape,

@@ -494,27 +494,35 @@ TEST_CASE("lookup: another op's or dtype's tuning before the built-in default", 
   CHECK(c.match == Match::related);
   CHECK(key_of(c) == unrolled);
   CHECK(c.note == "tuned for int32 min");
-  // Then the others, the vector width scaled to load the same bytes: float32 v4 is float64 v2
-  // and bf16 v8 (rows of the requirements' kind only: a result on the device).
+  // The 1-D reduction stops there: a float64 call takes the built-in default.
   Requirements req;
   req.device_result = true;
-  c = lookup(s, A, DType::f64, Op::sum, k20, req);
-  CHECK(c.match == Match::related);
-  CHECK(key_of(c) == "vectorized.b256.u4.v2.g0.shfl.lastblock");
-  CHECK(key_of(lookup(s, A, DType::bf16, Op::max, k20, req)) == "vectorized.b256.u4.v8.g0.shfl.lastblock");
+  CHECK(lookup(s, A, DType::f64, Op::sum, k20, req).match == Match::builtin);
   // This dtype and op's own rows win, at another size or on another GPU of the architecture.
   add(s, B.uuid, {row(unrolled, k24, 50.0, DType::f64, Op::sum)});
   c = lookup(s, A, DType::f64, Op::sum, k20, {});
   CHECK(c.match == Match::same_arch);
   CHECK(key_of(c) == unrolled);
-  CHECK(lookup(s, A, DType::f64, Op::sum, k20, req).match == Match::related); // B's is a host finish
-  // Segmented problems too, by the nearest shape of the related rows.
-  add(s, A.uuid, {seg("segments_flat.b128.u4.v4.g16.atomic", {1u << 20, 16}, 50.0),
-                  seg("segments_binned.b256.w1.u4.v1.g8.atomic", {1u << 8, 1u << 16}, 40.0)});
+  // Segmented problems go on to the other element sizes, the nearest first, the vector width
+  // scaled to load the same bytes (float32 v4 is float64 v2, f16 v8), at the related rows'
+  // nearest shape.
+  const Shape k20x16{1u << 20, 16}, k8x16{1u << 8, 1u << 16};
+  add(s, A.uuid, {seg("segments_flat.b128.u4.v4.g16.atomic", k20x16, 50.0),
+                  seg("segments_binned.b256.w1.u4.v1.g8.atomic", k8x16, 40.0)});
   c = lookup(s, A, DType::f64, Op::max, Problem::segments, {1u << 19, 32}, {});
   CHECK(c.match == Match::related);
   CHECK(key_of(c) == "segments_flat.b128.u4.v2.g16.atomic");
-  CHECK(c.tuned_shape == Shape{1u << 20, 16});
+  CHECK(c.tuned_shape == k20x16);
+  CHECK(key_of(lookup(s, A, DType::f16, Op::max, Problem::segments, {1u << 19, 32}, {})) ==
+        "segments_flat.b128.u4.v8.g16.atomic");
+  // A 2-byte row, though faster (it moved half the bytes), comes after the 4-byte ones.
+  db::Measurement half = seg("segments_flat.b128.u2.v8.g16.atomic", k20x16, 20.0);
+  half.dtype = DType::f16;
+  add(s, A.uuid, {half});
+  CHECK(key_of(lookup(s, A, DType::f64, Op::max, Problem::segments, {1u << 19, 32}, {})) ==
+        "segments_flat.b128.u4.v2.g16.atomic");
+  CHECK(key_of(lookup(s, A, DType::bf16, Op::max, Problem::segments, {1u << 19, 32}, {})) ==
+        "segments_flat.b128.u2.v8.g16.atomic");
 }
 
 TEST_CASE("lookup: match names", "[lookup]") {

@@ -30,9 +30,9 @@ enum class Match {
   same_arch,      ///< tuned on another GPU of the same compute capability (the user's store
                   ///< first, then the shipped one)
   related,        ///< none of those for this dtype and op: tuned for another op of the dtype,
-                  ///< else another dtype (of its size first; the vector width scaled to load
-                  ///< the same bytes), on this GPU, the model or the architecture; the note
-                  ///< names what it was tuned for
+                  ///< else another dtype (of its size first, then the nearest sizes, the vector
+                  ///< width scaled to load the same bytes; the 1-D problem only its size), on
+                  ///< this GPU, the model or the architecture; the note names what it was tuned for
   builtin,        ///< no usable tuning found: the built-in default
 };
 /// "exact", "nearest_size", "shipped", "same_arch", "related", "builtin".
