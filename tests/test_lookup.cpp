@@ -206,7 +206,7 @@ TEST_CASE("lookup: built-in default when nothing is tuned for the architecture",
   CHECK(c.device_name.empty());
   CHECK(c.note == "no tuning for float32 sum on this GPU or another sm_80 GPU");
 
-  // Tuned architecture, untuned problem (the array is tuned: another op and dtype's rows, below).
+  // Tuned architecture, untuned problem.
   CHECK(lookup(s, A, DType::f64, Op::max, Problem::rows, {1024, 1024}, {}).match == Match::builtin);
 
   const db::Store empty(":memory:");

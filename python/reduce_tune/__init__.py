@@ -125,9 +125,9 @@ def segment_max(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = N
 def config_for(dtype: Any, op: str, n: Union[int, Tuple[int, int]], *, problem: str = "array",
                device: int = 0) -> Dict[str, Any]:
     """The configuration the calls above use, and why: a dict with ``key`` (the kernel
-    configuration), ``match`` ("exact", "nearest_size", "shipped", "same_arch", "related" or "builtin"), ``tuned_shape``
-    / ``tuned_n`` (where it was measured), ``median_us`` and ``gbps`` (its measured time),
-    ``device_name`` (the GPU it was measured on), ``note``.
+    configuration), ``match`` ("exact", "nearest_size", "shipped", "same_arch", "related" or
+    "builtin"), ``tuned_shape`` / ``tuned_n`` (where it was measured), ``median_us`` and ``gbps``
+    (its measured time), ``device_name`` (the GPU it was measured on), ``note``.
 
     dtype: a name ("float32"), NumPy/CuPy dtype or torch.dtype. op: "sum", "min" or "max".
     n: elements for ``problem="array"``; ``(rows, cols)`` for "rows" and "columns";
