@@ -53,8 +53,10 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
 /// The same over the user's store (may be null) and the tuning shipped with the library (may be
 /// null), graded: the user's own GPU (exact, nearest_size), then the shipped rows of the same GPU
 /// model (shipped), then other GPUs of the same compute capability in either (same_arch), then
-/// the built-in default. `why_none` says why the built-in default is used when neither store is
-/// there.
+/// (related) the problem's rows tuned for another op of the dtype, another dtype of its size, then
+/// the nearest other sizes (segmented problems only), their vector width scaled to load the same
+/// bytes, from those devices in the same order; then the built-in default. `why_none` says why the
+/// built-in default is used when neither store is there.
 Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
               Op op, Problem problem, Shape shape, const Requirements& req,
               const std::string& why_none = "no tuning store");
