@@ -42,7 +42,8 @@ Config builtin_config(Problem problem, DType dtype, Shape shape, bool determinis
 /// The best stored configuration for (dtype, op, problem, shape) on `device`, graded: the
 /// fastest valid row measured at this shape on this device (exact); else at the nearest tuned
 /// shape on this device (db::nearer: log space of length and count); else the same over the
-/// other devices of the same compute capability; else the built-in default. Rows are
+/// other devices of the same compute capability; else (related) rows of another op or dtype, as
+/// below; else the built-in default. Rows are
 /// re-validated (their key must parse and be valid for the device and problem) and must meet
 /// `req`; a row that does not is passed over for the next fastest at the same shape, then the
 /// next shape, before the grade drops. Never throws for lack of tuning. A shape length of 0

@@ -92,7 +92,8 @@ template <typename T> constexpr DType dtype_of() {
 /// Input pointers must be device (or managed) memory of that device.
 ///
 /// The configuration for n is looked up once per size bucket [2^k, 2^(k+1)), at 2^k, and kept.
-/// A store that does not exist is not created: every lookup then gives the built-in default.
+/// A store that does not exist is not created: lookups then use the shipped tuning (Match), else
+/// the built-in default.
 class Reducer {
 public:
   /// Opens the store (if it exists) and NVRTC for GPU `ordinal`. Throws std::runtime_error when
