@@ -1,18 +1,24 @@
-// reduce-tune: the commands that report what is there: query (the stored best for a problem),
-// devices (the GPUs of this machine), nvrtc (the NVRTC library and its architectures).
+// reduce-tune: the commands that report what is there: query (the stored best for a problem, or
+// with --lookup the library's graded choice), devices (the GPUs of this machine), nvrtc (the NVRTC
+// library and its architectures).
 #include "tuner/cli_info.h"
 
 #include "db/store.h"
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
+#include "runtime/lookup.h"
 #include "tuner/cli.h"
 #include "tuner/sizes.h"
 #include "tuner/sweep.h"
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 namespace po = boost::program_options;
 
@@ -24,12 +30,63 @@ using cli::parse_n;
 using cli::parse_shapes;
 using cli::problem_option;
 
+namespace {
+
+/// query --lookup: what the library would run for the point on that device (Reducer::config_for),
+/// from the store at `path` if it exists (never created here) and the shipped tuning.
+int print_lookup(const std::string& path, const std::string& uuid, int device, const db::Measurement& asked) {
+  std::string why_store, why_shipped;
+  const std::unique_ptr<db::Store> store = open_existing_store(path, &why_store);
+  const std::unique_ptr<db::Store> shipped = open_shipped_store(&why_shipped);
+  DeviceKey gpu;
+  if (device >= 0) {
+    const cuda::DeviceInfo d = cuda::device_info(device);
+    gpu.uuid = d.uuid, gpu.name = d.name, gpu.cc_major = d.cc_major, gpu.cc_minor = d.cc_minor;
+    gpu.sm_count = d.sm_count, gpu.max_block = d.max_threads_per_block;
+  } else {
+    std::optional<db::DeviceRecord> d;
+    for (const db::Store* s : {store.get(), shipped.get()})
+      if (s && !d) d = s->device(uuid);
+    if (!d) {
+      std::fprintf(stderr, "no device %s in %s%s\n", uuid.c_str(), path.c_str(),
+                   shipped ? " or the shipped tuning" : (" (" + why_store + "; " + why_shipped + ")").c_str());
+      return 1;
+    }
+    gpu.uuid = d->uuid, gpu.name = d->name, gpu.cc_major = d->cc_major, gpu.cc_minor = d->cc_minor;
+    gpu.sm_count = d->sm_count;
+  }
+  Requirements req; // as the calls ask: 1-D sum/min/max may finish on the host, segmented ones not
+  req.device_result = asked.problem != Problem::array;
+  // Looked up where the Reducer does: at its size bucket's lower end, [2^k, 2^(k+1)) in each dimension.
+  const Shape at{std::bit_floor(std::max<std::uint64_t>(asked.count, 1)), std::bit_floor(asked.n)};
+  const Choice c = lookup(store.get(), shipped.get(), gpu, asked.dtype, asked.op, asked.problem, at,
+                          req, "no tuning store (" + why_store + ")");
+  std::printf("%s: %s -> %s  %s", gpu.name.c_str(), point_text(asked).c_str(), key(c.config).c_str(),
+              std::string(name(c.match)).c_str());
+  if (c.match != Match::builtin) { // where it was measured (for `related`, the note says for what)
+    const std::string at = asked.problem == Problem::array
+                               ? "n=" + format_size(c.tuned_shape.length)
+                               : format_size(c.tuned_shape.count) + " x " + format_size(c.tuned_shape.length);
+    std::printf(" (%.2f us at %s on %s)", c.median_us, at.c_str(), c.device_name.c_str());
+  }
+  if (!c.note.empty()) std::printf("; %s", c.note.c_str());
+  std::printf("\n");
+  return 0;
+}
+
+} // namespace
+
 int cmd_query(const std::vector<std::string>& args) {
   po::options_description desc("reduce-tune query options");
   std::string db_path, dtype_text = "float32", op_text = "sum", n_text, uuid, problem_text = "array", shape_text;
   int device = -1;
+  bool lookup_mode = false;
   desc.add_options()
     ("help,h", "this help")
+    ("lookup", po::bool_switch(&lookup_mode),
+     "the configuration the library would use (Reducer::config_for): this store, then the shipped "
+     "tuning, graded (exact, nearest_size, shipped, same_arch, related, builtin); needs --uuid "
+     "(as stored, or the shipped tuning's model:NAME) or --device")
     ("device", po::value(&device), "GPU ordinal (needs the GPU to read its UUID)")
     ("uuid", po::value(&uuid), "GPU UUID as stored (works without a GPU)")
     ("dtype", po::value(&dtype_text)->default_value(dtype_text), "dtype")
@@ -57,8 +114,14 @@ int cmd_query(const std::vector<std::string>& args) {
   const auto op = parse_op(op_text);
   if (!dtype) throw Usage("unknown dtype '" + dtype_text + "'");
   if (!op) throw Usage("unknown op '" + op_text + "'");
-  if (device >= 0) uuid = cuda::device_info(device).uuid;
   const std::string path = db_path.empty() ? db::default_store_path() : db_path;
+  if (lookup_mode) {
+    if (device < 0 && uuid.empty()) throw Usage("query --lookup needs --uuid or --device");
+    db::Measurement asked;
+    asked.dtype = *dtype, asked.op = *op, asked.problem = problem, asked.count = shape.count, asked.n = shape.length;
+    return print_lookup(path, uuid, device, asked);
+  }
+  if (device >= 0) uuid = cuda::device_info(device).uuid;
   db::Store store(path);
   std::vector<db::DeviceRecord> devs;
   if (!uuid.empty()) {
