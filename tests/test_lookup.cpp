@@ -622,9 +622,16 @@ TEST_CASE("lookup: the shipped store opens read-only, from the environment or th
   unsetenv("REDUCE_TUNE_SHIPPED_DB");
   CHECK(shipped_store_path(path) == path);    // unset: the caller's path (the Python package's)
   REQUIRE(open_shipped_store(&why, path));
-  // The repository's own shipped tuning is a current, readable store of sm_90 GPUs.
+  // The repository's own shipped tuning is a current, readable store of sm_90 GPUs, in rollback-
+  // journal mode (file header bytes 18-19: 1, not WAL's 2): a WAL-mode file cannot be opened
+  // read-only where the reader cannot create its -shm beside it (an install another user owns).
   const std::string repo = shipped_store_path();
   if (!repo.empty()) {
+    std::ifstream header(repo, std::ios::binary);
+    char bytes[20] = {};
+    REQUIRE(header.read(bytes, sizeof bytes));
+    CHECK(int(bytes[18]) == 1);
+    CHECK(int(bytes[19]) == 1);
     db::Store r(repo, db::Store::Mode::read_only);
     CHECK(r.user_version() == db::Store::schema_version());
     for (const auto& d : r.devices()) {
