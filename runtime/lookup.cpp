@@ -2,6 +2,7 @@
 #include "runtime/lookup.h"
 
 #include "kernels/catalogue.h"
+#include "kernels/driver.h"
 #include "kernels/segmented.h"
 
 #include <algorithm>
@@ -231,6 +232,22 @@ Choice builtin_choice(Problem problem, DType dtype, Shape shape, std::string not
   return c;
 }
 
+DeviceKey device_key(const cuda::DeviceInfo& info) {
+  DeviceKey k;
+  k.uuid = info.uuid;
+  k.name = info.name;
+  k.cc_major = info.cc_major;
+  k.cc_minor = info.cc_minor;
+  k.max_block = info.max_threads_per_block;
+  k.sm_count = info.sm_count;
+  return k;
+}
+
+Shape lookup_point(Shape shape) {
+  return {std::bit_floor(std::max<std::uint64_t>(shape.count, 1)),
+          shape.length ? std::bit_floor(shape.length) : 0};
+}
+
 Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
               Op op, Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
   shape.count = std::max<std::uint64_t>(shape.count, 1);
@@ -256,7 +273,8 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
     const std::size_t a = size_of(m.dtype), b = size_of(dtype);
     return int(std::bit_width(std::max(a, b) / std::min(a, b))); // 1, 2 or 3
   };
-  const auto gather = [&](bool related, std::vector<Source> (&into)[kRanks][kTiers]) {
+  // Rows of ranks [0, ranks) into into[rank][tier]: this call's own (rank 0 only), or the related.
+  const auto gather = [&](bool related, int ranks, std::vector<Source> (&into)[kRanks][kTiers]) {
     db::MeasurementFilter filter;
     filter.problem = problem;
     if (!related) filter.dtype = dtype, filter.op = op;
@@ -270,17 +288,18 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
                                                                                                   : -1;
         if (tier < 0) continue;
         const std::string source = is_shipped ? d.name + " (shipped)" : d.name;
-        for (std::vector<Source>(&by_tier)[kTiers] : into) by_tier[tier].push_back({d.uuid, source, {}});
+        for (int r = 0; r < ranks; ++r) into[r][tier].push_back({d.uuid, source, {}});
         for (db::Measurement& m : s->measurements(d.uuid, filter)) {
-          if (related && m.dtype == dtype && m.op == op) continue;
-          into[related ? rank(m) : 0][tier].back().rows.push_back(std::move(m));
+          const int r = rank(m);
+          if ((related && m.dtype == dtype && m.op == op) || r >= ranks) continue;
+          into[r][tier].back().rows.push_back(std::move(m));
         }
       }
     }
   };
 
-  std::vector<Source> mine[kRanks][kTiers]; // this dtype and op: rank 0 only
-  gather(false, mine);
+  std::vector<Source> mine[kRanks][kTiers];
+  gather(false, 1, mine);
   PassedOver passed;
   std::size_t valid_rows = 0;
   if (auto p = pick(mine[0][kOwn], shape, t, req, passed, valid_rows))
@@ -298,7 +317,7 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   // docs/PERFORMANCE.md), where the segmented defaults are one mapping for every shape.
   const int ranks = problem == Problem::array ? 2 : kRanks;
   std::vector<Source> related[kRanks][kTiers];
-  gather(true, related);
+  gather(true, ranks, related);
   for (int r = 0; r < ranks; ++r)
     for (int tier = kOwn; tier < kTiers; ++tier) {
       PassedOver unused; // other dtypes' and ops' rows are not this call's to report

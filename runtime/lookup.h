@@ -11,6 +11,10 @@
 
 namespace reduce_tune {
 
+namespace cuda {
+struct DeviceInfo;
+}
+
 /// What the chosen configuration must satisfy, besides being valid on the device.
 struct Requirements {
   bool deterministic = false;  ///< no floating-point atomic finish
@@ -28,6 +32,14 @@ struct DeviceKey {
   int max_block = 1024;
   int sm_count = 0;
 };
+
+/// The lookup's key for a GPU of this machine.
+DeviceKey device_key(const cuda::DeviceInfo& info);
+
+/// Where a call's shape is looked up: each dimension at the lower end of its size bucket
+/// [2^k, 2^(k+1)) (the sweeps measure powers of two); a count of 0 as 1, a length of 0 (offsets
+/// whose lengths are not known) as 0. The Reducer looks up and caches per bucket.
+Shape lookup_point(Shape shape);
 
 /// The built-in default for the array problem of n elements: the vectorized streaming kernel
 /// (16-byte loads), 256 threads, 4 loads in flight, shuffle tail, last-block finish

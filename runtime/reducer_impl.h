@@ -166,13 +166,7 @@ struct Reducer::Impl {
   }
   Choice choose(DType dtype, Op op, Problem problem, Shape at, bool device_result,
                 bool wide_result = false) {
-    DeviceKey device;
-    device.uuid = info.uuid;
-    device.name = info.name;
-    device.cc_major = info.cc_major;
-    device.cc_minor = info.cc_minor;
-    device.max_block = info.max_threads_per_block;
-    device.sm_count = info.sm_count;
+    const DeviceKey device = device_key(info);
     Requirements req;
     req.deterministic = options.deterministic;
     req.allow_in_place = options.allow_in_place;
@@ -188,16 +182,9 @@ struct Reducer::Impl {
     }
   }
 
-  /// A segmented shape's bucket: [2^i, 2^(i+1)) in count and in length (0: unknown), looked up at
-  /// its lower ends.
-  static Shape bucket_start(Shape s) {
-    return {std::bit_floor(std::max<std::uint64_t>(s.count, 1)),
-            s.length ? std::bit_floor(s.length) : 0};
-  }
-
   /// The entry of a segmented call, its kernel loaded (first use only; needs the context current).
   const Entry& segmented_entry(Problem problem, DType dtype, Op op, Shape shape) {
-    const Shape at = bucket_start(shape);
+    const Shape at = lookup_point(shape); // the bucket: [2^i, 2^(i+1)) in count and in length
     const auto k = std::make_tuple(problem, dtype, op, int(std::bit_width(at.count)),
                                    int(std::bit_width(at.length)));
     Entry* e = nullptr;

@@ -13,8 +13,6 @@
 
 #include <boost/program_options.hpp>
 
-#include <algorithm>
-#include <bit>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -40,9 +38,7 @@ int print_lookup(const std::string& path, const std::string& uuid, int device, c
   const std::unique_ptr<db::Store> shipped = open_shipped_store(&why_shipped);
   DeviceKey gpu;
   if (device >= 0) {
-    const cuda::DeviceInfo d = cuda::device_info(device);
-    gpu.uuid = d.uuid, gpu.name = d.name, gpu.cc_major = d.cc_major, gpu.cc_minor = d.cc_minor;
-    gpu.sm_count = d.sm_count, gpu.max_block = d.max_threads_per_block;
+    gpu = device_key(cuda::device_info(device));
   } else {
     std::optional<db::DeviceRecord> d;
     for (const db::Store* s : {store.get(), shipped.get()})
@@ -57,10 +53,8 @@ int print_lookup(const std::string& path, const std::string& uuid, int device, c
   }
   Requirements req; // as the calls ask: 1-D sum/min/max may finish on the host, segmented ones not
   req.device_result = asked.problem != Problem::array;
-  // Looked up where the Reducer does: at its size bucket's lower end, [2^k, 2^(k+1)) in each dimension.
-  const Shape at{std::bit_floor(std::max<std::uint64_t>(asked.count, 1)), std::bit_floor(asked.n)};
-  const Choice c = lookup(store.get(), shipped.get(), gpu, asked.dtype, asked.op, asked.problem, at,
-                          req, "no tuning store (" + why_store + ")");
+  const Choice c = lookup(store.get(), shipped.get(), gpu, asked.dtype, asked.op, asked.problem,
+                          lookup_point(asked.shape()), req, "no tuning store (" + why_store + ")");
   std::printf("%s: %s -> %s  %s", gpu.name.c_str(), point_text(asked).c_str(), key(c.config).c_str(),
               std::string(name(c.match)).c_str());
   if (c.match != Match::builtin) { // where it was measured (for `related`, the note says for what)
