@@ -267,7 +267,11 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
     unsigned rel = RT_NO_HEAD, first_rel = RT_NO_HEAD;
     const unsigned mask = heads[tid];
     heads[tid] = 0; // for the next tile (this thread is its only reader)
-    R* const seg_out = out + first;
+    // The tile's results from a pointer the compiler cannot re-associate: each head's store is
+    // then one wide multiply-add, not the 64-bit add of first + rel and the address rebuilt.
+    R* seg_out = out + first;
+    asm("" : "+l"(seg_out));
+    __builtin_assume(__isGlobal(seg_out));
     if (__all_sync(0xffffffffu, mask == 0)) { // the warp holds no head: one branch for all of it
 #pragma unroll
       for (int k = 0; k < RT_PER; ++k) v = rt_combine(v, x[k]);
