@@ -209,16 +209,24 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
       unsigned cut = RT_NO_HEAD;
       // The segment after the pass: where it begins at or past the tile's end, the pass holds the cut.
       const long long after = tid == 0 && c0 + width < segs ? offsets[c0 + width] : z;
+      // The pass's segments c0 + i in 32 bits (fewer than 2^32 - 1 in all): `left` of them remain,
+      // their offsets and results from c0 on.
+      const unsigned left = unsigned(segs - c0);
+      const long long* const pass_off = offsets + c0;
+#if defined(RT_FLAT_CARRY)
+      R* const pass_out = out + c0;
+#endif
+      const unsigned rel0 = unsigned(c0 - first); // head[] holds segments relative to `first`
 #pragma unroll
       for (int k0 = 0; k0 < RT_PER; k0 += RT_OFF_BATCH) {
         if (k0 >= m) break;
         long long b[RT_OFF_BATCH], e[RT_OFF_BATCH];
 #pragma unroll
         for (int j = 0; j < RT_OFF_BATCH; ++j) { // past the segments: both read offsets[count]
-          const long long s = c0 + (long long)(k0 + j) * RT_BLOCK + tid;
-          const long long sb = s < segs ? s : segs, se = s < segs ? s + 1 : segs;
-          b[j] = k0 + j < m ? offsets[sb] : z;
-          e[j] = k0 + j < m ? offsets[se] : z;
+          const unsigned i = unsigned(k0 + j) * RT_BLOCK + tid;
+          const unsigned ib = i < left ? i : left, ie = i < left ? i + 1 : left;
+          b[j] = k0 + j < m ? pass_off[ib] : z;
+          e[j] = k0 + j < m ? pass_off[ie] : z;
         }
 #if !defined(RT_FLAT_CARRY)
         // `first` is open if it began before the tile and goes on into it.
@@ -227,21 +235,21 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
 #pragma unroll
         for (int j = 0; j < RT_OFF_BATCH; ++j) {
           const unsigned i = unsigned(k0 + j) * RT_BLOCK + tid;
-          const long long s = c0 + i;
           if (k0 + j >= m) break;
           // Both offsets decide, without a branch between: a branch lets the compiler sink the
-          // second load past the first one's wait.
-          const bool past = (s >= segs) | (b[j] >= z);
-          const bool starts = !past & (e[j] > b[j]) & (b[j] >= a); // a non-empty segment begins here
+          // second load past the first one's wait. `d`: where the segment begins in the tile.
+          const long long d = b[j] - a;
+          const bool past = (i >= left) | (d >= RT_TILE);
+          const bool starts = !past & (e[j] > b[j]) & (d >= 0); // a non-empty segment begins here
           cut = past && i < cut ? i : cut;
           if (starts) {
-            const unsigned h = unsigned(b[j] - a);
-            head[(h % RT_PER) * RT_BLOCK + h / RT_PER] = unsigned(s - first);
+            const unsigned h = unsigned(d);
+            head[(h % RT_PER) * RT_BLOCK + h / RT_PER] = rel0 + i;
             atomicOr(&heads[h / RT_PER], 1u << (h % RT_PER));
           }
 #if defined(RT_FLAT_CARRY)
-          else if (!past & (b[j] >= a)) { // an empty one
-            out[s] = rt_result(rt_identity());
+          else if (!past & (d >= 0)) { // an empty one
+            pass_out[i] = rt_result(rt_identity());
           }
 #endif
         }
