@@ -331,9 +331,9 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
     }
 
   std::string where(name(dtype));
-  (where += ' ') += name(op);
-  if (problem != Problem::array) (where += ' ') += name(problem);
-  (where += " on this GPU or another sm_") += std::to_string(t.cc) + " GPU";
+  where += " " + std::string(name(op));
+  if (problem != Problem::array) where += " " + std::string(name(problem));
+  where += " on this GPU or another sm_" + std::to_string(t.cc) + " GPU";
   if (valid_rows == 0)
     return builtin_choice(problem, dtype, shape, "no tuning for " + where, req.deterministic);
   return builtin_choice(problem, dtype, shape,

@@ -215,9 +215,7 @@ __device__ __forceinline__ void rt_atomic_combine(A* addr, A v) {
   rt_atomic_float_minmax<int, unsigned int>(addr, v); // a float accumulator
 #elif (defined(RT_OP_MIN) || defined(RT_OP_MAX)) && defined(RT_DTYPE_F64)
   rt_atomic_float_minmax<long long, unsigned long long>(addr, v);
-#elif defined(RT_DTYPE_F32) || defined(RT_HALF)
-  rt_atomic_cas<unsigned int>(addr, v);
-#else
+#else // a float64 sum before sm_60
   rt_atomic_cas<unsigned long long>(addr, v);
 #endif
 }
