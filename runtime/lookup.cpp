@@ -240,6 +240,8 @@ DeviceKey device_key(const cuda::DeviceInfo& info) {
   k.cc_minor = info.cc_minor;
   k.max_block = info.max_threads_per_block;
   k.sm_count = info.sm_count;
+  k.l2_bytes = info.l2_bytes;
+  k.peak_gbps = info.peak_gbps();
   return k;
 }
 

@@ -31,6 +31,8 @@ struct DeviceKey {
   int cc_major = 0, cc_minor = 0;
   int max_block = 1024;
   int sm_count = 0;
+  std::int64_t l2_bytes = 0;    ///< L2 cache size
+  double peak_gbps = 0;         ///< theoretical memory bandwidth (memory clock x bus width)
 };
 
 /// The lookup's key for a GPU of this machine.
