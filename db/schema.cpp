@@ -173,10 +173,29 @@ Store::Impl::Impl(const std::string& path, Store::Mode mode) {
   if (version < schema_version()) migrate();
 }
 
+Store::Impl::Impl(std::span<const unsigned char> image, const std::string& label_) : label(label_) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE, nullptr);
+  db.reset(raw);
+  if (rc != SQLITE_OK) throw StoreError("reduce-tune store: cannot open " + label + ": " + sqlite3_errstr(rc), rc);
+  sqlite3_extended_result_codes(raw, 1);
+  // READONLY without FREEONCLOSE: SQLite reads the image in place and never writes or frees it.
+  check(raw,
+        sqlite3_deserialize(raw, "main", const_cast<unsigned char*>(image.data()),
+                            static_cast<sqlite3_int64>(image.size()), static_cast<sqlite3_int64>(image.size()),
+                            SQLITE_DESERIALIZE_READONLY),
+        "deserialize " + label);
+  const int version = refuse_unusable();
+  if (version != schema_version())
+    throw StoreError("reduce-tune store: " + label + " has schema version " + std::to_string(version) +
+                     "; read-only, it can be read at version " + std::to_string(schema_version()) + " only");
+}
+
 /// Throws unless the database is empty or a reduce-tune one this build can read; returns its
 /// user_version. A file that is not SQLite at all fails here with SQLITE_NOTADB.
 int Store::Impl::refuse_unusable() {
-  const std::string file = sqlite3_db_filename(db.get(), "main");
+  const char* name = sqlite3_db_filename(db.get(), "main");
+  const std::string file = name && *name ? name : label;
   Query q;
   try {
     q = query("SELECT (SELECT user_version FROM pragma_user_version), "
@@ -215,6 +234,8 @@ void Store::Impl::migrate() {
 }
 
 Store::Store(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>(path, mode)) {}
+Store::Store(std::span<const unsigned char> image, const std::string& label)
+    : impl_(std::make_unique<Impl>(image, label)) {}
 Store::~Store() = default;
 Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -162,6 +163,10 @@ public:
   /// read_only: never created, migrated or written (an installed store in a read-only place);
   /// refuses a file of another schema version.
   explicit Store(const std::string& path, Mode mode = Mode::read_write);
+  /// A read-only store over a database image in memory (sqlite3_deserialize), such as the tuning
+  /// compiled into the library; `label` names it in messages. The image must outlive the store
+  /// and must not be in WAL mode.
+  Store(std::span<const unsigned char> image, const std::string& label);
   ~Store();
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;

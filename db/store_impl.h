@@ -32,9 +32,12 @@ std::optional<Best> read_best(const sql::Stmt& s);
 struct Store::Impl {
   std::unique_ptr<sqlite3, sql::CloseDb> db;
   std::unordered_map<std::string, sql::Stmt> cache; // declared after db: finalized before the close
+  std::string label; ///< names a store with no file (an image in memory) in messages
 
   /// Opens (creating) the file, refuses an unusable one, migrates an older one (schema.cpp).
   Impl(const std::string& path, Store::Mode mode);
+  /// Read-only over an image in memory (schema.cpp).
+  Impl(std::span<const unsigned char> image, const std::string& label);
 
   /// Binds args to ?1, ?2, ... of the cached statement for sql.
   template <class... A> sql::Query query(const std::string& text, const A&... args) {

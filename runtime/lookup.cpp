@@ -9,7 +9,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -353,51 +352,6 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
               std::uint64_t n, const Requirements& req) {
   return lookup(store, device, dtype, op, Problem::array, Shape{1, std::max<std::uint64_t>(n, 1)},
                 req);
-}
-
-std::string shipped_store_path(const std::string& preferred) {
-  if (const char* e = std::getenv("REDUCE_TUNE_SHIPPED_DB")) return e;
-  if (!preferred.empty()) return preferred;
-  std::error_code ec;
-#ifdef RT_SHIPPED_INSTALLED
-  if (std::filesystem::is_regular_file(RT_SHIPPED_INSTALLED, ec)) return RT_SHIPPED_INSTALLED;
-#endif
-#ifdef RT_SHIPPED_SOURCE
-  if (std::filesystem::is_regular_file(RT_SHIPPED_SOURCE, ec)) return RT_SHIPPED_SOURCE;
-#endif
-  return "";
-}
-
-std::unique_ptr<db::Store> open_shipped_store(std::string* why, const std::string& preferred) {
-  const std::string path = shipped_store_path(preferred);
-  std::string reason;
-  if (path.empty()) {
-    reason = "no shipped tuning";
-  } else {
-    try {
-      return std::make_unique<db::Store>(path, db::Store::Mode::read_only);
-    } catch (const db::StoreError& e) {
-      reason = "the shipped tuning " + path + " cannot be used: " + e.what();
-    }
-  }
-  if (why) *why = reason;
-  return nullptr;
-}
-
-std::unique_ptr<db::Store> open_existing_store(const std::string& path, std::string* why) {
-  std::string reason;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    reason = "no tuning store at " + path;
-  } else {
-    try {
-      return std::make_unique<db::Store>(path);
-    } catch (const db::StoreError& e) {
-      reason = "the tuning store " + path + " cannot be used: " + e.what();
-    }
-  }
-  if (why) *why = reason;
-  return nullptr;
 }
 
 } // namespace reduce_tune

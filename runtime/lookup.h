@@ -83,15 +83,4 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
 Choice builtin_choice(Problem problem, DType dtype, Shape shape, std::string note,
                       bool deterministic = false);
 
-/// The tuning shipped with the library: $REDUCE_TUNE_SHIPPED_DB if set (empty: none), else
-/// `preferred` if given (Options::shipped_path), else the installed share/reduce-tune/tuning.db,
-/// else the source tree's (a build-tree run).
-std::string shipped_store_path(const std::string& preferred = {});
-/// Opens it read-only; null, with the reason in *why, when there is none or it cannot be used.
-std::unique_ptr<db::Store> open_shipped_store(std::string* why, const std::string& preferred = {});
-
-/// Opens the store at `path` if the file exists; never creates one. Returns null, with the reason
-/// in *why, when there is no file or it cannot be used (not a reduce-tune store, newer schema).
-std::unique_ptr<db::Store> open_existing_store(const std::string& path, std::string* why);
-
 } // namespace reduce_tune

@@ -13,6 +13,7 @@
 #include "kernels/runner.h"
 #include "runtime/capture.h"
 #include "runtime/lookup.h"
+#include "runtime/shipped.h"
 
 #include <array>
 #include <atomic>

@@ -4,6 +4,7 @@
 
 #include "kernels/catalogue.h"
 #include "runtime/lookup.h"
+#include "runtime/shipped.h"
 #include "tests/fixtures.h"
 
 #include <filesystem>
@@ -598,13 +599,14 @@ TEST_CASE("lookup: the shipped tuning after the user's own, before other GPUs", 
   CHECK(name(Match::shipped) == "shipped");
 }
 
-TEST_CASE("lookup: the shipped store opens read-only, from the environment or the install", "[lookup][shipped]") {
+TEST_CASE("lookup: the shipped store opens read-only, from the environment, the caller or the library", "[lookup][shipped]") {
   const TempDir dir;
   const std::string path = (dir.path / "shipped.db").string();
   { db::Store s(path); s.upsert_device(device("model:X", "X", 9, 0)); }
   const auto before = fs::last_write_time(path);
   setenv("REDUCE_TUNE_SHIPPED_DB", path.c_str(), 1);
-  CHECK(shipped_store_path() == path);
+  CHECK(shipped_source().kind == ShippedSource::Kind::file);
+  CHECK(shipped_source().path == path);
   std::string why;
   auto s = open_shipped_store(&why);
   REQUIRE(s);
@@ -614,29 +616,46 @@ TEST_CASE("lookup: the shipped store opens read-only, from the environment or th
   CHECK(fs::last_write_time(path) == before);
   setenv("REDUCE_TUNE_SHIPPED_DB", (dir.path / "absent.db").string().c_str(), 1);
   CHECK_FALSE(open_shipped_store(&why));
-  CHECK_THAT(why, Catch::Contains("cannot be used"));
+  CHECK_THAT(why, Catch::Contains("cannot be used") && Catch::Contains("no such file"));
+  CHECK_FALSE(fs::exists(dir.path / "absent.db"));
+  { std::ofstream junk(dir.path / "junk.db"); junk << "not a database, not at all"; }
+  setenv("REDUCE_TUNE_SHIPPED_DB", (dir.path / "junk.db").string().c_str(), 1);
+  CHECK_FALSE(open_shipped_store(&why));
+  CHECK_THAT(why, Catch::Contains("not a SQLite database"));
   setenv("REDUCE_TUNE_SHIPPED_DB", "", 1);
+  CHECK(shipped_source().kind == ShippedSource::Kind::none);
   CHECK_FALSE(open_shipped_store(&why));
   CHECK(why == "no shipped tuning");
   CHECK_FALSE(open_shipped_store(&why, path)); // the environment wins over Options::shipped_path
   unsetenv("REDUCE_TUNE_SHIPPED_DB");
-  CHECK(shipped_store_path(path) == path);    // unset: the caller's path (the Python package's)
+  CHECK(shipped_source(path).path == path);    // unset: the caller's path
   REQUIRE(open_shipped_store(&why, path));
-  // The repository's own shipped tuning is a current, readable store of sm_90 GPUs, in rollback-
-  // journal mode (file header bytes 18-19: 1, not WAL's 2): a WAL-mode file cannot be opened
-  // read-only where the reader cannot create its -shm beside it (an install another user owns).
-  const std::string repo = shipped_store_path();
-  if (!repo.empty()) {
-    std::ifstream header(repo, std::ios::binary);
-    char bytes[20] = {};
-    REQUIRE(header.read(bytes, sizeof bytes));
-    CHECK(int(bytes[18]) == 1);
-    CHECK(int(bytes[19]) == 1);
-    db::Store r(repo, db::Store::Mode::read_only);
-    CHECK(r.user_version() == db::Store::schema_version());
-    for (const auto& d : r.devices()) {
-      CHECK(d.uuid.rfind("model:", 0) == 0); // no GPU UUIDs
-      CHECK(d.host.empty());                  // no host names
-    }
+  // Neither: the image compiled into the library.
+  CHECK(shipped_source().kind == ShippedSource::Kind::embedded);
+  CHECK(shipped_source().describe() == "built into the library");
+  auto embedded = open_shipped_store(&why);
+  REQUIRE(embedded);
+  CHECK_THROWS_AS(embedded->upsert_device(device("model:Y", "Y", 9, 0)), db::StoreError);
+}
+
+TEST_CASE("lookup: the embedded shipped tuning is the repository's file, current and anonymous", "[lookup][shipped]") {
+  // Byte for byte the file the build embedded, in rollback-journal mode (header bytes 18-19: 1, not
+  // WAL's 2): a WAL image cannot be read in place, nor a WAL file read-only where the reader cannot
+  // create its -shm beside it (an install another user owns).
+  const auto image = embedded_tuning();
+  REQUIRE(image.size() > 100);
+  CHECK(int(image[18]) == 1);
+  CHECK(int(image[19]) == 1);
+  std::ifstream file(RT_TEST_SHIPPED_FILE, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  CHECK(bytes.size() == image.size());
+  CHECK(std::equal(image.begin(), image.end(), reinterpret_cast<const unsigned char*>(bytes.data())));
+  db::Store r(image, "the embedded tuning");
+  CHECK(r.user_version() == db::Store::schema_version());
+  CHECK(r.devices().size() >= 2);
+  for (const auto& d : r.devices()) {
+    CHECK(d.uuid.rfind("model:", 0) == 0); // no GPU UUIDs
+    CHECK(d.host.empty());                  // no host names
+    CHECK_FALSE(r.bests(d.uuid).empty());
   }
 }

@@ -7,6 +7,7 @@
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
 #include "runtime/lookup.h"
+#include "runtime/shipped.h"
 #include "tuner/cli.h"
 #include "tuner/sizes.h"
 #include "tuner/sweep.h"
