@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,7 @@ namespace {
 struct Source {
   std::string uuid, name;
   std::vector<db::Measurement> rows;
+  double distance = 0; ///< gpu_distance from the GPU looked up for
 };
 
 /// A measurement and the device it came from.
@@ -94,7 +96,7 @@ private:
 /// The fastest usable row at the shape nearest to `at` that has one. Rows met before it (at
 /// nearer shapes, or faster at its shape) are recorded in `passed`. `valid_rows` counts the
 /// candidates.
-std::optional<Pick> pick(const std::vector<Source>& sources, Shape at, const Target& t,
+std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target& t,
                          const Requirements& req, PassedOver& passed, std::size_t& valid_rows) {
   const auto order = [](Shape a, Shape b) {
     return std::pair(a.count, a.length) < std::pair(b.count, b.length);
@@ -153,6 +155,7 @@ std::string_view name(Match m) {
   case Match::nearest_size: return "nearest_size";
   case Match::shipped: return "shipped";
   case Match::same_arch: return "same_arch";
+  case Match::carried: return "carried";
   case Match::related: return "related";
   case Match::builtin: return "builtin";
   }
@@ -244,9 +247,29 @@ DeviceKey device_key(const cuda::DeviceInfo& info) {
   return k;
 }
 
+DeviceKey device_key(const db::DeviceRecord& d) {
+  DeviceKey k;
+  k.uuid = d.uuid;
+  k.name = d.name;
+  k.cc_major = d.cc_major;
+  k.cc_minor = d.cc_minor;
+  k.sm_count = d.sm_count;
+  k.l2_bytes = d.l2_bytes;
+  k.peak_gbps = d.peak_gbps;
+  return k;
+}
+
 Shape lookup_point(Shape shape) {
   return {std::bit_floor(std::max<std::uint64_t>(shape.count, 1)),
           shape.length ? std::bit_floor(shape.length) : 0};
+}
+
+double gpu_distance(const DeviceKey& a, const db::DeviceRecord& b) {
+  // |log2| of a ratio: each factor of 2 apart counts 1; a figure unknown on either side counts 1.
+  const auto apart = [](double x, double y) { return x > 0 && y > 0 ? std::abs(std::log2(x / y)) : 1.0; };
+  return apart(a.sm_count, b.sm_count) + apart(a.peak_gbps, b.peak_gbps) +
+         apart(double(a.l2_bytes), double(b.l2_bytes)) + std::abs(a.cc_major - b.cc_major) +
+         (a.cc_major == b.cc_major ? 0.25 * (a.cc_minor != b.cc_minor) : 0.0);
 }
 
 Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
@@ -267,7 +290,9 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   // (0: the same dtype; then 1 + |log2| of the element sizes' ratio: a float64 call takes 4-byte
   // rows before 2-byte ones, whose times are for half the bytes), read only where none of this
   // call's own is usable.
-  enum Tier { kOwn, kModel, kArch, kTiers };
+  // kCarried: GPUs of other compute capabilities, the most similar first (gpu_distance); their
+  // grids are in blocks per SM, so a configuration carries to another SM count as it is.
+  enum Tier { kOwn, kModel, kArch, kCarried, kTiers };
   constexpr int kRanks = 4; // element sizes 2, 4 and 8
   const auto rank = [&](const db::Measurement& m) {
     if (m.dtype == dtype) return 0;
@@ -286,10 +311,9 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
         const int tier = !is_shipped && d.uuid == device.uuid                                   ? kOwn
                          : is_shipped && same_arch && !device.name.empty() && d.name == device.name ? kModel
                          : same_arch                                                              ? kArch
-                                                                                                  : -1;
-        if (tier < 0) continue;
+                                                                                                  : kCarried;
         const std::string source = is_shipped ? d.name + " (shipped)" : d.name;
-        for (int r = 0; r < ranks; ++r) into[r][tier].push_back({d.uuid, source, {}});
+        for (int r = 0; r < ranks; ++r) into[r][tier].push_back({d.uuid, source, {}, gpu_distance(device, d)});
         for (db::Measurement& m : s->measurements(d.uuid, filter)) {
           const int r = rank(m);
           if ((related && m.dtype == dtype && m.op == op) || r >= ranks) continue;
@@ -297,6 +321,16 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
         }
       }
     }
+    for (auto& tiers : into)
+      std::stable_sort(tiers[kCarried].begin(), tiers[kCarried].end(),
+                       [](const Source& a, const Source& b) { return a.distance < b.distance; });
+  };
+  // The carried tier one GPU at a time, the most similar first: its nearest shape, before
+  // another GPU's.
+  const auto pick_carried = [&](const std::vector<Source>& sources, PassedOver& over, std::size_t& rows) {
+    for (const Source& one : sources)
+      if (auto p = pick(std::span(&one, 1), shape, t, req, over, rows)) return p;
+    return std::optional<Pick>();
   };
 
   std::vector<Source> mine[kRanks][kTiers];
@@ -309,6 +343,14 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
     return choice_of(*p, Match::shipped, passed);
   if (auto p = pick(mine[0][kArch], shape, t, req, passed, valid_rows))
     return choice_of(*p, Match::same_arch, passed);
+  {
+    PassedOver unused; // rows invalid on this architecture are not this call's to report
+    if (auto p = pick_carried(mine[0][kCarried], unused, valid_rows)) {
+      Choice c = choice_of(*p, Match::carried, passed);
+      c.note = "carried from " + p->row.source->name + (c.note.empty() ? "" : "; " + c.note);
+      return c;
+    }
+  }
   // Tuned for another op or dtype of the problem: the same dtype first (another op streams the
   // same bytes), then dtypes of its element size, then the nearest sizes (vector width translated
   // in unusable()); each from this GPU, the same model, the architecture, in that order.
@@ -323,10 +365,13 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
     for (int tier = kOwn; tier < kTiers; ++tier) {
       PassedOver unused; // other dtypes' and ops' rows are not this call's to report
       std::size_t rows = 0;
-      if (auto p = pick(related[r][tier], shape, t, req, unused, rows)) {
+      if (auto p = tier == kCarried ? pick_carried(related[r][tier], unused, rows)
+                                    : pick(related[r][tier], shape, t, req, unused, rows)) {
         Choice c = choice_of(*p, Match::related, passed);
         c.note = "tuned for " + std::string(name(p->row.m->dtype)) + " " +
-                 std::string(name(p->row.m->op)) + (c.note.empty() ? "" : "; " + c.note);
+                 std::string(name(p->row.m->op)) +
+                 (tier == kCarried ? " on " + p->row.source->name : std::string()) +
+                 (c.note.empty() ? "" : "; " + c.note);
         return c;
       }
     }
@@ -334,7 +379,7 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   std::string where(name(dtype));
   where += " " + std::string(name(op));
   if (problem != Problem::array) where += " " + std::string(name(problem));
-  where += " on this GPU or another sm_" + std::to_string(t.cc) + " GPU";
+  where += " on this GPU or any other";
   if (valid_rows == 0)
     return builtin_choice(problem, dtype, shape, "no tuning for " + where, req.deterministic);
   return builtin_choice(problem, dtype, shape,

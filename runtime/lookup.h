@@ -37,6 +37,8 @@ struct DeviceKey {
 
 /// The lookup's key for a GPU of this machine.
 DeviceKey device_key(const cuda::DeviceInfo& info);
+/// The lookup's key for a GPU as a store describes it (query --lookup --uuid, coverage).
+DeviceKey device_key(const db::DeviceRecord& record);
 
 /// Where a call's shape is looked up: each dimension at the lower end of its size bucket
 /// [2^k, 2^(k+1)) (the sweeps measure powers of two); a count of 0 as 1, a length of 0 (offsets
@@ -52,6 +54,13 @@ Config builtin_config(DType dtype, std::uint64_t n);
 /// pick the mapping by segment length (a group of lanes for short rows, a block for long ones,
 /// several blocks for very long ones); `deterministic` keeps floating-point atomics out.
 Config builtin_config(Problem problem, DType dtype, Shape shape, bool deterministic = false);
+
+/// How unlike two GPUs are, for carrying tuning across models: |log2| of the ratio of their SM
+/// counts, plus that of their memory bandwidths, plus that of their L2 sizes (each factor of 2
+/// counts 1; an unknown figure counts 1), plus 1 per compute-capability major version apart, or
+/// 0.25 for another minor version. An H100 80GB HBM3 and an H200 (same SMs, 1.44x the bandwidth,
+/// 1.2x the L2): 0.79; an H100 and an A100 40GB: about 1.9.
+double gpu_distance(const DeviceKey& a, const db::DeviceRecord& b);
 
 /// The best stored configuration for (dtype, op, problem, shape) on `device`, graded: the
 /// fastest valid row measured at this shape on this device (exact); else at the nearest tuned
@@ -70,7 +79,9 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
 /// model (shipped), then other GPUs of the same compute capability in either (same_arch), then
 /// (related) the problem's rows tuned for another op of the dtype, another dtype of its size, then
 /// the nearest other sizes (segmented problems only), their vector width scaled to load the same
-/// bytes, from those devices in the same order; then the built-in default. `why_none` says why the
+/// bytes, from those devices in the same order; then the built-in default. After same_arch:
+/// (carried) the rows of GPUs of other compute capabilities, the most similar (gpu_distance)
+/// first, rows invalid here passed over; `related` reaches those GPUs last too. `why_none` says why the
 /// built-in default is used when neither store is there.
 Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
               Op op, Problem problem, Shape shape, const Requirements& req,

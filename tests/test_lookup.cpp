@@ -197,23 +197,64 @@ TEST_CASE("lookup: across devices of an architecture, nearest size, then fastest
   CHECK(lookup(s, B, DType::f32, Op::sum, 1ull << 27, {}).tuned_n == 1ull << 28);
 }
 
-TEST_CASE("lookup: built-in default when nothing is tuned for the architecture", "[lookup]") {
+TEST_CASE("lookup: carried from a GPU of another architecture before the built-in default", "[lookup]") {
   const db::Store s = fixture();
+  // C (sm_80) has no tuning of its own nor of its architecture: A's rows, the fastest usable here.
   const Choice c = lookup(s, C, DType::f32, Op::sum, k20, {});
-  CHECK(c.match == Match::builtin);
-  CHECK(c.config == builtin_config(DType::f32, k20));
-  CHECK(c.tuned_n == 0);
-  CHECK(c.median_us == 0);
-  CHECK(c.device_name.empty());
-  CHECK(c.note == "no tuning for float32 sum on this GPU or another sm_80 GPU");
+  CHECK(c.match == Match::carried);
+  CHECK(key_of(c) == kAtomic);
+  CHECK(c.device_name == "H100 A");
+  CHECK(c.tuned_n == k20);
+  CHECK_THAT(c.note, Catch::StartsWith("carried from H100 A"));
+  // Rows invalid on C's architecture are passed over for the next (kUnsafe's volatile tail is
+  // invalid from sm_70: with the faster ones excluded, the next is kHost).
+  Requirements req;
+  req.deterministic = true;
+  req.allow_in_place = false;
+  CHECK(key_of(lookup(s, C, DType::f32, Op::sum, k20, req)) == kHost);
 
-  // Tuned architecture, untuned problem.
+  // Tuned architecture, untuned problem: nothing to carry either.
   CHECK(lookup(s, A, DType::f64, Op::max, Problem::rows, {1024, 1024}, {}).match == Match::builtin);
 
   const db::Store empty(":memory:");
-  const Choice e = lookup(empty, A, DType::i64, Op::sum, k20, {});
+  const Choice e = lookup(empty, C, DType::i64, Op::sum, k20, {});
   CHECK(e.match == Match::builtin);
   CHECK(e.config == builtin_config(DType::i64, k20));
+  CHECK(e.tuned_n == 0);
+  CHECK(e.median_us == 0);
+  CHECK(e.device_name.empty());
+  CHECK(e.note == "no tuning for int64 sum on this GPU or any other");
+}
+
+TEST_CASE("lookup: carried tuning comes from the most similar GPU", "[lookup]") {
+  db::DeviceRecord h100 = device("model:H100", "H100", 9, 0), h200 = device("model:H200", "H200", 9, 0),
+                   a10 = device("model:A10", "A10", 8, 6);
+  h100.l2_bytes = 50ll << 20, h100.peak_gbps = 3352.3;
+  h200.l2_bytes = 60ll << 20, h200.peak_gbps = 4814.3;
+  a10.sm_count = 72, a10.l2_bytes = 6ll << 20, a10.peak_gbps = 600.2;
+  // A GPU like an L4 (sm_89, 58 SMs, 48 MiB L2, 300 GB/s) is nearer the A10 than the H100.
+  DeviceKey l4 = key_of("GPU-l4", 8, 9);
+  l4.sm_count = 58, l4.l2_bytes = 48ll << 20, l4.peak_gbps = 300.1;
+  CHECK(gpu_distance(l4, a10) < gpu_distance(l4, h100));
+  CHECK(gpu_distance(device_key(h100), h200) == Approx(0.785).margin(0.01));
+  CHECK(gpu_distance(device_key(h100), h100) == 0);
+  DeviceKey unknown = key_of("GPU-u", 9, 0);
+  unknown.sm_count = 0;
+  CHECK(gpu_distance(unknown, h100) >= 1); // unknown figures count as a factor of 2 apart
+
+  db::Store s(":memory:");
+  for (const auto& d : {h100, a10}) s.upsert_device(d);
+  add(s, h100.uuid, {row(kHost, k20, 5.0)});
+  add(s, a10.uuid, {row(kVector, k24, 50.0)});
+  // The nearer GPU's row wins, though at another size and slower.
+  Choice c = lookup(s, l4, DType::f32, Op::sum, k20, {});
+  CHECK(c.match == Match::carried);
+  CHECK(key_of(c) == kVector);
+  CHECK(c.device_name == "A10");
+  // Another op: the related grade reaches the carried GPUs too, and says from where.
+  c = lookup(s, l4, DType::f32, Op::max, k20, {});
+  CHECK(c.match == Match::related);
+  CHECK_THAT(c.note, Catch::StartsWith("tuned for float32 sum on A10"));
 }
 
 TEST_CASE("lookup: the built-in default", "[lookup]") {
@@ -430,9 +471,11 @@ TEST_CASE("lookup: unusable rows move the answer to the next size, then the next
   CHECK(key_of(c) == kVector);
   CHECK_THAT(c.note, Catch::Contains(kHost + " (finishes on the host"));
 
-  // Nothing usable anywhere: the default, and the note lists what was passed over.
+  // Another architecture: carried, the rows it cannot use passed over.
   const Choice d = lookup(s, C, DType::f32, Op::sum, k20, req);
-  CHECK(d.match == Match::builtin);
+  CHECK(d.match == Match::carried);
+  CHECK(key_of(d) == kVector);
+  // Nothing usable anywhere: the default, and the note lists what was passed over.
   db::Store only_bad(":memory:");
   only_bad.upsert_device(device(A.uuid, "H100 A", 9, 0));
   add(only_bad, A.uuid, {row(kUnknown, k20, 1.0), row(kUnsafe, k20, 2.0)});
@@ -440,7 +483,7 @@ TEST_CASE("lookup: unusable rows move the answer to the next size, then the next
   CHECK(b.match == Match::builtin);
   CHECK(b.config == builtin_config(DType::f32, k20));
   CHECK_THAT(b.note, Catch::StartsWith("no stored configuration for float32 sum on this GPU or "
-                                       "another sm_90 GPU is usable here: passed over"));
+                                       "any other is usable here: passed over"));
   CHECK_THAT(b.note, Catch::Contains(kUnknown) && Catch::Contains(kUnsafe));
 }
 
@@ -597,6 +640,7 @@ TEST_CASE("lookup: the shipped tuning after the user's own, before other GPUs", 
   CHECK(c.match == Match::builtin);
   CHECK(c.note == "no store here");
   CHECK(name(Match::shipped) == "shipped");
+  CHECK(name(Match::carried) == "carried");
 }
 
 TEST_CASE("lookup: the shipped store opens read-only, from the environment, the caller or the library", "[lookup][shipped]") {

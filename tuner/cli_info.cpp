@@ -49,8 +49,7 @@ int print_lookup(const std::string& path, const std::string& uuid, int device, c
                    shipped ? " or the shipped tuning" : (" (" + why_store + "; " + why_shipped + ")").c_str());
       return 1;
     }
-    gpu.uuid = d->uuid, gpu.name = d->name, gpu.cc_major = d->cc_major, gpu.cc_minor = d->cc_minor;
-    gpu.sm_count = d->sm_count;
+    gpu = device_key(*d);
   }
   Requirements req; // as the calls ask: 1-D sum/min/max may finish on the host, segmented ones not
   req.device_result = asked.problem != Problem::array;

@@ -29,13 +29,16 @@ enum class Match {
   shipped,        ///< the tuning shipped with the library for this GPU model (share/reduce-tune)
   same_arch,      ///< tuned on another GPU of the same compute capability (the user's store
                   ///< first, then the shipped one)
+  carried,        ///< tuned on a GPU of another compute capability: the most similar one
+                  ///< (gpu_distance: SM count, memory bandwidth, L2 size, architecture), its
+                  ///< grids per SM so they carry; the note says from which GPU
   related,        ///< none of those for this dtype and op: tuned for another op of the dtype,
                   ///< else another dtype (of its size first, then the nearest sizes, the vector
                   ///< width scaled to load the same bytes; the 1-D problem only its size), on
                   ///< this GPU, the model or the architecture; the note names what it was tuned for
   builtin,        ///< no usable tuning found: the built-in default
 };
-/// "exact", "nearest_size", "shipped", "same_arch", "related", "builtin".
+/// "exact", "nearest_size", "shipped", "same_arch", "carried", "related", "builtin".
 std::string_view name(Match);
 
 /// What the lookup chose and why.
