@@ -9,6 +9,7 @@
 #include "kernels/runner.h"
 #include "tuner/cli.h"
 #include "tuner/cli_compare.h"
+#include "tuner/cli_coverage.h"
 #include "tuner/cli_info.h"
 #include "tuner/eta.h"
 #include "tuner/report.h"
@@ -521,7 +522,10 @@ constexpr const char* kUsage =
     "  tune       sweep the configuration space on one GPU (the default: reduce-tune --device 0)\n"
     "  variants   list the catalogue (--material: the course material's kernels and their keys)\n"
     "  compile    compile every valid configuration for an architecture, no GPU needed\n"
-    "  query      the stored best configuration for (device, dtype, op, n)\n"
+    "  query      the stored best configuration for (device, dtype, op, n); --lookup: the library's\n"
+    "             graded choice\n"
+    "  coverage   what the library runs on a GPU, per problem, dtype and op: tuned here, shipped,\n"
+    "             carried, related or the built-in defaults, and the command that tunes the rest\n"
     "  devices    list the GPUs of this machine\n"
     "  nvrtc      the NVRTC version and the architectures it targets\n"
     "  compare    GPUs of the database and the material's published tables side by side (--static:\n"
@@ -548,6 +552,7 @@ int main(int argc, char** argv) {
     if (cmd == "variants") return cmd_variants(args);
     if (cmd == "compile") return cmd_compile(args);
     if (cmd == "query") return cmd_query(args);
+    if (cmd == "coverage") return cmd_coverage(args);
     if (cmd == "devices") return cmd_devices(args);
     if (cmd == "nvrtc") return cmd_nvrtc(args);
     if (cmd == "compare") return cmd_compare(args);

@@ -1,0 +1,47 @@
+# `reduce-tune coverage --uuid`: the grades per problem, dtype and op without a GPU, the shipped
+# tuning's state, and the command that tunes the rest; a corrupt shipped file is reported, not fatal.
+# Run as: cmake -DCLI=path/to/reduce-tune -DSHIPPED=share/reduce-tune/tuning.db -DWORK=dir -P cli_coverage.cmake
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(h100 "model:NVIDIA H100 80GB HBM3")
+function(run out_var code shipped)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env "REDUCE_TUNE_SHIPPED_DB=${shipped}" ${CLI} coverage ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT rc STREQUAL "${code}")
+    message(SEND_ERROR "reduce-tune coverage ${ARGN}: exit ${rc} (expected ${code}):\n${out}${err}")
+  endif()
+  set(${out_var} "${out}${err}" PARENT_SCOPE)
+endfunction()
+function(expect text pattern)
+  if(NOT "${text}" MATCHES "${pattern}")
+    message(SEND_ERROR "coverage output does not match '${pattern}':\n${text}")
+  endif()
+endfunction()
+
+# The shipped tuning alone: float32 sums shipped on every problem, float32 max related, float64
+# 1-D the built-in default; the command tunes every problem, with this --db.
+run(out 0 "${SHIPPED}" --uuid ${h100} --db ${WORK}/absent.db)
+expect("${out}" "shipped tuning: +${SHIPPED} \\(NVIDIA H100 80GB HBM3, NVIDIA H200\\)")
+foreach(p array rows columns segments)
+  expect("${out}" "\n${p} +float32 +sum +shipped [0-9]+/[0-9]+ ")
+endforeach()
+expect("${out}" "\narray +float32 +max +related [0-9]+/[0-9]+ +\\(tuned for float32 sum\\)")
+expect("${out}" "\narray +float64 +max +builtin [0-9]+/[0-9]+\n")
+expect("${out}" "reduce-tune tune --device N --problem array --dtypes [a-z0-9,]+ --ops max,min,sum --db ${WORK}/absent.db && ")
+if(EXISTS "${WORK}/absent.db")
+  message(SEND_ERROR "coverage created ${WORK}/absent.db")
+endif()
+
+# The user's store holds the H100's rows (a copy of the shipped file): exact; a corrupt shipped file
+# is named with the reason and the grades go on.
+file(COPY_FILE "${SHIPPED}" "${WORK}/mine.db")
+file(WRITE "${WORK}/corrupt.db" "not a database")
+run(out 0 "${WORK}/corrupt.db" --uuid ${h100} --db ${WORK}/mine.db)
+expect("${out}" "shipped tuning: +none: the shipped tuning ${WORK}/corrupt.db cannot be used: .*not a SQLite database")
+expect("${out}" "\nrows +float32 +sum +exact [0-9]+/[0-9]+[,\n]")
+
+# Bad input: exit 2 with the reason; an unknown GPU exit 1.
+run(out 2 "${SHIPPED}" --db ${WORK}/absent.db)
+expect("${out}" "coverage needs one of --device or --uuid")
+run(out 1 "${SHIPPED}" --uuid GPU-nope --db ${WORK}/absent.db)
+expect("${out}" "no device GPU-nope")
