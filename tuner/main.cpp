@@ -11,6 +11,7 @@
 #include "tuner/cli_compare.h"
 #include "tuner/cli_coverage.h"
 #include "tuner/cli_info.h"
+#include "tuner/cli_replay.h"
 #include "tuner/eta.h"
 #include "tuner/report.h"
 #include "tuner/sizes.h"
@@ -530,6 +531,7 @@ constexpr const char* kUsage =
     "  nvrtc      the NVRTC version and the architectures it targets\n"
     "  compare    GPUs of the database and the material's published tables side by side (--static:\n"
     "             registers, spills, shared memory and instructions per architecture; --plot FILE)\n"
+    "  replay     a search strategy replayed against a store's exhaustive measurements, no GPU\n"
     "  merge      bring other tuning databases into this one (reduce-tune merge OTHER.db...)\n"
     "  import-reference  load the material's published figures into the database\n\n"
     "reduce-tune COMMAND --help for the options of a command.\n";
@@ -553,6 +555,7 @@ int main(int argc, char** argv) {
     if (cmd == "compile") return cmd_compile(args);
     if (cmd == "query") return cmd_query(args);
     if (cmd == "coverage") return cmd_coverage(args);
+    if (cmd == "replay") return cmd_replay(args);
     if (cmd == "devices") return cmd_devices(args);
     if (cmd == "nvrtc") return cmd_nvrtc(args);
     if (cmd == "compare") return cmd_compare(args);

@@ -1,0 +1,111 @@
+// reduce-tune replay: a search strategy judged offline against a store's exhaustive measurements.
+#include "tuner/cli_replay.h"
+
+#include "tuner/cli.h"
+#include "tuner/replay.h"
+
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <map>
+
+namespace po = boost::program_options;
+
+namespace reduce_tune {
+namespace {
+
+struct Tally {
+  std::vector<double> ratios;
+  std::size_t used = 0, recorded = 0;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+} // namespace
+
+int cmd_replay(const std::vector<std::string>& args) {
+  po::options_description desc("reduce-tune replay options");
+  std::string db_path, search_text = "guided", budget_text = "5%", baseline_text = "random";
+  std::uint64_t seed = 1;
+  bool no_other = false, points = false;
+  desc.add_options()
+    ("help,h", "this help")
+    ("db", po::value(&db_path), "a store of exhaustive sweeps (.db, or .db.gz)")
+    ("search", po::value(&search_text)->default_value(search_text), "guided, random or exhaustive")
+    ("budget", po::value(&budget_text)->default_value(budget_text),
+     "measurements a point (e.g. 40) or a share of its configurations (e.g. 5%, at least 3)")
+    ("baseline", po::value(&baseline_text)->default_value(baseline_text),
+     "a second strategy replayed at the same budget, shown beside ('none': no second)")
+    ("seed", po::value(&seed)->default_value(seed), "seed of the random strategy")
+    ("no-other-gpus", po::bool_switch(&no_other), "no hints from the other GPUs of the store")
+    ("points", po::bool_switch(&points), "print every point");
+  auto vm = cli::parse(args, desc);
+  if (cli::help_asked(vm, desc)) return 0;
+  if (db_path.empty()) throw cli::Usage("replay needs --db STORE");
+  const auto strategy = parse_strategy(search_text);
+  if (!strategy) throw cli::Usage("--search: unknown strategy '" + search_text + "' (guided, random or exhaustive)");
+  std::string why;
+  const auto budget = parse_budget(budget_text, &why);
+  if (!budget) throw cli::Usage("--budget '" + budget_text + "': " + why);
+  std::optional<Strategy> baseline;
+  if (baseline_text != "none") {
+    baseline = parse_strategy(baseline_text);
+    if (!baseline) throw cli::Usage("--baseline: unknown strategy '" + baseline_text + "'");
+  }
+  std::vector<unsigned char> image;
+  const db::Store store = open_replay_store(db_path, image);
+
+  ReplayOptions o;
+  o.strategy = *strategy, o.budget = *budget, o.seed = seed, o.hints_from_other_gpus = !no_other;
+  const ReplaySummary main = replay(store, o);
+  if (main.points.empty()) {
+    std::fprintf(stderr, "replay: %s holds no point with two or more valid measurements\n", db_path.c_str());
+    return 1;
+  }
+  ReplaySummary second;
+  if (baseline) {
+    ReplayOptions b = o;
+    b.strategy = *baseline;
+    second = replay(store, b);
+  }
+  // Per GPU and problem.
+  std::map<std::pair<std::string, Problem>, std::pair<Tally, Tally>> by;
+  for (std::size_t i = 0; i < main.points.size(); ++i) {
+    const auto& p = main.points[i];
+    auto& [a, b] = by[{p.device, p.problem}];
+    a.ratios.push_back(p.ratio()), a.used += p.measured, a.recorded += p.candidates;
+    if (i < second.points.size())
+      b.ratios.push_back(second.points[i].ratio()), b.used += second.points[i].measured, b.recorded += p.candidates;
+    if (points)
+      std::printf("%s %s %s %s %llu x %llu: %zu of %zu, best %s %.2f us, found %s %.2f us (%.3f)\n", p.device.c_str(),
+                  std::string(name(p.dtype)).c_str(), std::string(name(p.op)).c_str(),
+                  std::string(name(p.problem)).c_str(), (unsigned long long)p.shape.count,
+                  (unsigned long long)p.shape.length, p.measured, p.candidates, p.best_key.c_str(), p.best_us,
+                  p.found_key.c_str(), p.found_us, p.ratio());
+  }
+  std::printf("| GPU | problem | points | %s median | worst | measured |", search_text.c_str());
+  if (baseline) std::printf(" %s median | worst | measured |", baseline_text.c_str());
+  std::printf("\n|---|---|---:|---:|---:|---:|%s\n", baseline ? "---:|---:|---:|" : "");
+  for (const auto& [k, t] : by) {
+    const auto& [a, b] = t;
+    std::printf("| %s | %s | %zu | %.3f | %.3f | %.1f%% |", k.first.c_str(), std::string(name(k.second)).c_str(),
+                a.ratios.size(), median_of(a.ratios), *std::min_element(a.ratios.begin(), a.ratios.end()),
+                100.0 * double(a.used) / double(a.recorded));
+    if (baseline)
+      std::printf(" %.3f | %.3f | %.1f%% |", median_of(b.ratios), *std::min_element(b.ratios.begin(), b.ratios.end()),
+                  100.0 * double(b.used) / double(b.recorded));
+    std::printf("\n");
+  }
+  if (baseline)
+    std::printf("\n%s at the same budget: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n",
+                baseline_text.c_str(), second.median, second.worst, 100 * second.share);
+  std::printf("replay: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n", main.median,
+              main.worst, 100 * main.share);
+  return 0;
+}
+
+} // namespace reduce_tune

@@ -1,0 +1,215 @@
+// reduce-tune: the search strategies (exhaustive, random, guided).
+#include "tuner/search.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+namespace reduce_tune {
+
+std::string_view name(Strategy s) {
+  switch (s) {
+  case Strategy::exhaustive: return "exhaustive";
+  case Strategy::guided: return "guided";
+  case Strategy::random: return "random";
+  }
+  return "?";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view text) {
+  for (Strategy s : {Strategy::exhaustive, Strategy::guided, Strategy::random})
+    if (text == name(s)) return s;
+  return std::nullopt;
+}
+
+std::size_t Budget::limit(std::size_t candidates) const {
+  if (count) return std::min(count, candidates);
+  if (percent > 0) {
+    const auto share = std::size_t(std::ceil(double(candidates) * percent / 100));
+    return std::min(candidates, std::max(share, floor));
+  }
+  return candidates;
+}
+
+std::optional<Budget> parse_budget(std::string_view text, std::string* why) {
+  const bool percent = !text.empty() && text.back() == '%';
+  if (percent) text.remove_suffix(1);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !(v > 0) || (percent && v > 100) ||
+      (!percent && v != std::floor(v))) {
+    if (why) *why = "expected a number of measurements a point (e.g. 40) or a share of its configurations (e.g. 5%)";
+    return std::nullopt;
+  }
+  Budget b;
+  if (percent) b.percent = v;
+  else b.count = std::size_t(v);
+  return b;
+}
+
+namespace {
+
+constexpr std::size_t kParams = 8;
+
+/// A configuration's parameters as numbers, for neighbourhoods: variant (by name), then the
+/// numeric ones, then tail and finish.
+struct Params {
+  std::array<double, kParams> v{};
+};
+
+Params params_of(const Config& c, const std::vector<std::string>& variants) {
+  Params p;
+  p.v[0] = double(std::find(variants.begin(), variants.end(), c.variant) - variants.begin());
+  p.v[1] = std::log2(double(std::max(c.block, 1)));
+  p.v[2] = std::log2(double(std::max(c.unroll, 1)));
+  p.v[3] = std::log2(double(std::max(c.vec, 1)));
+  p.v[4] = c.grid ? 1 + std::log2(double(c.grid)) : 0;
+  p.v[5] = c.width ? 1 + std::log2(double(c.width)) : 0;
+  p.v[6] = double(int(c.tail));
+  p.v[7] = double(int(c.finish));
+  return p;
+}
+
+/// The parameters in which two configurations differ, and by how much (variant, tail and finish
+/// count 1 when they differ; the others their log2 distance).
+struct Difference {
+  int params = 0;
+  double size = 0;
+  int which = -1; ///< the parameter, when exactly one differs
+};
+Difference difference(const Params& a, const Params& b) {
+  Difference d;
+  for (std::size_t i = 0; i < kParams; ++i)
+    if (a.v[i] != b.v[i]) {
+      ++d.params;
+      d.which = int(i);
+      d.size += (i == 0 || i >= 6) ? 1.0 : std::abs(a.v[i] - b.v[i]);
+    }
+  return d;
+}
+
+class Exhaustive final : public Search {
+public:
+  explicit Exhaustive(std::size_t n, std::size_t limit) : left_(n), limit_(limit) {}
+  std::optional<std::size_t> next() override {
+    if (left_ == 0 || taken_ == limit_) return std::nullopt;
+    ++taken_;
+    return --left_;
+  }
+  void observe(std::size_t, double, bool) override {}
+
+private:
+  std::size_t left_, limit_, taken_ = 0;
+};
+
+class Random final : public Search {
+public:
+  Random(std::size_t n, std::size_t limit, std::uint64_t seed) : order_(n) {
+    std::iota(order_.begin(), order_.end(), std::size_t(0));
+    std::mt19937_64 rng(seed);
+    std::shuffle(order_.begin(), order_.end(), rng);
+    order_.resize(std::min(limit, n));
+  }
+  std::optional<std::size_t> next() override {
+    if (at_ == order_.size()) return std::nullopt;
+    return order_[at_++];
+  }
+  void observe(std::size_t, double, bool) override {}
+
+private:
+  std::vector<std::size_t> order_;
+  std::size_t at_ = 0;
+};
+
+class Guided final : public Search {
+public:
+  Guided(const std::vector<Config>& candidates, const Hints& hints, std::size_t limit) : limit_(limit) {
+    std::vector<std::string> variants;
+    for (const Config& c : candidates)
+      if (std::find(variants.begin(), variants.end(), c.variant) == variants.end()) variants.push_back(c.variant);
+    for (const Config& c : candidates) params_.push_back(params_of(c, variants));
+    time_.assign(candidates.size(), kUnmeasured);
+    // Seeds: each hint as it is where it is a candidate, else the candidate nearest to it.
+    for (const Config& seed : hints.seeds) {
+      const Params p = params_of(seed, variants);
+      std::size_t best = candidates.size();
+      Difference best_d{int(kParams) + 1, 0, -1};
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const Difference d = difference(p, params_[i]);
+        if (d.params < best_d.params || (d.params == best_d.params && d.size < best_d.size)) best = i, best_d = d;
+      }
+      if (best < candidates.size() && std::find(queue_.begin(), queue_.end(), best) == queue_.end())
+        queue_.push_back(best);
+    }
+    if (queue_.empty() && !candidates.empty()) queue_.push_back(candidates.size() - 1); // the catalogue's last
+  }
+
+  std::optional<std::size_t> next() override {
+    if (taken_ >= limit_) return std::nullopt;
+    while (!queue_.empty()) {
+      const std::size_t i = queue_.front();
+      queue_.erase(queue_.begin());
+      if (time_[i] == kUnmeasured) return take(i);
+    }
+    // Neighbours of the best so far: one parameter apart first (the parameters that paid off
+    // before, then the smaller steps), then two.
+    const std::size_t from = best_ < time_.size() ? best_ : last_;
+    if (from >= time_.size()) return std::nullopt;
+    std::size_t pick = time_.size();
+    double pick_score = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < time_.size(); ++i) {
+      if (time_[i] != kUnmeasured) continue;
+      const Difference d = difference(params_[from], params_[i]);
+      if (d.params == 0 || d.params > 2) continue;
+      const double paid = d.params == 1 ? gains_[std::size_t(d.which)] : 0;
+      const double score = 100.0 * (d.params - 1) + d.size - paid;
+      if (score < pick_score) pick = i, pick_score = score;
+    }
+    if (pick == time_.size()) return std::nullopt;
+    return take(pick);
+  }
+
+  void observe(std::size_t i, double us, bool valid) override {
+    time_[i] = valid && std::isfinite(us) ? us : std::numeric_limits<double>::infinity();
+    if (best_ >= time_.size() || time_[i] < time_[best_]) {
+      if (best_ < time_.size() && std::isfinite(time_[best_])) {
+        const Difference d = difference(params_[best_], params_[i]);
+        if (d.params == 1) gains_[std::size_t(d.which)] += 1;
+      }
+      if (std::isfinite(time_[i])) best_ = i;
+    }
+    last_ = i;
+  }
+
+private:
+  static constexpr double kUnmeasured = -1;
+  std::size_t take(std::size_t i) {
+    ++taken_;
+    time_[i] = -2; // asked for, not yet observed
+    return i;
+  }
+  std::vector<Params> params_;
+  std::vector<double> time_;
+  std::vector<std::size_t> queue_;
+  std::array<double, kParams> gains_{};
+  std::size_t limit_, taken_ = 0, best_ = std::size_t(-1), last_ = std::size_t(-1);
+};
+
+} // namespace
+
+std::unique_ptr<Search> make_search(Strategy strategy, const std::vector<Config>& candidates,
+                                    const Hints& hints, const Budget& budget, std::uint64_t seed) {
+  const std::size_t limit = budget.limit(candidates.size());
+  switch (strategy) {
+  case Strategy::exhaustive: return std::make_unique<Exhaustive>(candidates.size(), limit);
+  case Strategy::random: return std::make_unique<Random>(candidates.size(), limit, seed);
+  case Strategy::guided: break;
+  }
+  return std::make_unique<Guided>(candidates, hints, limit);
+}
+
+} // namespace reduce_tune
