@@ -22,7 +22,7 @@ if [ $# -gt 0 ]; then
   case $1 in -*) ;; *) B=$1; shift ;; esac
 fi
 [ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 3
 bin=$B/bench/reduce_bench_segmented
 if [ ! -x "$bin" ]; then
   echo "gpu-bench-segmented.sh: $bin not found: build with the benchmarks first (scripts/portable-build.sh)" >&2

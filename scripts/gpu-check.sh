@@ -29,7 +29,7 @@ mkdir -p "$1" || exit 3
 L=$(cd "$1" && pwd)
 B=${2:-build-portable}
 [ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 3
 [ -x "$B/reduce-tune" ] || { echo "gpu-check.sh: no $B/reduce-tune: build it first (scripts/portable-build.sh)" >&2; exit 3; }
 export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache} REDUCE_TUNE_DB="$L/tuning.db"
 summary=()

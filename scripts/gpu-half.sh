@@ -16,7 +16,7 @@ if [ $# -gt 0 ]; then
   case $1 in tests|sweep|bench|frameworks) ;; *) B=$1; shift ;; esac
 fi
 [ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 3
 FW=${FW:-bench/frameworks.py}
 export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache}
 steps=${*:-tests sweep bench frameworks}

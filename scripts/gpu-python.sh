@@ -26,7 +26,7 @@ if ! "$py" -c 'import pytest' 2>/dev/null; then
     "$wheels"/{pytest,pluggy,iniconfig,packaging,pygments}-*.whl || exit 3
 fi
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
-cd /tmp
+cd /tmp || exit 3
 {
   nvidia-smi -L
   "$py" -c 'import sys, torch, reduce_tune as rt; print(sys.version.split()[0], "torch", torch.__version__, "reduce_tune", rt.__version__, rt.__file__); print(rt.devices())'

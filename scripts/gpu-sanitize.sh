@@ -23,7 +23,7 @@ if [ $# -gt 0 ]; then
   case $1 in cli|memcheck|racecheck|synccheck|initcheck|volatile) ;; *) B=$1; shift ;; esac
 fi
 [ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 3
 T=$B/tests/reduce_tune_gpu_tests
 CLI=$B/reduce-tune
 export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache}

@@ -17,7 +17,7 @@ if [ $# -gt 0 ]; then
   case $1 in tests|sweep|bench) ;; *) B=$1; shift ;; esac
 fi
 [ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 3
 export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache} REDUCE_TUNE_DB="$L/segmented.db"
 steps=${*:-tests sweep bench}
 summary=()

@@ -11,7 +11,7 @@ mkdir -p "$1" || exit 3
 L=$(cd "$1" && pwd)
 B=${2:-build-portable}
 [ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 3
 export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache}
 sizes=${SIZES:-2^10,2^12,2^14,2^16,2^18,2^20,2^22,2^24,2^26,2^28}
 t0=$(date +%s)
