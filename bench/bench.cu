@@ -1,4 +1,4 @@
-// reduce-tune bench (issues 3 and 4): reduce-tune's choice through the library API against
+// reduce-tune bench: reduce-tune's choice through the library API against
 // cub::DeviceReduce and a streaming-read ceiling kernel, all timed the same way in one run, and the
 // per-call host overhead of the library over launching the same kernel directly.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch and CuPy on the segmented problems of issue 15, timed the way reduce_bench_segmented times.
+"""torch and CuPy on the segmented problems (rows, columns, offsets), timed the way reduce_bench_segmented times.
 
 Shapes: the grid of reduce_bench_segmented (same flags, same defaults): rows and columns reduce a
 dense rows x cols matrix (torch.sum / amin / amax(x, dim=-1) and dim=0; cupy.sum / min / max with

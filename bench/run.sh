@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark of issues 3 and 4 in one go, Markdown on stdout, progress on stderr:
+# The 1-D benchmark in one go, Markdown on stdout, progress on stderr:
 #   1. int32 and float32 sum at the default sizes (2^10 .. 2^30 and 3*2^20+17), cold and hot L2,
 #      reduce-tune vs CUB vs the streaming-read ceiling, and the library's per-call overhead;
 #   2. int32 and float32 min and max, cold L2, at sizes up to 2^28;

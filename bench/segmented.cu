@@ -1,4 +1,4 @@
-// reduce-tune bench (issue 15): segmented reductions -- rows, columns and offsets -- through the
+// reduce-tune bench: segmented reductions -- rows, columns and offsets -- through the
 // library's segmented calls against cub::DeviceSegmentedReduce and a streaming-read ceiling, all
 // timed the same way in one run, over a grid of shapes.
 //

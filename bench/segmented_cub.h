@@ -4,7 +4,7 @@
 // The installed CCCL (3.0.x with CUDA 13.0) has only the offsets overloads of
 // DeviceSegmentedReduce (begin and end offset iterators); the fixed-segment-size overload of
 // later CCCL versions is not there. So rows are timed twice: with an int64 offsets array in
-// device memory (what the issue asks; rows + 1 offsets are read) and with offsets computed by a
+// device memory (as a caller passes them; rows + 1 offsets are read) and with offsets computed by a
 // counting iterator (i * cols, nothing read: the closest to a fixed-size call). Columns have no
 // CUB call of their own: a gather iterator feeds column c's rows (element r*cols + c) as segment
 // c to the same offsets overload.

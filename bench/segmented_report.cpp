@@ -176,7 +176,7 @@ void print_table(const Device& dev, Problem p, DType dt, Op op, int mode, const 
 }
 
 void print_targets(const Tables& tables) {
-  std::printf("\n### Targets of issue 15 (cold L2, sum)\n\n");
+  std::printf("\n### Targets (cold L2, sum)\n\n");
   std::printf("rt/CUB = CUB time / reduce-tune time against the faster CUB variant that ran "
               "(rows: offsets array or counting iterator), over every shape; %% of ceiling = "
               "ceiling time / reduce-tune time at >= 2^24 elements. Targets: rows and columns "

@@ -81,7 +81,7 @@ void write_csv(std::ostream& out, const Device& dev, Problem p, DType dt, Op op,
 /// The Markdown table of one problem, dtype, op and mode (0 cold, 1 hot).
 void print_table(const Device& dev, Problem p, DType dt, Op op, int mode, const std::vector<Row>& rows);
 
-/// The issue-15 targets (cold L2, sum): per problem and dtype the worst reduce-tune / CUB ratio
+/// The segmented targets (cold L2, sum): per problem and dtype the worst reduce-tune / CUB ratio
 /// over the grid and the lowest share of the ceiling at >= 2^24 elements, and where.
 void print_targets(const Tables& tables);
 

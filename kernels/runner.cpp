@@ -144,7 +144,7 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 /// the reduction launch programmatically measured 0.1-0.2 us under the memset in the probe, but it
 /// makes the call two kernels, and two-kernel calls paid ~0.9 us more in some runs of calls, which
 /// a memset and one kernel never did, so it is not used (bench/probes/finishes.cu;
-/// docs/PERFORMANCE.md, "Two-kernel calls have two states"). 8-byte identities are two 32-bit
+/// docs/METHOD.md, "Four chunks, the lowest median"). 8-byte identities are two 32-bit
 /// words; out is aligned to its element.
 void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s) {
   const std::uint64_t bits = identity(dtype, op).bits;

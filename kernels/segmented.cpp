@@ -52,7 +52,7 @@ constexpr Variant kColumnsSplit = {
 // few hundred to a few thousand columns with a handful of wide stripes (a block each), these give
 // many blocks in one kernel, where columns_split needs the fill and atomics. The widest of 8, 4, 2
 // and 1 threads that still makes kNarrowStripes stripes: on an H100, 64-256 columns were fastest
-// with 1 thread a stripe, 512-1024 with 2, 2048 and more with 8 (docs/PERFORMANCE.md).
+// with 1 thread a stripe, 512-1024 with 2, 2048 and more with 8 (docs/history/).
 constexpr std::uint64_t kNarrowWidth = 8;
 constexpr std::uint64_t kNarrowStripes = 256; // about two a SM on the catalogue's GPUs
 constexpr Variant kColumnsNarrow = {
@@ -102,7 +102,7 @@ constexpr Variant kSegmentsFlatCarry = {
 // The evict-first twin of a plain mapping (`name` is the plain one's + "_streaming"): the same
 // entry, its vector loads ld.global.cs (rt_load with RT_EVICT_FIRST, as the array's `streaming`).
 // On an H100 with a dirty L2 they were 11-21 % faster at 2^24 elements for rows and up to 23 %
-// slower at some 2^20 shapes (same configurations, docs/PERFORMANCE.md), so the sweep picks per
+// slower at some 2^20 shapes (same configurations, docs/history/), so the sweep picks per
 // shape. Every problem's twins come after its plain variants: the sweep measures a twin only where
 // its plain configuration is among the fastest of the shape (evict_first_twin_of, TwinFilter).
 constexpr Variant evict_first(Variant plain, std::string_view name, std::string_view summary) {
@@ -163,7 +163,7 @@ constexpr int kMergeGrids[] = {2, 4, 8};
 // evens out runs of short segments (more work than their elements) and the tail. On an H100 the
 // sweep took 128 threads (u4.v4: the only 128-thread tile of 2048 elements or more) with 16-32 per
 // SM at 26 of its 34 shapes; 512-thread blocks had won 2 of 34 before, by a few per cent
-// (docs/PERFORMANCE.md).
+// (docs/history/performance-2026-11.md).
 constexpr int kFlatBlocks[] = {128, 256};
 constexpr int kFlatUnrolls[] = {2, 4};
 constexpr int kFlatGrids[] = {4, 8, 16, 32};

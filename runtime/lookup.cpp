@@ -357,7 +357,7 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   // The 1-D reduction stops at dtypes of the call's size: its built-in default is near CUB, and
   // another size's rows were not reliably better (H100, fresh install: float64 max from the
   // float32 sums' data-sized grids 0.65-0.77x at 2^24-2^26, float64 sum 0.85-1.17x;
-  // docs/PERFORMANCE.md), where the segmented defaults are one mapping for every shape.
+  // docs/history/), where the segmented defaults are one mapping for every shape.
   const int ranks = problem == Problem::array ? 2 : kRanks;
   std::vector<Source> related[kRanks][kTiers];
   gather(true, ranks, related);

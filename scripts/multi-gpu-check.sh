@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Several GPUs of one host (issue 7), on a machine with at least two: tunes GPU 0 alone, then every
+# Several GPUs of one host, on a machine with at least two: tunes GPU 0 alone, then every
 # GPU in one command into one database, and compares: wall time (goal: two GPUs <= 1.2x one),
 # rows per GPU, and whether identical GPUs agree (same best variant family; best times within the
 # run-to-run spread, taken as the spread between GPU 0's two runs).

@@ -3,8 +3,8 @@
 # `reduce-tune tune` on the GPUs it is for: merged, then stripped of what identifies a machine
 # (host names, GPU UUIDs: a device becomes "model:<GPU name>"), of failed checks, and of all but
 # the 8 fastest configurations of each (GPU model, dtype, op, problem, shape). Provenance (GPU
-# model, driver, tool and NVRTC versions, dates, commands) stays in the devices and runs tables
-# and is listed in share/reduce-tune/PROVENANCE.md.
+# model, driver, tool and NVRTC versions, dates, commands without their file paths) stays in the
+# devices and runs tables and is listed in share/reduce-tune/PROVENANCE.md.
 # Usage: scripts/ship-tuning.sh STORE.db...   (needs build/reduce-tune and the sqlite3 shell)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,15 +33,20 @@ INSERT INTO best (device_uuid, dtype, op, problem, count, n, measurement_id)
     FROM measurements) WHERE r = 1;
 PRAGMA foreign_keys = ON;
 PRAGMA foreign_key_check;
-PRAGMA journal_mode = DELETE;
-VACUUM;
 SQL
+# A run's command as the user would type it: no build folder before the program, no store or cache
+# path of the machine that ran it.
+sqlite3 -separator $'\t' "$tmp/all.db" "SELECT id, options FROM runs" | while IFS=$'\t' read -r id opts; do
+  clean=$(printf '%s' "$opts" | sed -E 's#^[^ ]*reduce-tune#reduce-tune#; s# --(db|cache-dir) [^ ]+##g')
+  sqlite3 "$tmp/all.db" "UPDATE runs SET options = '${clean//\'/\'\'}' WHERE id = $id"
+done
+sqlite3 "$tmp/all.db" "PRAGMA journal_mode = DELETE; VACUUM;" >/dev/null
 cp "$tmp/all.db" "$out"
 {
   echo "# Shipped tuning: provenance"
   echo
-  echo "Made by \`scripts/ship-tuning.sh\` on $(date -u +%Y-%m-%d) from the stores of \`reduce-tune tune\` runs on lent GPUs; host"
-  echo "names and GPU UUIDs removed. Regenerate: run the sweeps (\`reduce-tune --device 0\`, \`reduce-tune tune"
+  echo "Made by \`scripts/ship-tuning.sh\` on $(date -u +%Y-%m-%d) from the stores of \`reduce-tune tune\` runs on the GPUs below; host"
+  echo "names, GPU UUIDs and file paths removed. Regenerate: run the sweeps (\`reduce-tune --device 0\`, \`reduce-tune tune"
   echo "--problem rows|columns|segments\`) on each GPU model, then \`scripts/ship-tuning.sh their.db...\`."
   echo
   echo "| GPU model | sm | driver | runs | measurements kept |"

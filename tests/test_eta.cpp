@@ -138,7 +138,7 @@ TEST_CASE("eta: a simulated default sweep is estimated honestly all the way", "[
     left -= cost[i];
     const double est = eta.remaining_s();
     REQUIRE(est >= 0);
-    if (i + 1 == 6952) CHECK(est > 10); // the issue's "eta 0s at 6952 of 18960"
+    if (i + 1 == 6952) CHECK(est > 10); // the reported "eta 0s at 6952 of 18960"
     if (left < 1) continue; // the last second: relative error means little
     const double err = std::abs(est / left - 1);
     (i < cost.size() / 2 ? worst_first_half : worst_second_half) =

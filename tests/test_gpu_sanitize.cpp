@@ -1,4 +1,4 @@
-// GPU runs for compute-sanitizer (scripts/device-sanitize.sh): every valid configuration reduces
+// GPU runs for compute-sanitizer (scripts/gpu-sanitize.sh): every valid configuration reduces
 // once, through the library's path (KernelLoader, plan, reduce_once; no poisoned buffers, so that
 // initcheck sees what a user's call reads), at a few sizes. Hidden tags: the normal GPU run skips
 // them; select with "[sanitize]" or "[sanitize-volatile]". Environment, all optional:

@@ -119,7 +119,7 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("problem", po::value(&problem)->default_value(problem),
      "array (one result), rows, columns (one per row/column of a matrix) or segments (offsets)")
     ("shapes", po::value(&shapes), "segmented shapes: ROWSxCOLS for rows and columns, "
-                                   "SEGMENTSxMEAN for segments (default: the grid of docs/PERFORMANCE.md)")
+                                   "SEGMENTSxMEAN for segments (default: the grid of docs/CLI.md)")
     ("variants", po::value(&vars), "catalogue names (default: all)")
     ("block-sizes", po::value(&blocks), "e.g. 128,256,512")
     ("unroll", po::value(&unrolls), "e.g. 2,4,8")

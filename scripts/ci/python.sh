@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI: the Python package (issue 17). `pip install .` (scikit-build-core and nanobind from PyPI, the
+# CI: the Python package. `pip install .` (scikit-build-core and nanobind from PyPI, the
 # same CMake project with REDUCE_TUNE_PYTHON=ON) into a fresh virtual environment with numpy and
 # pytest, then python/tests against the installed package, from outside the source tree. Without
 # a GPU the GPU tests are skipped and say why; pytest's exit code 5 (no tests ran) fails CI.

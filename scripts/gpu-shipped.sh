@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Issue 16's shipped-tuning target on the lent GPU machine: a fresh install with no store of its
-# own (only share/reduce-tune/tuning.db) against the same GPU tuned by its own default sweep, the
-# library's time per bench size side by side. Logs under $OUT; the comparison last.
-# After scripts/device-build.sh here:   B=build-device scripts/device-shipped.sh
+# The shipped tuning against this GPU's own: a fresh install with no store of its own (only
+# share/reduce-tune/tuning.db) against the same GPU tuned by its own default sweep, the library's
+# time per bench size side by side (target: within 5 % of the tuned time). Logs in OUTDIR; the
+# comparison printed last and written to OUTDIR/shipped-vs-tuned.md.
+#   usage: scripts/gpu-shipped.sh OUTDIR [BUILD_DIR]   (BUILD_DIR: default build-portable)
+# SIZES: the bench sizes (default 2^10,2^12,...,2^28).
 set -uo pipefail
-OUT=${OUT:-/tmp/rt-out}
-L=$OUT/logs
-mkdir -p "$L"
-B=${B:-build-device}
-export REDUCE_TUNE_CACHE=/tmp/rt-cache
+[ $# -ge 1 ] && [ $# -le 2 ] || { sed -n 2,7p "$0" >&2; exit 2; }
+mkdir -p "$1" || exit 3
+L=$(cd "$1" && pwd)
+B=${2:-build-portable}
+[ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
+cd "$(dirname "$0")/.." || exit 3
+export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache}
 sizes=${SIZES:-2^10,2^12,2^14,2^16,2^18,2^20,2^22,2^24,2^26,2^28}
 t0=$(date +%s)
 REDUCE_TUNE_SHIPPED_DB= REDUCE_TUNE_DB="$L/tuned.db" $B/reduce-tune --device 0 > "$L/sweep.md" 2> "$L/sweep.err"
@@ -37,4 +41,3 @@ for k in sorted(set(s) & set(t), key=lambda k: (k[0], k[1], k[2])):
     print(f"| {k[0]} | {k[1]} | {k[2]} | {s[k][0]:.2f} | {t[k][0]:.2f} | {r:.3f} | {s[k][1]} |")
 print(f"\nworst shipped/tuned: {worst:.3f} (target <= 1.05)")
 PY
-tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs

@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# bf16 and f16 on the lent GPU machine in one call: their GPU tests, a sweep of bf16 sum over the
-# vector variants (into a store of its own), and the bench of bf16 (sum with that store, min and max
-# and float16 with the built-in default) against CUB with a float accumulator and the streaming
-# ceiling, then torch.sum where python3 has torch. Logs under $OUT; a summary last. The GPU tests
-# took over 80 s on an H100 (about 3,000 kernels compiled, then every configuration run).
-# From the repository root on the GPU machine, after scripts/device-build.sh here:
-#   scripts/device-half.sh [tests|sweep|bench|frameworks ...]   (default: all four)
+# bf16 and f16 on a GPU host in one run: their GPU tests, a sweep of bf16 sum over the vector
+# variants (into a store of its own), and the bench of bf16 (sum with that store, min and max and
+# float16 with the built-in default) against CUB with a float accumulator and the streaming
+# ceiling, then torch.sum where python3 has torch. Logs in OUTDIR; a summary printed last. The GPU
+# tests took over 80 s on an H100 (about 3,000 kernels compiled, then every configuration run).
+#   usage: scripts/gpu-half.sh OUTDIR [BUILD_DIR] [tests|sweep|bench|frameworks ...]   (default: all four)
+# BUILD_DIR: default build-portable (scripts/portable-build.sh).
 set -uo pipefail
-OUT=${OUT:-/tmp/rt-out}
-L=$OUT/logs
-mkdir -p "$L"
-B=${B:-build-device}  # where the binaries are (B=DIR: a copy carried from another checkout)
+[ $# -ge 1 ] || { sed -n 2,8p "$0" >&2; exit 2; }
+mkdir -p "$1" || exit 3
+L=$(cd "$1" && pwd)
+shift
+B=build-portable
+if [ $# -gt 0 ]; then
+  case $1 in tests|sweep|bench|frameworks) ;; *) B=$1; shift ;; esac
+fi
+[ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
+cd "$(dirname "$0")/.." || exit 3
 FW=${FW:-bench/frameworks.py}
-export REDUCE_TUNE_CACHE=/tmp/rt-cache
+export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache}
 steps=${*:-tests sweep bench frameworks}
 summary=()
 note() { summary+=("$*"); echo "== $*"; }
@@ -55,7 +61,6 @@ fi
 if [ -f "$L/bench-bf16-sum.md" ]; then
   grep -E '^\| (2\^|[0-9])' "$L/bench-bf16-sum.md" | awk -F'|' '{printf "%s rt %s us, cub %s us, ceil %s us, rt/CUB %s, rt/ceil %s, %s,%s\n", $2, $3, $6, $9, $12, $13, $15, $16}'
 fi
-tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
 echo
 echo "==== summary"
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$L/summary.txt"

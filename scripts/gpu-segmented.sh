@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# The segmented problems on the lent GPU machine in one call: their GPU tests, the default
-# segmented sweep of each problem (timed: the issue asks <= 120 s each on the H100), lookups from
-# the store it wrote, and the segmented bench when it is built. Logs under $OUT; a summary last.
-# From the repository root on the GPU machine, after scripts/device-build.sh here:
-#   scripts/device-segmented.sh [tests|sweep|bench ...]   (default: all three)
-# B: the build folder; PROBLEMS: the sweeps (default rows columns segments); SWEEP_ARGS: more tune
-# options, e.g. --variants segments_binned,segments_merge; BENCH_ARGS: the bench's options.
+# The segmented problems on a GPU host in one run: their GPU tests, the default segmented sweep of
+# each problem (timed: the target is 120 s or less each on an H100), lookups from the store it
+# wrote, and the segmented bench (scripts/gpu-bench-segmented.sh) when it is built. Logs in OUTDIR;
+# a summary printed last.
+#   usage: scripts/gpu-segmented.sh OUTDIR [BUILD_DIR] [tests|sweep|bench ...]   (default: all three)
+# BUILD_DIR: default build-portable (scripts/portable-build.sh). PROBLEMS: the sweeps (default rows
+# columns segments); SWEEP_ARGS: more tune options, e.g. --variants segments_binned,segments_merge;
+# BENCH_ARGS: the bench's options.
 set -uo pipefail
-OUT=${OUT:-/tmp/rt-out}
-L=$OUT/logs
-mkdir -p "$L"
-B=${B:-build-device}  # or a smaller copy of what it runs (the device call carries 64 MiB at most)
-export REDUCE_TUNE_CACHE=/tmp/rt-cache REDUCE_TUNE_DB="$L/segmented.db"
+[ $# -ge 1 ] || { sed -n 2,9p "$0" >&2; exit 2; }
+mkdir -p "$1" || exit 3
+L=$(cd "$1" && pwd)
+shift
+B=build-portable
+if [ $# -gt 0 ]; then
+  case $1 in tests|sweep|bench) ;; *) B=$1; shift ;; esac
+fi
+[ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
+cd "$(dirname "$0")/.." || exit 3
+export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache} REDUCE_TUNE_DB="$L/segmented.db"
 steps=${*:-tests sweep bench}
 summary=()
 note() { summary+=("$*"); echo "== $*"; }
@@ -45,10 +52,9 @@ if has bench; then
   # The bench with the store the sweep wrote (REDUCE_TUNE_DB): the tuned library against CUB,
   # torch and the ceiling. BENCH_ARGS narrows it (e.g. --quick).
   t0=$(date +%s)
-  B=$B OUT=$L/bench scripts/device-bench-segmented.sh ${BENCH_ARGS:-} > "$L/bench-run.log" 2>&1
+  scripts/gpu-bench-segmented.sh "$L/bench" "$B" ${BENCH_ARGS:-} > "$L/bench-run.log" 2>&1
   note "segmented bench exit $? ($(since $t0) s): $(grep -iE 'target|worst' "$L/bench-run.log" | head -12 | tr '\n' ' ' | cut -c1-900)"
 fi
-tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs
 echo
 echo "==== summary"
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$L/summary.txt"

@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
-# compute-sanitizer over every valid configuration, on the lent GPU machine, in one call: memcheck
-# (with leak check), racecheck, synccheck and initcheck run the GPU tests' "[sanitize]" case
+# compute-sanitizer over every valid configuration, on a GPU host: memcheck (with leak check),
+# racecheck, synccheck and initcheck run the GPU tests' "[sanitize]" case
 # (tests/test_gpu_sanitize.cpp: int32 and float32 sum at n = 1000 and 2^20+1), and racecheck runs
-# the material's volatile warp tail on this sm_70+ GPU ("[sanitize-volatile]") to record what it
-# says of it. Also the CLI's bad-input checks that need a GPU (an unknown ordinal, a size larger
-# than the GPU's memory).
-#
-# From the repository root on the GPU machine, after scripts/device-build.sh here:
-#   scripts/device-sanitize.sh [steps...]
-# Steps: cli memcheck racecheck synccheck initcheck volatile (default: all, in that order).
+# the course material's volatile warp tail on this sm_70+ GPU ("[sanitize-volatile]") to record
+# what it says of it. Also the CLI's bad-input checks that need a GPU (an unknown ordinal, a size
+# larger than the GPU's memory).
+#   usage: scripts/gpu-sanitize.sh OUTDIR [BUILD_DIR] [STEP...]
+#     BUILD_DIR  default build-portable (scripts/portable-build.sh)
+#     STEP       cli memcheck racecheck synccheck initcheck volatile (default: all, in that order)
 # Environment: TIME_BUDGET (s, default 560): the steps share it, each sanitizer step getting an
-# equal part of what is left, so the summary is printed inside one 600 s device call; a step cut
-# short says how far it got. RT_SANITIZE_SIZES / _DTYPES / _OPS / _VARIANTS narrow the runs (see
-# tests/test_gpu_sanitize.cpp). Logs go to $OUT (at most 8 files); the summary is printed last
-# and written to $OUT/sanitize-summary.txt.
+# equal part of what is left, so the whole run stays under ten minutes; a step cut short says how
+# far it got. RT_SANITIZE_SIZES / _DTYPES / _OPS / _VARIANTS narrow the runs (see
+# tests/test_gpu_sanitize.cpp). Logs go to OUTDIR; the summary is printed last and written to
+# OUTDIR/sanitize-summary.txt.
 set -uo pipefail
-OUT=${OUT:-/tmp/rt-out}
-mkdir -p "$OUT"
-B=${B:-build-device}
+[ $# -ge 1 ] || { sed -n 2,15p "$0" >&2; exit 2; }
+mkdir -p "$1" || exit 3
+OUTDIR=$(cd "$1" && pwd)
+shift
+B=build-portable
+if [ $# -gt 0 ]; then
+  case $1 in cli|memcheck|racecheck|synccheck|initcheck|volatile) ;; *) B=$1; shift ;; esac
+fi
+[ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
+cd "$(dirname "$0")/.." || exit 3
 T=$B/tests/reduce_tune_gpu_tests
 CLI=$B/reduce-tune
 export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache}
@@ -29,7 +35,7 @@ steps=("$@")
 summary=()
 note() { summary+=("$*"); echo "== $*"; }
 
-# Keeps a log under 8 MiB (head and tail), so that it comes back from $OUT.
+# Keeps a log under 8 MiB (head and tail): a sanitizer that reports every hazard writes a lot.
 trim() {
   local f=$1
   if [ "$(stat -c %s "$f")" -gt 8388608 ]; then
@@ -41,7 +47,7 @@ note "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>
 
 # ---- the CLI's bad input that needs a GPU ---------------------------------------------------
 cli_checks() {
-  local log=$OUT/sanitize-cli.log tmp
+  local log=$OUTDIR/sanitize-cli.log tmp
   tmp=$(mktemp -d)
   : > "$log"
   # expect NAME ALLOWED_EXITS PATTERN MAX_SECONDS -- command...
@@ -81,7 +87,7 @@ sanitize() {
   local now budget log t0 rc
   now=$(date +%s)
   budget=$(( (deadline - now) / left ))
-  log=$OUT/sanitize-$name.log
+  log=$OUTDIR/sanitize-$name.log
   if [ "$budget" -lt 20 ]; then
     note "$name: not run, no time left"
     return
@@ -112,12 +118,12 @@ done
 if [ "$sanitizers" -gt 0 ]; then
   # Fill the compile cache and check the results without a sanitizer first: the sanitizer runs
   # then load cached modules, and a failure here is not the sanitizer's.
-  timeout 240 "$T" "[sanitize]" > "$OUT/sanitize-plain.log" 2>&1
+  timeout 240 "$T" "[sanitize]" > "$OUTDIR/sanitize-plain.log" 2>&1
   rc=$?
   if [[ " ${steps[*]} " == *" volatile "* ]]; then
-    timeout 120 "$T" "[sanitize-volatile]" >> "$OUT/sanitize-plain.log" 2>&1
+    timeout 120 "$T" "[sanitize-volatile]" >> "$OUTDIR/sanitize-plain.log" 2>&1
   fi
-  note "without a sanitizer (exit $rc, $(( $(date +%s) - t0 )) s): $(grep -E 'test case|volatile tail:' "$OUT/sanitize-plain.log" | tr '\n' ' ')"
+  note "without a sanitizer (exit $rc, $(( $(date +%s) - t0 )) s): $(grep -E 'test case|volatile tail:' "$OUTDIR/sanitize-plain.log" | tr '\n' ' ')"
 fi
 
 left=$sanitizers
@@ -135,4 +141,4 @@ done
 
 echo
 echo "===================== sanitizer summary ====================="
-printf '%s\n' "${summary[@]}" | tee "$OUT/sanitize-summary.txt"
+printf '%s\n' "${summary[@]}" | tee "$OUTDIR/sanitize-summary.txt"

@@ -1,20 +1,46 @@
 #!/usr/bin/env bash
-# The whole check on the lent GPU machine in one call (device time is short): CPU and GPU tests,
-# fault/hang/kill/resume, the default sweep with a cold and a warm compile cache, the material's
-# own tables, and the benchmarks. Logs are bundled into $OUT/logs.tar.gz (only a few files come
-# back); a summary is printed last. From the repository root on the GPU machine, after
-# scripts/device-build.sh here:   scripts/device-check.sh quick|full [extra steps...]
+# The whole check of a build on a GPU host, in one run: CPU and GPU tests; with the full check
+# (the default) also fault/hang/kill/resume, the default sweep with a cold and a warm compile
+# cache and in process, the course material's own tables, the installed-package examples, min/max
+# and other-dtype sweeps, and the benchmarks (bench/run.sh, the two-pass launch comparison, the
+# finishes probe, ncu where it is installed). Every log is written to OUTDIR; a short summary is
+# printed last and written to OUTDIR/summary.txt.
+#   usage: scripts/gpu-check.sh [--quick] [--extra CMD]... OUTDIR [BUILD_DIR]
+#     BUILD_DIR   a build with the benchmarks (default: build-portable, from scripts/portable-build.sh)
+#     --quick     CPU and GPU tests and a sweep of two sizes only (about a minute on an H100)
+#     --extra CMD one more shell command run last, from the repository root, its output logged
+# Caches and the stores it writes: REDUCE_TUNE_CACHE=/tmp/rt-cache, the stores inside OUTDIR.
 set -uo pipefail
-mode=${1:-quick}
-OUT=${OUT:-/tmp/rt-out}
-L=$OUT/logs
-mkdir -p "$L"
-B=build-device
-export REDUCE_TUNE_CACHE=/tmp/rt-cache REDUCE_TUNE_DB="$L/tuning.db"
+usage() { sed -n 2,12p "$0" >&2; exit 2; }
+mode=full
+extra=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) mode=quick; shift ;;
+    --full) mode=full; shift ;;
+    --extra) [ $# -ge 2 ] || usage; extra+=("$2"); shift 2 ;;
+    -h|--help) usage ;;
+    -*) echo "gpu-check.sh: unknown option $1" >&2; usage ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 1 ] && [ $# -le 2 ] || usage
+mkdir -p "$1" || exit 3
+L=$(cd "$1" && pwd)
+B=${2:-build-portable}
+[ "${B#/}" != "$B" ] || { [ -d "$B" ] && B=$(cd "$B" && pwd); }
+cd "$(dirname "$0")/.." || exit 3
+[ -x "$B/reduce-tune" ] || { echo "gpu-check.sh: no $B/reduce-tune: build it first (scripts/portable-build.sh)" >&2; exit 3; }
+export REDUCE_TUNE_CACHE=${REDUCE_TUNE_CACHE:-/tmp/rt-cache} REDUCE_TUNE_DB="$L/tuning.db"
 summary=()
-# Stopped by a time limit (timeout -s TERM): bundle what there is.
-trap 'echo "== stopped by SIGTERM"; tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs; exit 124' TERM
 note() { summary+=("$*"); echo "== $*"; }
+print_summary() {
+  echo
+  echo "===================== summary ====================="
+  printf '%s\n' "${summary[@]}" | tee "$L/summary.txt"
+}
+# Stopped by a time limit (timeout -s TERM): the summary of what ran; the logs are in OUTDIR.
+trap 'note "stopped by SIGTERM"; print_summary; exit 124' TERM
 since() { echo $(( $(date +%s) - $1 )); }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$L/gpu.txt" 2>&1
@@ -34,7 +60,7 @@ else
   t0=$(date +%s)
   bash tests/gpu_resilience.sh $B/reduce-tune /tmp/rt-resilience > "$L/resilience.log" 2>&1
   note "resilience exit $? ($(since $t0) s): $(grep -c '^ok' "$L/resilience.log") ok, $(grep -c '^FAIL' "$L/resilience.log") FAIL; $(grep 'best configuration' "$L/resilience.log")"
-  rm -rf /tmp/rt-cache
+  rm -rf "$REDUCE_TUNE_CACHE"
   $B/reduce-tune --device 0 > "$L/sweep.md" 2> "$L/sweep.err"
   note "default sweep, empty cache, exit $?: $(grep -E 'run [0-9]+|wall time' "$L/sweep.err" | tr '\n' ' ')"
   REDUCE_TUNE_DB="$L/tuning-warm.db" $B/reduce-tune --device 0 > "$L/sweep-warm.md" 2> "$L/sweep-warm.err"
@@ -82,12 +108,9 @@ else
     note "ncu exit $?"
   fi
 fi
-for step in "${@:2}"; do
+for step in ${extra[@]+"${extra[@]}"}; do
   t0=$(date +%s)
   bash -c "$step" > "$L/extra-$(echo "$step" | tr -c 'a-zA-Z0-9' _ | cut -c1-40).log" 2>&1
   note "extra '$step' exit $? ($(since $t0) s)"
 done
-tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$L"
-echo
-echo "===================== summary ====================="
-printf '%s\n' "${summary[@]}"
+print_summary
