@@ -56,8 +56,9 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
   for (const auto& [uuid, points] : all) {
     const db::DeviceRecord& dev = devices[uuid];
     const DeviceKey gpu = device_key(dev);
-    // What the search found so far on this GPU: its choice per point, for the next points' seeds.
-    std::map<PointKey, Config> found;
+    // What the search measured so far on this GPU, fastest first per point, for the next points'
+    // seeds.
+    std::map<PointKey, std::vector<Config>> found;
     for (const auto& [k, rec] : points) {
       const auto [dtype, op, problem, count, length] = k;
       const Shape shape{count, length};
@@ -72,22 +73,26 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
           }
         }
       // 2. This search's choices at the nearest points searched before (same dtype and op first).
-      std::vector<std::pair<double, Config>> near;
-      for (const auto& [pk, c] : found) {
+      // Their three fastest each, the nearest point's first.
+      std::vector<std::pair<double, const std::vector<Config>*>> near;
+      for (const auto& [pk, cs] : found) {
         const auto [d2, o2, p2, c2, l2] = pk;
         if (p2 != problem) continue;
-        const double dist = log_distance(shape, {c2, l2}) + (d2 == dtype && o2 == op ? 0 : 0.5);
-        near.emplace_back(dist, c);
+        near.emplace_back(log_distance(shape, {c2, l2}) + (d2 == dtype && o2 == op ? 0 : 0.5), &cs);
       }
       std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (std::size_t i = 0; i < std::min<std::size_t>(near.size(), 3); ++i) hints.seeds.push_back(near[i].second);
+      for (std::size_t rank = 0; rank < 3; ++rank)
+        for (std::size_t i = 0; i < std::min<std::size_t>(near.size(), 2); ++i)
+          if (rank < near[i].second->size()) hints.seeds.push_back((*near[i].second)[rank]);
       // 3. The built-in default for the point.
       hints.seeds.push_back(builtin_config(problem, dtype, shape));
 
       auto search = make_search(o.strategy, rec.configs, hints, o.budget, o.seed ^ (count * 0x9e37u) ^ length);
       std::size_t measured = 0, best_at = rec.us.size();
+      std::vector<std::size_t> tried;
       while (auto i = search->next()) {
         ++measured;
+        tried.push_back(*i);
         search->observe(*i, rec.us[*i], std::isfinite(rec.us[*i]));
         if (std::isfinite(rec.us[*i]) && (best_at == rec.us.size() || rec.us[*i] < rec.us[best_at])) best_at = *i;
       }
@@ -98,7 +103,9 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       p.best_us = rec.us[truth], p.best_key = rec.keys[truth];
       if (best_at < rec.us.size()) {
         p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
-        found[k] = rec.configs[best_at];
+        std::stable_sort(tried.begin(), tried.end(), [&](std::size_t a, std::size_t b) { return rec.us[a] < rec.us[b]; });
+        auto& mine = found[k];
+        for (std::size_t i : tried) mine.push_back(rec.configs[i]);
       }
       used += measured;
       recorded += rec.us.size();
@@ -129,6 +136,10 @@ db::Store open_replay_store(const std::string& path, std::vector<unsigned char>&
   const std::string msg = n < 0 ? gzerror(f, &err) : "";
   gzclose(f);
   if (n < 0) throw std::runtime_error(path + ": not a readable gzip file: " + msg);
+  // A store written in WAL mode says so in its header (bytes 18 and 19: 2), and SQLite reads such
+  // an image in memory as unopenable; a file copied whole after its last connection closed holds
+  // everything in itself, so it reads as the rollback-journal file it then is.
+  if (image.size() > 19 && image[18] == 2 && image[19] == 2) image[18] = image[19] = 1;
   return db::Store(std::span<const unsigned char>(image), path);
 }
 

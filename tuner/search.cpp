@@ -132,6 +132,7 @@ public:
     for (const Config& c : candidates)
       if (std::find(variants.begin(), variants.end(), c.variant) == variants.end()) variants.push_back(c.variant);
     for (const Config& c : candidates) params_.push_back(params_of(c, variants));
+    variant_count_ = variants.size();
     time_.assign(candidates.size(), kUnmeasured);
     // Seeds: each hint as it is where it is a candidate, else the candidate nearest to it.
     for (const Config& seed : hints.seeds) {
@@ -154,6 +155,22 @@ public:
       const std::size_t i = queue_.front();
       queue_.erase(queue_.begin());
       if (time_[i] == kUnmeasured) return take(i);
+    }
+    // Variants not tried yet, while half the budget is left: each one's candidate nearest to the
+    // best so far (another variant's parameters only partly match: the nearest by the others).
+    const std::size_t from0 = best_ < time_.size() ? best_ : last_;
+    if (from0 < time_.size() && 2 * taken_ < limit_) {
+      std::vector<bool> tried(variant_count_, false);
+      for (std::size_t i = 0; i < time_.size(); ++i)
+        if (time_[i] != kUnmeasured) tried[std::size_t(params_[i].v[0])] = true;
+      std::size_t pick = time_.size();
+      double pick_size = std::numeric_limits<double>::infinity();
+      for (std::size_t i = 0; i < time_.size(); ++i) {
+        if (time_[i] != kUnmeasured || tried[std::size_t(params_[i].v[0])]) continue;
+        const double size = difference(params_[from0], params_[i]).size;
+        if (size < pick_size) pick = i, pick_size = size;
+      }
+      if (pick < time_.size()) return take(pick);
     }
     // Neighbours of the best so far: one parameter apart first (the parameters that paid off
     // before, then the smaller steps), then two.
@@ -196,7 +213,7 @@ private:
   std::vector<double> time_;
   std::vector<std::size_t> queue_;
   std::array<double, kParams> gains_{};
-  std::size_t limit_, taken_ = 0, best_ = std::size_t(-1), last_ = std::size_t(-1);
+  std::size_t limit_, taken_ = 0, best_ = std::size_t(-1), last_ = std::size_t(-1), variant_count_ = 0;
 };
 
 } // namespace

@@ -1,0 +1,16 @@
+# `reduce-tune replay` over a recorded exhaustive store (gzip-compressed): exhaustive at 100% ends
+# at every point's best with every measurement; guided prints its figures in the stated form; bad
+# input exits 2. Run as: cmake -DCLI=reduce-tune -DSTORE=store.db.gz -P cli_replay.cmake
+function(expect code pattern)
+  execute_process(COMMAND ${CLI} replay ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+  if(NOT rc STREQUAL "${code}" OR NOT "${out}${err}" MATCHES "${pattern}")
+    message(SEND_ERROR "reduce-tune replay ${ARGN}: exit ${rc} (expected ${code}):\n${out}${err}\n(expected '${pattern}')")
+  endif()
+endfunction()
+expect(0 "replay: median 1\\.00, worst 1\\.00 of the exhaustive best with 100\\.0% of the measurements\n$"
+       --db ${STORE} --search exhaustive --budget 100% --baseline none)
+expect(0 "random at the same budget: median [01]\\.[0-9]+, worst [01]\\.[0-9]+ .*\nreplay: median [01]\\.[0-9]+, worst [01]\\.[0-9]+ of the exhaustive best with [0-9.]+% of the measurements\n$"
+       --db ${STORE} --search guided --budget 5%)
+expect(2 "--budget '0': expected" --db ${STORE} --budget 0)
+expect(2 "unknown strategy 'annealing'" --db ${STORE} --search annealing)
+expect(2 "replay needs --db" --search guided)

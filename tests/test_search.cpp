@@ -1,0 +1,94 @@
+// Tests of the search strategies (tuner/search.cpp) on synthetic landscapes: budgets, the order of
+// the exhaustive search, and that the guided search climbs to a known optimum.
+#include <catch2/catch.hpp>
+
+#include "tuner/search.h"
+
+#include <cmath>
+#include <set>
+
+using namespace reduce_tune;
+
+namespace {
+
+std::vector<Config> grid() {
+  std::vector<Config> out;
+  for (const char* v : {"streaming", "vectorized"})
+    for (int b : {128, 256, 512, 1024})
+      for (int u : {1, 2, 4, 8})
+        for (int vec : {1, 2, 4}) {
+          Config c;
+          c.variant = v, c.block = b, c.unroll = u, c.vec = vec;
+          out.push_back(c);
+        }
+  return out;
+}
+
+/// A smooth landscape with its optimum at vectorized b512 u4 v4.
+double cost(const Config& c) {
+  return 10 + (c.variant == "streaming" ? 3 : 0) + std::abs(std::log2(c.block / 512.0)) +
+         std::abs(std::log2(c.unroll / 4.0)) + std::abs(std::log2(c.vec / 4.0));
+}
+
+std::size_t run(Search& s, const std::vector<Config>& cs, std::size_t* best) {
+  std::size_t n = 0;
+  double best_t = 1e300;
+  while (auto i = s.next()) {
+    ++n;
+    const double t = cost(cs[*i]);
+    s.observe(*i, t, true);
+    if (t < best_t) best_t = t, *best = *i;
+  }
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("search: budgets as counts or shares", "[search]") {
+  CHECK(parse_budget("40")->limit(1000) == 40);
+  CHECK(parse_budget("40")->limit(10) == 10);
+  CHECK(parse_budget("5%")->limit(1000) == 50);
+  CHECK(parse_budget("5%")->limit(20) == 3); // at least 3
+  std::string why;
+  for (const char* bad : {"", "0", "-3", "2.5", "101%", "x", "5%%"}) {
+    CHECK_FALSE(parse_budget(bad, &why));
+    CHECK_THAT(why, Catch::Contains("expected"));
+  }
+  CHECK(parse_strategy("guided") == Strategy::guided);
+  CHECK_FALSE(parse_strategy("annealing"));
+}
+
+TEST_CASE("search: exhaustive takes every candidate once, last first; random its budget", "[search]") {
+  const auto cs = grid();
+  auto e = make_search(Strategy::exhaustive, cs, {}, Budget{});
+  std::set<std::size_t> seen;
+  std::optional<std::size_t> first;
+  while (auto i = e->next()) {
+    if (!first) first = *i;
+    CHECK(seen.insert(*i).second);
+  }
+  CHECK(seen.size() == cs.size());
+  CHECK(*first == cs.size() - 1);
+  auto r = make_search(Strategy::random, cs, {}, *parse_budget("10"), 7);
+  std::size_t best = 0;
+  CHECK(run(*r, cs, &best) == 10);
+}
+
+TEST_CASE("search: guided climbs from a poor seed to the optimum within its budget", "[search]") {
+  const auto cs = grid();
+  Hints h;
+  Config seed;
+  seed.variant = "streaming", seed.block = 128, seed.unroll = 1, seed.vec = 1;
+  h.seeds.push_back(seed);
+  auto g = make_search(Strategy::guided, cs, h, *parse_budget("30"));
+  std::size_t best = 0;
+  const std::size_t used = run(*g, cs, &best);
+  CHECK(used <= 30);
+  CHECK(cs[best].variant == "vectorized");
+  CHECK(cost(cs[best]) == Approx(10));
+  // A seed that is the optimum is measured first.
+  Hints at;
+  at.seeds.push_back(cs[best]);
+  auto g2 = make_search(Strategy::guided, cs, at, *parse_budget("3"));
+  CHECK(g2->next() == best);
+}
