@@ -8,12 +8,31 @@ Inputs are anything on a CUDA GPU: torch tensors, CuPy arrays, objects with
 ``__cuda_array_interface__`` (v3: its ``stream`` is waited for) or ``__dlpack__``. Results are of
 the input's framework (torch -> tensor, CuPy -> ndarray, others -> :class:`DeviceArray`) and dtype,
 on its device, written asynchronously on the framework's current stream unless ``stream=`` names
-another: nothing waits on the host, so calls compose with the framework's work and CUDA graphs.
+another: nothing waits on the host, so calls compose with the framework's work and CUDA graphs
+(``torch.cuda.graph``, ``cupy.cuda.Graph`` from stream capture). A ``__dlpack__`` producer is
+handed the stream the call runs on (``__dlpack__(stream=...)``, as the array API standard asks:
+the legacy default stream unless ``stream=`` or another input's framework names one).
 (A bfloat16/float16 array reduced whole may ask ``dtype=float32``: the float32 accumulator,
 unrounded.) Integer sums wrap in the input's dtype; min/max are exact and propagate NaN (IEEE 754-2019
 minimum/maximum, like numpy.max and torch.amax); floating-point sums (NaN if any element is) are
 accurate to a bound like a pairwise sum's. An empty reduction gives
 the identity (0; for min the largest value, +inf for floats; for max the lowest, -inf).
+
+With PyTorch, each reduction is also a ``torch.library`` custom op (``torch.ops.reduce_tune.sum``,
+``min``, ``max``, ``segment_sum``, ``segment_min``, ``segment_max``) with a fake implementation and
+a gradient, registered as soon as torch is imported (reduce_tune never imports torch itself):
+
+    f = torch.compile(lambda x: reduce_tune.max(x, dim=-1).sum(), fullgraph=True)  # no graph break
+    g = torch.compile(lambda x: reduce_tune.sum(x, dim=0), mode="reduce-overhead")  # CUDA graphs
+    reduce_tune.sum(w).backward()                     # w.grad: ones, as torch.sum's
+
+Gradients: a sum's reaches every element (in x's dtype); a min's or max's goes to the elements
+equal to the result, split evenly among ties, as torch.amin/amax's; the segment reductions' per
+segment (zero outside every segment). ``out=`` does not support autograd (as torch's out=
+functions), and ``stream=`` is for eager calls (under torch.compile it breaks the graph: use
+``torch.cuda.stream`` around the compiled call instead). An eager call on a CUDA tensor that needs
+no gradient skips the dispatcher and calls the library directly: the same kernels, stream and
+result.
 
 The kernel for each (GPU, dtype, op, size) comes from the tuning store that ``reduce-tune tune``
 writes (``$REDUCE_TUNE_DB``, else the default path; ``python -m reduce_tune --help``), else the
@@ -31,7 +50,7 @@ import os as _os
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from . import _arrays, _ext
+from . import _arrays, _ext, _torch_hook
 from ._api import StreamLike
 from ._api import torch_whole as _torch_whole
 from ._api import config_for as _config_for
@@ -50,6 +69,10 @@ __version__: str = _ext.version
 _SHIPPED_DB = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "share", "tuning.db")
 if _os.path.isfile(_SHIPPED_DB):
     _ext.set_shipped_path(_SHIPPED_DB)
+# The torch custom ops (torch.ops.reduce_tune.*): registered now if torch is imported, else as soon
+# as it is; torch itself is never imported here.
+_torch_hook.install()
+
 __all__ = ["sum", "min", "max", "segment_sum", "segment_min", "segment_max", "config_for",
            "devices", "gpu_available", "dtypes", "DeviceArray", "__version__"]
 
@@ -68,7 +91,12 @@ def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
         x's dtype (as ``torch.sum(x, dtype=torch.float32)``), and faster for sums.
     stream: the stream to run on (torch.cuda.Stream, cupy.cuda.Stream, an int handle); default:
         the framework's current stream. The call is ordered after the work that produced `x`.
+    A torch tensor's sum is ``torch.ops.reduce_tune.sum(x, dim, dtype)`` where torch must see it
+    (torch.compile, autograd; see the module's documentation), with a gradient of ones.
     """
+    t = _torch_hook.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.reduce("sum", x, dim, out, stream, dtype)
     if dim is None and stream is None and dtype is None and type(x) is _arrays.torch_tensor:
         r = _torch_whole(_SUM, x, out)
         if r is not None:
@@ -80,7 +108,11 @@ def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
         dtype: Any = None) -> Any:
     """The minimum of `x`'s elements, or along a dimension (arguments as for :func:`sum`).
     A floating-point NaN anywhere gives NaN (IEEE 754-2019 minimum, like numpy.min and torch.amin);
-    -0.0 orders below +0.0."""
+    -0.0 orders below +0.0. The gradient (torch) is split evenly among the elements equal to the
+    result, as torch.amin's."""
+    t = _torch_hook.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.reduce("min", x, dim, out, stream, dtype)
     if dim is None and stream is None and dtype is None and type(x) is _arrays.torch_tensor:
         r = _torch_whole(_MIN, x, out)
         if r is not None:
@@ -91,7 +123,10 @@ def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
 def max(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None,  # noqa: A001
         dtype: Any = None) -> Any:
     """The maximum of `x`'s elements, or along a dimension (arguments as for :func:`sum`); a NaN
-    gives NaN as in :func:`min`, and +0.0 orders above -0.0."""
+    gives NaN as in :func:`min`, and +0.0 orders above -0.0; the gradient as torch.amax's."""
+    t = _torch_hook.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.reduce("max", x, dim, out, stream, dtype)
     if dim is None and stream is None and dtype is None and type(x) is _arrays.torch_tensor:
         r = _torch_whole(_MAX, x, out)
         if r is not None:
@@ -107,18 +142,29 @@ def segment_sum(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = N
     Returns ``segments`` results of x's dtype and framework. The kernel is the one tuned nearest
     ``segments`` segments of mean length ``n // segments``, n being x's element count (passed to
     the library as the elements the segments span): ``config_for(x.dtype, "sum",
-    (segments, n // segments), problem="segments")`` names it.
+    (segments, n // segments), problem="segments")`` names it. A torch tensor's is
+    ``torch.ops.reduce_tune.segment_sum(x, offsets)`` where torch must see it (torch.compile,
+    autograd: each element's gradient is its segment's, zero outside every segment).
     """
+    t = _torch_hook.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.segment_reduce("sum", x, offsets, out, stream)
     return _segment_reduce("sum", x, offsets, out=out, stream=stream)
 
 
 def segment_min(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:
     """Minima of segments of `x` (see :func:`segment_sum`)."""
+    t = _torch_hook.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.segment_reduce("min", x, offsets, out, stream)
     return _segment_reduce("min", x, offsets, out=out, stream=stream)
 
 
 def segment_max(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:
     """Maxima of segments of `x` (see :func:`segment_sum`)."""
+    t = _torch_hook.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.segment_reduce("max", x, offsets, out, stream)
     return _segment_reduce("max", x, offsets, out=out, stream=stream)
 
 

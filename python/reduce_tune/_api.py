@@ -38,12 +38,27 @@ def _stream_arg(stream: StreamLike) -> Optional[Tuple[int, Optional[int]]]:
                     "torch.cuda.Stream, cupy.cuda.Stream or an object with __cuda_stream__)")
 
 
-def _run_stream(arg: Optional[Tuple[int, Optional[int]]], arrays: Sequence[Array], dev: int) -> int:
-    """The stream the call runs on, ordered after the work that wrote the inputs: the one given,
-    else the input framework's current stream (torch, CuPy; a __cuda_array_interface__'s own
-    stream; else the legacy default stream)."""
+Input = Tuple[Any, str, Optional[Array]]  # (object, its name in messages, read or None: DLPack)
+
+
+def _read(x: Any, what: str) -> Optional[Array]:
+    """`x` read, or None for a DLPack array: its capsule is asked for by _place, once the stream
+    that the producer must order its work before is known."""
+    return _arrays.read_or_defer(x, what)
+
+
+def _place(arg: Optional[Tuple[int, Optional[int]]], inputs: Sequence[Input]
+           ) -> Tuple[List[Array], int, int]:
+    """(the inputs read, the GPU, the stream) of a call: the first input's GPU; the stream given,
+    else the first input's framework's current stream (torch, CuPy; a __cuda_array_interface__'s
+    own stream; else the legacy default stream). The stream is ordered after the work that wrote
+    the inputs: __cuda_array_interface__ v3 streams and other frameworks' current streams are
+    waited for, and DLPack producers are handed the stream (``__dlpack__(stream=...)``)."""
+    x, what, first = inputs[0]
+    default = arg[1] if arg is not None and arg[1] is not None and arg[1] >= 0 else 0
+    dev = first.device(default) if first is not None else _arrays.dlpack_device(x, what, default)
     if arg is None:
-        handle = arrays[0].producer or 0
+        handle = (first.producer if first is not None else None) or 0
     else:
         handle, sdev = arg
         if sdev is not None and sdev >= 0:
@@ -52,10 +67,16 @@ def _run_stream(arg: Optional[Tuple[int, Optional[int]]], arrays: Sequence[Array
         elif not _ext.stream_on_device(dev, handle):
             raise ValueError(f"reduce_tune: stream {handle:#x} does not belong to GPU {dev} (the "
                              "array's); pass a stream of the array's GPU")
+    arrays = [a if a is not None else _arrays.read(obj, name, handle) for obj, name, a in inputs]
+    _same_device(dev, [(name, a) for (_, name, _), a in zip(inputs[1:], arrays[1:])])
     for a in arrays:
-        if a.producer is not None and a.producer != handle:
-            _ext.stream_wait(dev, handle, a.producer)
-    return handle
+        _wait(a, dev, handle)
+    return arrays, dev, handle
+
+
+def _wait(a: Array, dev: int, stream: int) -> None:
+    if a.producer is not None and a.producer != stream:
+        _ext.stream_wait(dev, stream, a.producer)
 
 
 def _same_device(dev: int, others: Sequence[Tuple[str, Array]]) -> None:
@@ -114,19 +135,36 @@ class Plan:
             kind, args, result_shape, count, length
 
 
+def check_dim(ndim: int, dim: Dim) -> Optional[int]:
+    """The dimension reduced, 0 or ndim - 1, or None for the whole array (also what a dim of a
+    0-D or 1-D array means). Raises TypeError / ValueError for another dim."""
+    if dim is None:
+        return None
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"reduce_tune: dim must be None or an int, not {type(dim).__name__}")
+    if not -ndim <= dim < max(ndim, 1):
+        raise ValueError(f"reduce_tune: dim {dim} is out of range for a {ndim}-D array")
+    if ndim <= 1:
+        return None
+    d = dim % ndim
+    if d not in (0, ndim - 1):
+        raise ValueError(f"reduce_tune: dim must be None, 0 or -1 ({ndim - 1}); "
+                         f"got {dim} for a {ndim}-D array")
+    return d
+
+
+def result_shape(shape: Sequence[Any], dim: Dim) -> Tuple[Any, ...]:
+    """The shape of a reduction's result: () for the whole array, else `shape` without the
+    dimension reduced. Sizes are only sliced, never compared, so they may be symbolic."""
+    d = check_dim(len(shape), dim)
+    if d is None:
+        return ()
+    return tuple(shape[1:]) if d == 0 else tuple(shape[:-1])
+
+
 def _plan(shape: Shape, strides: Optional[Shape], dim: Dim) -> Plan:
     ndim = len(shape)
-    if dim is not None:
-        if isinstance(dim, bool) or not isinstance(dim, int):
-            raise TypeError(f"reduce_tune: dim must be None or an int, not {type(dim).__name__}")
-        if not -ndim <= dim < max(ndim, 1):
-            raise ValueError(f"reduce_tune: dim {dim} is out of range for a {ndim}-D array")
-        d = dim % max(ndim, 1)
-        if ndim > 1 and d not in (0, ndim - 1):
-            raise ValueError(f"reduce_tune: dim must be None, 0 or -1 ({ndim - 1}); "
-                             f"got {dim} for a {ndim}-D array")
-        if ndim <= 1:
-            dim = None
+    dim = check_dim(ndim, dim)
     n = math.prod(shape)
     if dim is None:
         if n == 0 or strides is None:
@@ -182,15 +220,15 @@ def _identity(dt: _dtypes.DType, op: str) -> Union[int, float]:
     return hi if op == "min" else lo
 
 
-def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int, dlpack_stream: Optional[int],
+def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int,
             rdt: Optional[_dtypes.DType] = None) -> Tuple[Any, int, str]:
-    """(result object, its pointer, its kind): `out` checked, or a new array of a's framework, of
-    dtype `rdt` (default: a's)."""
+    """(result object, its pointer, its kind): `out` checked (and the call's stream ordered after
+    the work on it), or a new array of a's framework, of dtype `rdt` (default: a's)."""
     rdt = rdt or a.dtype
     if out is None:
         o, ptr = _arrays.empty(a, shape, dev, stream, None if rdt == a.dtype else rdt)
         return o, ptr, a.kind
-    o = _arrays.read(out, "out", dlpack_stream)
+    o = _arrays.read(out, "out", stream)
     want = math.prod(shape)
     if o.dtype != rdt:
         raise TypeError(f"reduce_tune: out has dtype {o.dtype.name}, the result is {rdt.name}")
@@ -200,6 +238,7 @@ def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int, dlpack_stre
     if not o.contiguous():
         raise ValueError("reduce_tune: out must be contiguous")
     _same_device(dev, [("out", o)])
+    _wait(o, dev, stream)
     return out, o.ptr, o.kind
 
 
@@ -232,13 +271,18 @@ def _result_dtype(a: Array, dtype: Any, kind: str) -> Optional[_dtypes.DType]:
     DType::f32); None when it is the element type."""
     if dtype is None:
         return None
-    r = _dtypes.from_any(dtype)
-    if r == a.dtype:
+    return check_result_dtype(a.dtype, _dtypes.from_any(dtype), kind == "array")
+
+
+def check_result_dtype(x: _dtypes.DType, r: _dtypes.DType, whole: bool) -> Optional[_dtypes.DType]:
+    """r, the result dtype asked for an array of dtype x, checked: None when it is x's; float32
+    for bfloat16/float16 reduced `whole`; else TypeError or ValueError."""
+    if r == x:
         return None
-    if r.name != "float32" or a.dtype.name not in ("bfloat16", "float16"):
-        raise TypeError(f"reduce_tune: dtype={r.name} for a {a.dtype.name} array: the result is the "
+    if r.name != "float32" or x.name not in ("bfloat16", "float16"):
+        raise TypeError(f"reduce_tune: dtype={r.name} for a {x.name} array: the result is the "
                         "element type, or float32 for bfloat16 and float16")
-    if kind != "array":
+    if not whole:
         raise ValueError("reduce_tune: dtype=float32 is for a whole contiguous (or evenly strided) "
                          "array reduced to one value (dim=None)")
     return r
@@ -249,13 +293,16 @@ def reduce(op: str, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamL
     """sum, min or max by `op` (see sum)."""
     opv = _dtypes.op_value(op)
     sarg = _stream_arg(stream)
-    dls = sarg[0] if sarg else None
-    a = _arrays.read(x, "x", dls)
-    plan = _plan(a.shape, a.strides, dim)
-    rdt = _result_dtype(a, dtype, plan.kind)
-    dev = a.device(sarg[1] if sarg and sarg[1] is not None else 0)
-    s = _run_stream(sarg, [a], dev)
-    res, rptr, rkind = _result(a, plan.result_shape, out, dev, s, dls, rdt)
+    a = _read(x, "x")
+    plan = rdt = None
+    if a is not None:  # what can be checked without the driver is, before it is asked anything
+        plan = _plan(a.shape, a.strides, dim)
+        rdt = _result_dtype(a, dtype, plan.kind)
+    (a,), dev, s = _place(sarg, [(x, "x", a)])
+    if plan is None:  # a DLPack array, read now
+        plan = _plan(a.shape, a.strides, dim)
+        rdt = _result_dtype(a, dtype, plan.kind)
+    res, rptr, rkind = _result(a, plan.result_shape, out, dev, s, rdt)
     if plan.count == 0:
         return res
     dt = a.dtype.value
@@ -270,31 +317,40 @@ def reduce(op: str, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamL
         _ext.reduce_columns(dev, dt, opv, a.ptr, *plan.args[:2], rptr, s, plan.args[2])
     else:  # "rows+array": one partial result per row, then their reduction
         r, c, rs = plan.args
-        tmp, tptr = _arrays.empty(a, (r,), dev, s)
+        tmp, tptr, keep = _arrays.scratch(a, r, dev, s)
         _ext.reduce_rows(dev, dt, opv, a.ptr, r, c, tptr, s, rs)
         _ext.reduce(dev, dt, opv, tptr, r, rptr, s)
-        del tmp  # frameworks free stream-ordered; a DeviceArray frees after the device is done
+        del tmp, keep  # freed stream-ordered on s (a DeviceArray after the device is done)
     return res
+
+
+def _check_segments(a: Array, o: Array) -> None:
+    check_segments(o.dtype.name, o.shape, a.contiguous() and o.contiguous())
+
+
+def check_segments(offsets_dtype: str, offsets_shape: Sequence[Any], contiguous: bool) -> None:
+    """The segment reductions' arguments: int64 offsets, 1-D with at least one entry; x and
+    offsets contiguous. TypeError or ValueError otherwise."""
+    if offsets_dtype != "int64":
+        raise TypeError(f"reduce_tune: offsets must be int64, not {offsets_dtype}")
+    if len(offsets_shape) != 1 or offsets_shape[0] < 1:
+        raise ValueError("reduce_tune: offsets must be 1-D with segments + 1 >= 1 entries; shape "
+                         f"{tuple(offsets_shape)}")
+    if not contiguous:
+        raise ValueError("reduce_tune: x and offsets must be contiguous for the segment reductions")
 
 
 def segment_reduce(op: str, x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:
     """segment_sum, segment_min or segment_max by `op` (see segment_sum)."""
     opv = _dtypes.op_value(op)
     sarg = _stream_arg(stream)
-    dls = sarg[0] if sarg else None
-    a = _arrays.read(x, "x", dls)
-    o = _arrays.read(offsets, "offsets", dls)
-    if o.dtype.name != "int64":
-        raise TypeError(f"reduce_tune: offsets must be int64, not {o.dtype.name}")
-    if len(o.shape) != 1 or o.shape[0] < 1:
-        raise ValueError(f"reduce_tune: offsets must be 1-D with segments + 1 >= 1 entries; shape {o.shape}")
-    if not a.contiguous() or not o.contiguous():
-        raise ValueError("reduce_tune: x and offsets must be contiguous for the segment reductions")
+    a, o = _read(x, "x"), _read(offsets, "offsets")
+    if a is not None and o is not None:
+        _check_segments(a, o)
+    (a, o), dev, s = _place(sarg, [(x, "x", a), (offsets, "offsets", o)])
+    _check_segments(a, o)
     segments = o.shape[0] - 1
-    dev = a.device(sarg[1] if sarg and sarg[1] is not None else 0)
-    _same_device(dev, [("offsets", o)])
-    s = _run_stream(sarg, [a, o], dev)
-    res, rptr, rkind = _result(a, (segments,), out, dev, s, dls)
+    res, rptr, rkind = _result(a, (segments,), out, dev, s)
     if segments and a.size == 0:  # every segment is empty (and x may have no memory at all)
         _arrays.fill(res, rkind, _identity(a.dtype, op), a.dtype, rptr, segments, opv, dev, s)
     elif segments:

@@ -99,8 +99,10 @@ def _torch_setup(torch: Any) -> None:
         _torch_stream = lambda dev: torch.cuda.current_stream(dev).cuda_stream  # noqa: E731
 
 
-def _read_torch(x: Any, torch: Any, what: str) -> Array:
-    if not x.is_cuda:
+def torch_dtype(x: Any, torch: Any, what: str, meta: bool = False) -> DType:
+    """The dtype of a dense CUDA tensor (with `meta`, a meta tensor too: the fake implementations
+    of the custom ops see those); TypeError for another tensor."""
+    if not (x.is_cuda or (meta and x.is_meta)):
         raise TypeError(f"reduce_tune: {what} is a torch tensor on {x.device}, not on a GPU; "
                         "move it with .cuda() first")
     if not _torch_dtypes:
@@ -110,6 +112,11 @@ def _read_torch(x: Any, torch: Any, what: str) -> Array:
         raise _dtypes.unsupported(str(x.dtype))
     if x.layout is not torch.strided:
         raise TypeError(f"reduce_tune: {what} is a {x.layout} tensor; only dense (strided) tensors")
+    return dt
+
+
+def _read_torch(x: Any, torch: Any, what: str) -> Array:
+    dt = torch_dtype(x, torch, what)
     dev = x.get_device()
     strides = None if x.is_contiguous() else tuple(x.stride())
     # torch's __cuda_array_interface__ names its current stream, as here.
@@ -162,18 +169,41 @@ def _read_cai(x: Any, cai: Dict[str, Any], what: str) -> Array:
     return Array(x, "cai", ptr, shape, strides, dt, None, producer)
 
 
-def _read_dlpack(x: Any, what: str, stream: Optional[int]) -> Array:
+def _dlpack_device(x: Any, what: str) -> Tuple[int, int]:
+    """(DLPack device type, id) of a GPU array; TypeError for host memory or another kind of device."""
     dev_type, dev_id = x.__dlpack_device__()
     if dev_type in (_DL_CPU, _DL_CUDA_HOST):
         raise _host_error(what, x)
     if dev_type not in (_DL_CUDA, _DL_CUDA_MANAGED):
         raise TypeError(f"reduce_tune: {what} is on DLPack device type {dev_type}, not a CUDA GPU")
-    # The producer orders its work before `stream` (1: the legacy default; 0 is not allowed).
-    s = 1 if not stream else stream
+    return int(dev_type), int(dev_id)
+
+
+def dlpack_device(x: Any, what: str, default: int) -> int:
+    """The GPU of a DLPack array, without asking for its capsule (managed memory: `default`)."""
+    dev_type, dev_id = _dlpack_device(x, what)
+    return dev_id if dev_type == _DL_CUDA else default
+
+
+def _dlpack_capsule(x: Any, stream: int) -> Any:
+    """The array API's exchange: the consumer names the stream it will use the data on (1: the
+    legacy default stream, 2: the per-thread default stream, else a handle; 0 is not allowed), and
+    the producer orders its pending work on the array before that stream. A versioned (1.x)
+    capsule is asked for first; producers of older versions of the protocol get older calls."""
     try:
-        capsule = x.__dlpack__(stream=s)
-    except TypeError:  # a producer without the stream keyword
-        capsule = x.__dlpack__()
+        return x.__dlpack__(stream=stream, max_version=(1, 0))
+    except TypeError:
+        pass
+    try:
+        return x.__dlpack__(stream=stream)
+    except TypeError:  # a producer without the stream keyword: it assumes the legacy default stream
+        return x.__dlpack__()
+
+
+def _read_dlpack(x: Any, what: str, stream: Optional[int]) -> Array:
+    dev_type, _ = _dlpack_device(x, what)
+    # The stream the call runs on; 0 (the legacy default stream's CUDA runtime handle) is spelled 1.
+    capsule = _dlpack_capsule(x, stream if stream else 1)
     ptr, shape, strides, (code, bits, lanes), (_dt, dl_dev) = _ext.dlpack_view(capsule)
     dt = _dtypes.from_dlpack(code, bits, lanes)
     dev = dl_dev if dev_type == _DL_CUDA else None
@@ -181,7 +211,21 @@ def _read_dlpack(x: Any, what: str, stream: Optional[int]) -> Array:
 
 
 def read(x: Any, what: str = "x", dlpack_stream: Optional[int] = None) -> Array:
-    """Reads `x`; raises TypeError for a host array, an unsupported dtype or a non-array."""
+    """Reads `x`; raises TypeError for a host array, an unsupported dtype or a non-array.
+    dlpack_stream: the stream the call runs on, for a DLPack producer to order its work before
+    (None or 0: the legacy default stream)."""
+    a = _read(x, what, dlpack_stream, False)
+    assert a is not None
+    return a
+
+
+def read_or_defer(x: Any, what: str = "x") -> Optional[Array]:
+    """read, except that a DLPack array (one read through ``__dlpack__`` alone) gives None: its
+    capsule is asked for once the call's stream is known, read(x, what, that stream)."""
+    return _read(x, what, None, True)
+
+
+def _read(x: Any, what: str, dlpack_stream: Optional[int], defer: bool) -> Optional[Array]:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         return _read_torch(x, torch, what)
@@ -192,7 +236,7 @@ def read(x: Any, what: str = "x", dlpack_stream: Optional[int] = None) -> Array:
     if cai is not None:
         return _read_cai(x, cai, what)
     if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
-        return _read_dlpack(x, what, dlpack_stream)
+        return None if defer else _read_dlpack(x, what, dlpack_stream)
     if hasattr(x, "__array_interface__") or hasattr(x, "__array__") or \
             isinstance(x, (list, tuple, int, float, complex, bytes, bytearray, memoryview)):
         raise _host_error(what, x)
@@ -219,6 +263,44 @@ def empty(like: Array, shape: Shape, device: int, stream: int,
         return o, o.data.ptr
     o = DeviceArray(shape, name, device, stream)
     return o, o.ptr
+
+
+def scratch(like: Array, count: int, device: int, stream: int) -> Tuple[Any, int, Any]:
+    """Memory for `count` intermediate results of like's dtype, used by the call's kernels on
+    `stream` only: (array, pointer, what to keep alive as long as the array). Frameworks allocate
+    it on `stream`, so that the memory is handed to other work only after those kernels; while a
+    CUDA graph is being captured on `stream`, the graph owns it (torch: the graph's private pool;
+    CuPy: stream-ordered allocation, whose allocation and free become nodes of the graph)."""
+    if like.kind == "torch":
+        torch = sys.modules["torch"]
+        if _torch_stream(device) == stream:
+            o = like.obj.new_empty((count,))
+        else:
+            on = torch.cuda.default_stream(like.obj.device) if stream in (0, 1) else \
+                torch.cuda.ExternalStream(stream, device=like.obj.device)
+            with torch.cuda.stream(on):
+                o = like.obj.new_empty((count,))
+        return o, o.data_ptr(), None
+    if like.kind == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(device):
+            s = cupy.cuda.ExternalStream(stream)
+            with s:
+                if _cupy_capturing(cupy, stream):
+                    mem = cupy.cuda.MemoryAsyncPool().malloc(max(count, 1) * like.dtype.itemsize)
+                    o = cupy.ndarray((count,), dtype=like.obj.dtype, memptr=mem)
+                else:
+                    o = cupy.empty((count,), dtype=like.obj.dtype)
+        # MemoryAsync frees on the stream it was allocated on while that object lives.
+        return o, o.data.ptr, s
+    o = DeviceArray((count,), like.dtype.name, device, stream)
+    return o, o.ptr, None
+
+
+def _cupy_capturing(cupy: Any, stream: int) -> bool:
+    if stream in (0, 1):  # the legacy default stream cannot capture
+        return False
+    return bool(cupy.cuda.runtime.streamIsCapturing(stream))
 
 
 def fill(obj: Any, kind: str, value: Any, dtype: DType, ptr: int, count: int, op: int,

@@ -156,6 +156,48 @@ def test_dlpack_devices():
         rt.sum(FakeDLPack((10, 0)))  # ROCm
 
 
+class RecordingDLPack:
+    """A CUDA array by its __dlpack_device__ whose __dlpack__ notes how it was called; the capsule
+    is a NumPy array's, so the call gets as far as the result's allocation (the driver)."""
+
+    def __init__(self, calls, signature="standard"):
+        np = pytest.importorskip("numpy")
+        self._a, self._calls = np.ones(6, dtype=np.float32), calls
+        if signature == "old":
+            self.__dlpack__ = lambda stream=None: self._note(stream=stream)
+        elif signature == "bare":
+            self.__dlpack__ = lambda: self._note()
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, GPU 0
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self._note(stream=stream, max_version=max_version)
+
+    def _note(self, **kwargs):
+        self._calls.append(kwargs)
+        return self._a.__dlpack__()
+
+
+@pytest.mark.skipif(GPU_OK, reason="the fake capsule must not reach a GPU")
+def test_dlpack_producers_get_the_calls_stream():
+    # The array API's rule: the consumer names the stream it will use the data on, 1 for the
+    # legacy default stream (0 is not allowed), and asks for a versioned capsule first.
+    for stream, want in ((None, 1), (0, 1), (1, 1), (2, 2)):
+        calls = []
+        with pytest.raises(RuntimeError, match="no CUDA driver or GPU"):
+            rt.sum(RecordingDLPack(calls), stream=stream)
+        assert calls == [{"stream": want, "max_version": (1, 0)}], stream
+    calls = []
+    with pytest.raises(RuntimeError, match="no CUDA driver or GPU"):
+        rt.max(RecordingDLPack(calls, "old"), stream=2)
+    assert calls == [{"stream": 2}]
+    calls = []
+    with pytest.raises(RuntimeError, match="no CUDA driver or GPU"):
+        rt.min(RecordingDLPack(calls, "bare"))
+    assert calls == [{}]
+
+
 def test_masked_array_is_a_value_error():
     with pytest.raises(ValueError, match="masked"):
         rt.sum(FakeCAI((4,), mask=object()))

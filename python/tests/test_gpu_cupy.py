@@ -63,3 +63,110 @@ def test_current_stream(cupy):
     assert float(r) == 3.0 * n
     assert rt.sum(cupy.zeros(0, dtype=cupy.float64)).item() == 0
     assert rt.max(cupy.zeros(0, dtype=cupy.float64)).item() == -math.inf
+
+
+# ---- streams, graphs, DLPack ------------------------------------------------------------------
+
+SPIN = r'''
+extern "C" __global__ void spin(long long cycles) {
+    const long long start = clock64();
+    while (clock64() - start < cycles) {}
+}
+'''
+
+
+def test_runs_on_cupys_current_stream(cupy):
+    # A non-blocking stream whose write comes late: a call on any other stream would read zeros.
+    spin = cupy.RawKernel(SPIN, "spin")
+    n = 1 << 22
+    x = cupy.zeros(n, dtype=cupy.float32)
+    cupy.cuda.Device().synchronize()
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        spin((1,), (1,), (cupy.int64(100_000_000),))  # tens of ms ahead of the write
+        x.fill(5.0)
+        total = rt.sum(x)
+        rows = rt.max(x.reshape(1024, -1), -1)
+        cols = rt.min(x.reshape(1024, -1), 0)
+        seg = rt.segment_sum(x, cupy.asarray([0, 10, n], dtype=cupy.int64))
+    s.synchronize()
+    assert float(total) == 5.0 * n
+    assert bool((rows == 5.0).all()) and bool((cols == 5.0).all())
+    assert seg.tolist() == [50.0, 5.0 * (n - 10)]
+
+
+def test_graph_capture_and_replay(cupy):
+    n = 1 << 20
+    x = cupy.empty(n, dtype=cupy.float32)
+    m = cupy.empty((700, 300), dtype=cupy.float32)
+    offsets = cupy.asarray([0, 1000, 1000, 70_000, n], dtype=cupy.int64)
+    empty_rows = cupy.empty((5, 0), dtype=cupy.float32)
+
+    def calls():
+        return (rt.sum(x), rt.max(m, -1), rt.min(m, 0), rt.sum(m[:, 3:50]),
+                rt.segment_max(x, offsets), rt.min(empty_rows, -1), rt.max(m.T, -1))
+
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        x[...] = cupy.random.rand(n, dtype=cupy.float32)
+        m[...] = cupy.random.rand(700, 300, dtype=cupy.float32)
+        calls()  # warm-up, as for any capture (the kernels of these sizes compiled and loaded)
+        s.synchronize()
+        s.begin_capture()
+        got = calls()
+        graph = s.end_capture()
+        # Memory of the strided sum's partial results, freed during the capture, must stay the
+        # graph's: arrays allocated now on the same stream must never be written by a replay.
+        others = [cupy.full(k, 7.0, dtype=cupy.float32) for k in (700, 768, 1024, 4096)]
+    for _ in range(3):
+        with s:
+            x[...] = cupy.random.rand(n, dtype=cupy.float32)
+            m[...] = cupy.random.rand(700, 300, dtype=cupy.float32)
+            graph.launch(s)
+        s.synchronize()
+        total, row_max, col_min, strided, seg_max, ident, t_max = got
+        want = float(x.astype(cupy.float64).sum())
+        assert abs(float(total) - want) <= 1e-5 * want
+        assert bool((row_max == m.max(-1)).all()) and bool((col_min == m.min(0)).all())
+        want = float(m[:, 3:50].astype(cupy.float64).sum())
+        assert abs(float(strided) - want) <= 1e-5 * want
+        bounds = offsets.tolist()
+        for k in range(4):
+            a, b = bounds[k], bounds[k + 1]
+            assert float(seg_max[k]) == (float(x[a:b].max()) if b > a else -math.inf)
+        assert ident.tolist() == [math.inf] * 5
+        assert bool((t_max == m.max(0)).all())
+        for o in others:
+            assert bool((o == 7.0).all())
+
+
+class RecordingDLPack:
+    """An array seen only through __dlpack__, noting the stream each call names."""
+
+    def __init__(self, a, streams):
+        self._a, self._streams = a, streams
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self._streams.append(stream)
+        try:
+            return self._a.__dlpack__(stream=stream, max_version=max_version)
+        except TypeError:  # an older CuPy
+            return self._a.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_producers_are_handed_the_calls_stream(cupy):
+    s = cupy.cuda.Stream(non_blocking=True)
+    x = cupy.ones(1000, dtype=cupy.float32)
+    offsets = cupy.asarray([0, 10, 1000], dtype=cupy.int64)
+    streams = []
+    r = rt.sum(RecordingDLPack(x, streams), stream=s)
+    s.synchronize()
+    assert streams == [s.ptr] and float(r.item()) == 1000.0
+    streams.clear()
+    with s:  # x a CuPy array: the call runs on CuPy's current stream, the producer is told so
+        seg = rt.segment_sum(x, RecordingDLPack(offsets, streams))
+    s.synchronize()
+    assert streams == [s.ptr] and seg.tolist() == [10.0, 990.0]

@@ -312,6 +312,51 @@ def test_array_interface_and_dlpack(torch):
     assert np.array_equal(rows.get(), m.amax(-1).cpu().numpy())
 
 
+class RecordingDLPack:
+    """A tensor seen only through __dlpack__, noting the stream each call names."""
+
+    def __init__(self, t, streams):
+        self._t, self._streams = t, streams
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self._streams.append(stream)
+        try:
+            return self._t.__dlpack__(stream=stream, max_version=max_version)
+        except TypeError:  # an older torch
+            return self._t.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self._t.__dlpack_device__()
+
+
+def test_dlpack_producers_are_handed_the_calls_stream(torch):
+    n = 1 << 22
+    x = torch.zeros(n, device="cuda")
+    streams = []
+    r = rt.sum(RecordingDLPack(x.fill_(1.0), streams))  # no stream: the legacy default stream
+    assert streams == [1] and r.item() == n
+    side = torch.cuda.Stream()
+    streams.clear()
+    torch.cuda._sleep(20_000_000)
+    x.fill_(2.0)  # late, on the current stream: torch's __dlpack__ orders it before `side`
+    r = rt.sum(RecordingDLPack(x, streams), stream=side)
+    side.synchronize()
+    assert streams == [side.cuda_stream] and r.item() == 2 * n
+    # x a tensor on torch's current stream (a side stream here), offsets and out only DLPack:
+    # their producers are handed that stream, not the legacy default one.
+    offsets = torch.zeros(3, dtype=torch.int64, device="cuda")
+    out = torch.zeros(2, device="cuda")
+    with torch.cuda.stream(side):
+        streams.clear()
+        torch.cuda._sleep(20_000_000)
+        offsets.copy_(torch.tensor([0, 1000, n], device="cuda"))  # late, on `side`
+        x.fill_(3.0)
+        res = rt.segment_sum(x, RecordingDLPack(offsets, streams), out=RecordingDLPack(out, streams))
+        assert streams == [side.cuda_stream, side.cuda_stream]
+    side.synchronize()
+    assert res._t is out and out.tolist() == [3000.0, 3.0 * (n - 1000)]
+
+
 def test_cuda_graph_capture_and_replay(torch):
     x = torch.randn(1 << 20, device="cuda")
     m = torch.randn(512, 300, device="cuda")

@@ -1,0 +1,250 @@
+"""The reductions as torch custom ops, ``torch.ops.reduce_tune.{sum,min,max}`` and
+``torch.ops.reduce_tune.segment_{sum,min,max}``, with fake implementations (the result's shape and
+dtype, for torch.compile, torch.export and FakeTensorMode) and autograd formulas. Imported, and so
+registered, only once torch is (see _torch_hook).
+
+    sum(Tensor x, int? dim=None, ScalarType? dtype=None) -> Tensor      (min, max alike)
+    segment_sum(Tensor x, Tensor offsets) -> Tensor                     (segment_min, _max alike)
+
+The public functions send a torch tensor through these ops where torch has to see the call: under
+torch.compile (and other tracing), when autograd records it, for tensor subclasses and under
+dispatch modes. A plain eager call on a CUDA tensor that needs no gradient calls the library
+directly: the same kernels on the same stream, without the dispatcher's host time.
+
+The ops run on torch's current stream and allocate through torch's caching allocator, so they can
+be captured into CUDA graphs (torch.cuda.graph, torch.compile's mode="reduce-overhead").
+
+Gradients: sum's flows back to every element (in x's dtype); min's and max's go to the elements
+equal to the result, split evenly among ties, as torch.amin/amax (a NaN result gives NaN
+gradients, as theirs); the segment reductions likewise per segment, and elements outside every
+segment get zero.
+"""
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import torch
+
+from . import _api, _arrays, _dtypes
+
+Tensor = torch.Tensor
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+
+_arrays._torch_setup(torch)
+
+OPS = ("sum", "min", "max")
+_OPV: Dict[str, int] = {op: _dtypes.op_value(op) for op in OPS}
+
+
+def _name(dt: Any) -> str:
+    return str(dt).removeprefix("torch.")
+
+
+# ---- sum, min, max -------------------------------------------------------------------------------
+
+def _reduce_impl(op: str) -> Callable[..., torch.Tensor]:
+    def impl(x: torch.Tensor, dim: Optional[int] = None,
+             dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+        return _api.reduce(op, x, dim, dtype=dtype)
+    return impl
+
+
+def _result_dtype(x: torch.Tensor, dim: Optional[int], dtype: Optional[torch.dtype]) -> torch.dtype:
+    """The result's dtype by the library's rule (x's, or float32 for bf16/f16 reduced whole)."""
+    xd = _arrays.torch_dtype(x, torch, "x", meta=True)
+    if dtype is None:
+        return x.dtype
+    r = _dtypes.from_any(_name(dtype))
+    whole = _api.check_dim(x.dim(), dim) is None
+    return x.dtype if _api.check_result_dtype(xd, r, whole) is None else dtype
+
+
+def _reduce_fake(x: torch.Tensor, dim: Optional[int] = None,
+                 dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    rdt = _result_dtype(x, dim, dtype)
+    return x.new_empty(_api.result_shape(x.shape, dim), dtype=rdt)
+
+
+def _setup_sum(ctx: Any, inputs: Tuple[Any, ...], output: torch.Tensor) -> None:
+    x, dim, _ = inputs
+    ctx.d, ctx.shape, ctx.dtype = _api.check_dim(x.dim(), dim), x.shape, x.dtype
+
+
+def _sum_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None, None]:
+    g = grad if ctx.d is None else grad.unsqueeze(ctx.d)
+    return g.expand(ctx.shape).to(ctx.dtype), None, None
+
+
+def _setup_extreme(ctx: Any, inputs: Tuple[Any, ...], output: torch.Tensor) -> None:
+    x, dim, _ = inputs
+    ctx.d = _api.check_dim(x.dim(), dim)
+    ctx.save_for_backward(x, output)
+
+
+def _extreme_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None, None]:
+    # torch.amax/amin's rule: the gradient split evenly among the elements equal to the result.
+    x, r = ctx.saved_tensors
+    if ctx.d is None:
+        mask = x == r
+        count = mask.sum()
+    else:
+        r, grad = r.unsqueeze(ctx.d), grad.unsqueeze(ctx.d)
+        mask = x == r
+        count = mask.sum(ctx.d, keepdim=True)
+    return ((grad / count) * mask).to(x.dtype), None, None
+
+
+# ---- segments -------------------------------------------------------------------------------------
+
+def _segment_impl(op: str) -> Callable[..., torch.Tensor]:
+    def impl(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        return _api.segment_reduce(op, x, offsets)
+    return impl
+
+
+def _segment_fake(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    _arrays.torch_dtype(x, torch, "x", meta=True)
+    _api.check_segments(_name(offsets.dtype), offsets.shape,
+                        x.is_contiguous() and offsets.is_contiguous())
+    if offsets.device != x.device:
+        raise ValueError(f"reduce_tune: offsets is on {offsets.device}, the input on {x.device}")
+    return x.new_empty((offsets.shape[0] - 1,))
+
+
+def _setup_segment(ctx: Any, inputs: Tuple[Any, ...], output: torch.Tensor) -> None:
+    x, offsets = inputs
+    ctx.save_for_backward(x, offsets, output)
+
+
+def _segment_of_each(x: torch.Tensor, offsets: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(the segment of each element of x, flattened, clamped to a valid one; whether it is in
+    one): the last s with offsets[s] <= i, which skips empty segments (offsets never decrease)."""
+    pos = torch.arange(x.numel(), device=x.device)
+    seg = torch.searchsorted(offsets, pos, right=True) - 1
+    segments = offsets.shape[0] - 1
+    inside = (seg >= 0) & (seg < segments)
+    return seg.clamp(0, segments - 1), inside
+
+
+def _segment_sum_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+    x, offsets, _ = ctx.saved_tensors
+    if grad.shape[0] == 0:
+        return torch.zeros_like(x), None
+    seg, inside = _segment_of_each(x, offsets)
+    gx = torch.where(inside, grad.index_select(0, seg), 0)
+    return gx.reshape(x.shape).to(x.dtype), None
+
+
+def _segment_extreme_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+    x, offsets, r = ctx.saved_tensors
+    if grad.shape[0] == 0:
+        return torch.zeros_like(x), None
+    seg, inside = _segment_of_each(x, offsets)
+    mask = inside & (x.reshape(-1) == r.index_select(0, seg))
+    count = torch.zeros(r.shape, dtype=torch.int64, device=r.device).scatter_add(0, seg, mask.long())
+    share = grad.index_select(0, seg) / count.index_select(0, seg)
+    gx = torch.where(inside, share * mask, 0)
+    return gx.reshape(x.shape).to(x.dtype), None
+
+
+# ---- registration ---------------------------------------------------------------------------------
+
+_REDUCE_SCHEMA = "(Tensor x, int? dim=None, ScalarType? dtype=None) -> Tensor"
+_SEGMENT_SCHEMA = "(Tensor x, Tensor offsets) -> Tensor"
+
+for _op in OPS:
+    _d = torch.library.custom_op(f"reduce_tune::{_op}", _reduce_impl(_op), mutates_args=(),
+                                 schema=_REDUCE_SCHEMA)
+    _d.register_fake(_reduce_fake)
+    if _op == "sum":
+        _d.register_autograd(_sum_backward, setup_context=_setup_sum)
+    else:
+        _d.register_autograd(_extreme_backward, setup_context=_setup_extreme)
+    _d = torch.library.custom_op(f"reduce_tune::segment_{_op}", _segment_impl(_op), mutates_args=(),
+                                 schema=_SEGMENT_SCHEMA)
+    _d.register_fake(_segment_fake)
+    _d.register_autograd(_segment_sum_backward if _op == "sum" else _segment_extreme_backward,
+                         setup_context=_setup_segment)
+del _op, _d
+
+_REDUCE = {op: getattr(torch.ops.reduce_tune, op).default for op in OPS}
+_SEGMENT = {op: getattr(torch.ops.reduce_tune, "segment_" + op).default for op in OPS}
+
+
+# ---- the public functions' torch path ---------------------------------------------------------------
+
+def _direct(x: Any) -> bool:
+    """Whether a call on x may skip the dispatcher: eager, a plain tensor, no gradient to record,
+    no dispatch mode to see it."""
+    return (not _is_compiling() and type(x) is Tensor and not (x.requires_grad and _grad_enabled())
+            and not _dispatch_modes())
+
+
+def reduce(op: str, x: torch.Tensor, dim: Any, out: Any, stream: Any, dtype: Any) -> Any:
+    """reduce_tune.sum / min / max of a torch tensor."""
+    if _direct(x):
+        if dim is None and stream is None and dtype is None:
+            r = _api.torch_whole(_OPV[op], x, out)
+            if r is not None:
+                return r
+        return _api.reduce(op, x, dim, out=out, stream=stream, dtype=dtype)
+    _api.check_dim(x.dim(), dim)
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        dtype = getattr(torch, _dtypes.from_any(dtype).name)
+    if stream is not None and _is_compiling():  # stream=: eager only, a graph break here
+        return _api.reduce(op, x, dim, out=out, stream=stream, dtype=dtype)
+    return _call(_REDUCE[op], (x, dim, dtype), x, out, stream)
+
+
+def segment_reduce(op: str, x: torch.Tensor, offsets: Any, out: Any, stream: Any) -> Any:
+    """reduce_tune.segment_sum / _min / _max of a torch tensor."""
+    # offsets: a plain tensor or another framework's array (int64: never differentiated)
+    if _direct(x) and (type(offsets) is Tensor or not isinstance(offsets, Tensor)):
+        return _api.segment_reduce(op, x, offsets, out=out, stream=stream)
+    if not isinstance(offsets, Tensor):
+        raise TypeError("reduce_tune: offsets must be a torch tensor where x is one and the call is "
+                        f"traced or differentiated, not {type(offsets).__name__}")
+    if stream is not None and _is_compiling():  # stream=: eager only, a graph break here
+        return _api.segment_reduce(op, x, offsets, out=out, stream=stream)
+    return _call(_SEGMENT[op], (x, offsets), x, out, stream)
+
+
+def _call(fn: Any, args: Tuple[Any, ...], x: torch.Tensor, out: Any, stream: Any) -> Any:
+    if out is not None:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"reduce_tune: out must be a torch tensor for a torch input here, not "
+                            f"{type(out).__name__}")
+        if _grad_enabled() and (x.requires_grad or out.requires_grad):
+            raise RuntimeError("reduce_tune: out= does not support automatic differentiation (as "
+                               "torch's out= functions), and an argument requires grad")
+    if stream is None:
+        r = fn(*args)
+        return r if out is None else _write(out, r)
+    return _eager_on_stream(fn, args, x, out, stream)
+
+
+def _eager_on_stream(fn: Any, args: Tuple[Any, ...], x: torch.Tensor, out: Any, stream: Any) -> Any:
+    """The op on the stream= given, ordered after the work on torch's current stream (x's), as
+    the direct calls are."""
+    sarg = _api._stream_arg(stream)
+    _, _, handle = _api._place(sarg, [(x, "x", _arrays.read(x, "x"))])
+    s = torch.cuda.default_stream(x.device) if handle in (0, 1) else \
+        torch.cuda.ExternalStream(handle, device=x.device)
+    with torch.cuda.stream(s):
+        r = fn(*args)
+        return r if out is None else _write(out, r)
+
+
+def _write(out: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """out= of a traced call: the op's result copied into it, after the checks of the direct call."""
+    if out.dtype != r.dtype:
+        raise TypeError(f"reduce_tune: out has dtype {_name(out.dtype)}, the result is {_name(r.dtype)}")
+    if out.numel() != r.numel():
+        raise ValueError(f"reduce_tune: out has {out.numel()} elements (shape {tuple(out.shape)}); "
+                         f"the result has {r.numel()} (shape {tuple(r.shape)})")
+    if not out.is_contiguous():
+        raise ValueError("reduce_tune: out must be contiguous")
+    if out.device != r.device:
+        raise ValueError(f"reduce_tune: out is on {out.device}, the input on {r.device}")
+    out.view(r.shape).copy_(r)
+    return out
