@@ -36,7 +36,7 @@ result.
 
 The kernel for each (GPU, dtype, op, size) comes from the tuning store that ``reduce-tune tune``
 writes (``$REDUCE_TUNE_DB``, else the default path; ``python -m reduce_tune --help``), else the
-tuning shipped inside the package for the same GPU model (H100, H200), else a built-in default;
+tuning built into the package for the same GPU model (H100, H200), else a built-in default;
 :func:`config_for` says which. The first call at a size compiles its kernel
 (NVRTC, cached on disk).
 
@@ -64,11 +64,8 @@ _SUM, _MIN, _MAX = _OPS["sum"], _OPS["min"], _OPS["max"]
 
 __version__: str = _ext.version
 
-# The sm_90 tuning installed inside the package (share/tuning.db): looked up after the user's own
-# store, as the C++ library looks up its installed copy ($REDUCE_TUNE_SHIPPED_DB wins; empty: none).
-_SHIPPED_DB = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "share", "tuning.db")
-if _os.path.isfile(_SHIPPED_DB):
-    _ext.set_shipped_path(_SHIPPED_DB)
+# The shipped tuning is built into the extension, as into the C++ library ($REDUCE_TUNE_SHIPPED_DB
+# names another file; empty: none).
 # The torch custom ops (torch.ops.reduce_tune.*): registered now if torch is imported, else as soon
 # as it is; torch itself is never imported here.
 _torch_hook.install()
@@ -171,7 +168,7 @@ def segment_max(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = N
 def config_for(dtype: Any, op: str, n: Union[int, Tuple[int, int]], *, problem: str = "array",
                device: int = 0) -> Dict[str, Any]:
     """The configuration the calls above use, and why: a dict with ``key`` (the kernel
-    configuration), ``match`` ("exact", "nearest_size", "shipped", "same_arch", "related" or
+    configuration), ``match`` ("exact", "nearest_size", "shipped", "same_arch", "carried", "related" or
     "builtin"), ``tuned_shape`` / ``tuned_n`` (where it was measured), ``median_us`` and ``gbps``
     (its measured time), ``device_name`` (the GPU it was measured on), ``note``.
 
