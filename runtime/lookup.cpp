@@ -1,6 +1,8 @@
 // reduce-tune: configuration lookup from the store, graded, with the built-in default.
 #include "runtime/lookup.h"
 
+#include "runtime/defaults.h"
+
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
 #include "kernels/segmented.h"
@@ -38,13 +40,15 @@ struct Pick {
   Config config;
 };
 
-/// The configuration a row measured on `from` gives a call on `to`: its vector width scaled to
-/// load the same bytes (float32 v4: float64 v2, bf16 v8) where that is a whole number of elements.
+} // namespace
+
 Config translated(Config c, DType from, DType to) {
   const std::size_t bytes = std::size_t(c.vec) * size_of(from);
   if (bytes % size_of(to) == 0) c.vec = int(bytes / size_of(to));
   return c;
 }
+
+namespace {
 
 /// Why a stored row cannot be used for `t` under `req`, or nullopt (and its configuration in *out).
 /// A row of another dtype (the related grade) is tried with its vector width translated, then as
@@ -162,78 +166,6 @@ std::string_view name(Match m) {
   return "?";
 }
 
-Config builtin_config(DType dtype, std::uint64_t n) {
-  // From the project's default sweep on an H100 80GB HBM3 (2026-11-21, float32 sum, cold L2,
-  // docs/results/h100-default-sweep.md), restricted to one launch with a deterministic finish:
-  // b256.u4.v4.g0.lastblock is the best such point at 2^20 (8.30 us); from 2^24 up a data-sized
-  // grid makes tens of thousands of blocks take the last-block ticket (2^28: 444.7 us, 69% of
-  // peak), where 4 blocks per SM stay within 2% of the fastest lastblock point (2^24: 35.5 us,
-  // 2^26: 101.0 us; 2^28: 354.5 us at 8 per SM, 91% of peak; any finish: 349.2 us).
-  Config c;
-  c.variant = "vectorized";
-  c.block = 256;
-  c.unroll = 4;
-  c.vec = int(16 / size_of(dtype));
-  c.grid = n > (std::uint64_t(1) << 20) ? 4 : 0;
-  c.tail = Tail::shfl;
-  c.finish = Finish::lastblock;
-  return c;
-}
-
-Config builtin_config(Problem problem, DType dtype, Shape shape, bool deterministic) {
-  if (problem == Problem::array) return builtin_config(dtype, shape.length);
-  // Chosen from the segmented catalogue's mappings by what each is for, not tuned (the tuner's
-  // sweep replaces them): a thread per row for the shortest rows, groups of lanes, a block per
-  // row, and several blocks per row (atomic) once one block would loop too long.
-  const int vec = int(std::min<std::size_t>(4, 16 / size_of(dtype)));
-  // bf16 and f16 sums must not combine atomically into the result (kernels/catalogue.cpp; the
-  // built-in default does not know the op): no atomic mappings for them.
-  const bool atomics = !is_half(dtype) && !(deterministic && is_float(dtype));
-  Config c;
-  c.block = 256;
-  c.tail = Tail::shfl;
-  c.finish = Finish::direct;
-  switch (problem) {
-  case Problem::rows:
-    if (shape.length <= 8) {
-      c.variant = "rows_group", c.width = 1, c.unroll = 1, c.vec = 1;
-    } else if (shape.length <= 512) {
-      c.variant = "rows_group", c.width = 32, c.unroll = 2, c.vec = vec;
-    } else if (shape.length <= (std::uint64_t(1) << 16) || !atomics) {
-      c.variant = "rows_block", c.unroll = 4, c.vec = vec;
-    } else {
-      c.variant = "rows_split", c.unroll = 4, c.vec = vec, c.grid = 4, c.finish = Finish::atomic;
-    }
-    break;
-  case Problem::columns:
-    if (shape.count < 256 && atomics) {
-      c.variant = "columns_split", c.unroll = 4, c.vec = 2, c.grid = 4, c.finish = Finish::atomic;
-    } else {
-      c.variant = "columns_tile", c.unroll = 4, c.vec = vec;
-    }
-    break;
-  case Problem::segments:
-    if (atomics) {
-      c.variant = "segments_binned", c.width = 32, c.unroll = 2, c.vec = vec, c.grid = 4;
-      c.finish = Finish::atomic;
-    } else {
-      c.variant = "segments_group", c.width = 32, c.unroll = 2, c.vec = vec;
-    }
-    break;
-  case Problem::array: break;
-  }
-  return c;
-}
-
-Choice builtin_choice(Problem problem, DType dtype, Shape shape, std::string note, bool deterministic) {
-  Choice c;
-  c.config = builtin_config(problem, dtype, shape, deterministic);
-  c.problem = problem;
-  c.match = Match::builtin;
-  c.note = std::move(note);
-  return c;
-}
-
 DeviceKey device_key(const cuda::DeviceInfo& info) {
   DeviceKey k;
   k.uuid = info.uuid;
@@ -275,7 +207,7 @@ double gpu_distance(const DeviceKey& a, const db::DeviceRecord& b) {
 Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
               Op op, Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
   shape.count = std::max<std::uint64_t>(shape.count, 1);
-  if (!store && !shipped) return builtin_choice(problem, dtype, shape, why_none, req.deterministic);
+  if (!store && !shipped) return builtin_choice(problem, dtype, op, shape, req, device, why_none);
   Target t;
   t.dtype = dtype;
   t.op = op;
@@ -381,11 +313,10 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   if (problem != Problem::array) where += " " + std::string(name(problem));
   where += " on this GPU or any other";
   if (valid_rows == 0)
-    return builtin_choice(problem, dtype, shape, "no tuning for " + where, req.deterministic);
-  return builtin_choice(problem, dtype, shape,
+    return builtin_choice(problem, dtype, op, shape, req, device, "no tuning for " + where);
+  return builtin_choice(problem, dtype, op, shape, req, device,
                         "no stored configuration for " + where + " is usable here: passed over " +
-                            passed.text(),
-                        req.deterministic);
+                            passed.text());
 }
 
 Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op, Problem problem,

@@ -45,15 +45,10 @@ DeviceKey device_key(const db::DeviceRecord& record);
 /// whose lengths are not known) as 0. The Reducer looks up and caches per bucket.
 Shape lookup_point(Shape shape);
 
-/// The built-in default for the array problem of n elements: the vectorized streaming kernel
-/// (16-byte loads), 256 threads, 4 loads in flight, shuffle tail, last-block finish
-/// (deterministic, one launch, result on the device), so it meets every Requirements; a
-/// data-sized grid up to 2^20 elements, a grid-stride one of 4 blocks per SM above.
-Config builtin_config(DType dtype, std::uint64_t n);
-/// The built-in default for any problem and shape (the array one as above). Segmented problems
-/// pick the mapping by segment length (a group of lanes for short rows, a block for long ones,
-/// several blocks for very long ones); `deterministic` keeps floating-point atomics out.
-Config builtin_config(Problem problem, DType dtype, Shape shape, bool deterministic = false);
+/// The configuration a row measured for `from` gives a call of `to`: its vector width scaled to
+/// load the same bytes (float32 v4: float64 v2, bf16 v8) where that is a whole number of
+/// elements. The related grade and the built-in defaults (runtime/defaults.h) use it.
+Config translated(Config c, DType from, DType to);
 
 /// How unlike two GPUs are, for carrying tuning across models: |log2| of the ratio of their SM
 /// counts, plus that of their memory bandwidths, plus that of their L2 sizes (each factor of 2
@@ -90,8 +85,5 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
 Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op,
               std::uint64_t n, const Requirements& req);
 
-/// The built-in default as a Choice, with `note` saying why it was used.
-Choice builtin_choice(Problem problem, DType dtype, Shape shape, std::string note,
-                      bool deterministic = false);
 
 } // namespace reduce_tune

@@ -12,6 +12,7 @@
 #include "kernels/reference.h"
 #include "kernels/runner.h"
 #include "runtime/capture.h"
+#include "runtime/defaults.h"
 #include "runtime/lookup.h"
 #include "runtime/shipped.h"
 
@@ -159,6 +160,16 @@ struct Reducer::Impl {
     return t;
   }
 
+  /// What a call's configuration must meet: the Options', and where its result goes.
+  Requirements requirements(bool device_result, bool wide_result) const {
+    Requirements req;
+    req.deterministic = options.deterministic;
+    req.allow_in_place = options.allow_in_place;
+    req.device_result = device_result;
+    req.wide_result = wide_result;
+    return req;
+  }
+
   /// The lookup for a bucket, at its lower end 2^k (where sweeps measure). A store that cannot be
   /// read gives the built-in default, as no store does.
   Choice choose(DType dtype, Op op, std::uint64_t at, Result result) {
@@ -168,18 +179,13 @@ struct Reducer::Impl {
   Choice choose(DType dtype, Op op, Problem problem, Shape at, bool device_result,
                 bool wide_result = false) {
     const DeviceKey device = device_key(info);
-    Requirements req;
-    req.deterministic = options.deterministic;
-    req.allow_in_place = options.allow_in_place;
-    req.device_result = device_result;
-    req.wide_result = wide_result;
+    const Requirements req = requirements(device_result, wide_result);
     std::lock_guard lock(store_mu);
     try {
       return lookup(store.get(), shipped.get(), device, dtype, op, problem, at, req, no_store);
     } catch (const db::StoreError& e) {
-      return builtin_choice(problem, dtype, at,
-                            std::string("the tuning store could not be read: ") + e.what(),
-                            options.deterministic);
+      return builtin_choice(problem, dtype, op, at, req, device,
+                            std::string("the tuning store could not be read: ") + e.what());
     }
   }
 
@@ -286,10 +292,11 @@ struct Reducer::Impl {
     if (e.choice->match == Match::builtin) throw;
     std::string why = err.what();
     why = why.substr(0, why.find('\n')); // a compile error's log follows its first line
-    e.choice = builtin_choice(problem, dtype, at,
+    // The result on the device serves every call (a host one too).
+    e.choice = builtin_choice(problem, dtype, op, at, requirements(true, wide_result),
+                              device_key(info),
                               "the stored configuration " + key(e.choice->config) +
-                                  " failed to load: " + why,
-                              options.deterministic);
+                                  " failed to load: " + why);
     e.kernel = loader.load(e.choice->config, dtype, op, wide_result);
   }
 

@@ -34,7 +34,7 @@ expect(0 "float32 max segments 2\\^20 x 2\\^4 -> segments_[a-z_]+\\.[^ ]+  relat
 expect(0 "float64 sum columns .* related .*tuned for (float32|int32) sum"
        --lookup --uuid ${h100} --dtype float64 --op sum --problem columns --shape 65536x256)
 # The 1-D reduction of another element size keeps the built-in default.
-expect(0 "float64 max n=2\\^24 -> vectorized\\.[^ ]+  builtin; no tuning for float64 max"
+expect(0 "float64 max n=2\\^24 -> (vectorized|streaming)\\.[^ ]+  builtin; no tuning for float64 max"
        --lookup --uuid ${h100} --dtype float64 --op max --n 2^24)
 expect(1 "no device GPU-nope in .* or the shipped tuning" --lookup --uuid GPU-nope --n 2^20)
 expect(2 "query --lookup needs --uuid or --device" --lookup --n 2^20)

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/catalogue.h"
+#include "runtime/defaults.h"
 #include "runtime/lookup.h"
 #include "runtime/shipped.h"
 #include "tests/fixtures.h"
@@ -219,7 +220,7 @@ TEST_CASE("lookup: carried from a GPU of another architecture before the built-i
   const db::Store empty(":memory:");
   const Choice e = lookup(empty, C, DType::i64, Op::sum, k20, {});
   CHECK(e.match == Match::builtin);
-  CHECK(e.config == builtin_config(DType::i64, k20));
+  CHECK(e.config == builtin_config(Problem::array, DType::i64, Op::sum, {1, k20}, {}, C));
   CHECK(e.tuned_n == 0);
   CHECK(e.median_us == 0);
   CHECK(e.device_name.empty());
@@ -255,56 +256,6 @@ TEST_CASE("lookup: carried tuning comes from the most similar GPU", "[lookup]") 
   c = lookup(s, l4, DType::f32, Op::max, k20, {});
   CHECK(c.match == Match::related);
   CHECK_THAT(c.note, Catch::StartsWith("tuned for float32 sum on A10"));
-}
-
-TEST_CASE("lookup: the built-in default", "[lookup]") {
-  CHECK(key(builtin_config(DType::f32, 1u << 20)) == "vectorized.b256.u4.v4.g0.shfl.lastblock");
-  CHECK(key(builtin_config(DType::f64, 1000)) == "vectorized.b256.u4.v2.g0.shfl.lastblock");
-  CHECK(key(builtin_config(DType::f32, (1u << 20) + 1)) == "vectorized.b256.u4.v4.g4.shfl.lastblock");
-  CHECK(key(builtin_config(DType::i32, 1ull << 28)) == "vectorized.b256.u4.v4.g4.shfl.lastblock");
-  // It meets every requirement and is valid for every problem on every GPU NVRTC 13 targets.
-  for (DType d : {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64}) {
-    const Config c = builtin_config(d, 1u << 24);
-    CHECK(c.vec * size_of(d) == 16);
-    CHECK(deterministic(c, d));
-    CHECK_FALSE(find_variant(c.variant)->in_place);
-    CHECK(c.finish != Finish::host);
-    for (Op o : {Op::sum, Op::min, Op::max})
-      for (int cc : {75, 80, 86, 89, 90, 100, 120}) {
-        Target t;
-        t.dtype = d;
-        t.op = o;
-        t.cc = cc;
-        INFO(name(d) << " " << name(o) << " sm_" << cc);
-        CHECK_FALSE(invalid_reason(c, t));
-      }
-  }
-}
-
-TEST_CASE("lookup: the built-in defaults of the segmented problems", "[lookup][segmented]") {
-  CHECK(builtin_config(Problem::rows, DType::f32, {1 << 20, 4}).variant == "rows_group");
-  CHECK(builtin_config(Problem::rows, DType::f32, {1 << 12, 4096}).variant == "rows_block");
-  CHECK(builtin_config(Problem::rows, DType::f32, {4, 1 << 22}).variant == "rows_split");
-  CHECK(builtin_config(Problem::rows, DType::f32, {4, 1 << 22}, true).variant == "rows_block");
-  CHECK(builtin_config(Problem::columns, DType::f32, {16, 1 << 20}).variant == "columns_split");
-  CHECK(builtin_config(Problem::columns, DType::f32, {1 << 14, 1024}).variant == "columns_tile");
-  CHECK(builtin_config(Problem::segments, DType::f32, {1 << 14, 0}).variant == "segments_binned");
-  // Valid for every dtype, op, shape and GPU; deterministic when asked.
-  for (Problem p : {Problem::rows, Problem::columns, Problem::segments})
-    for (DType d : {DType::i32, DType::u32, DType::i64, DType::f32, DType::f64})
-      for (Shape shape : {Shape{1 << 20, 1}, Shape{1 << 14, 300}, Shape{64, 1 << 20}, Shape{3, 1 << 24}})
-        for (bool det : {false, true}) {
-          const Config c = builtin_config(p, d, shape, det);
-          INFO(name(p) << " " << name(d) << " " << shape.count << "x" << shape.length << " " << key(c));
-          CHECK(find_variant(c.variant)->problem == p);
-          if (det) CHECK(deterministic(c, d));
-          for (Op o : {Op::sum, Op::min, Op::max})
-            for (int cc : {75, 90}) {
-              Target t;
-              t.dtype = d, t.op = o, t.cc = cc, t.problem = p;
-              CHECK_FALSE(invalid_reason(c, t));
-            }
-        }
 }
 
 TEST_CASE("lookup: segmented problems graded by shape", "[lookup][segmented]") {
@@ -481,7 +432,7 @@ TEST_CASE("lookup: unusable rows move the answer to the next size, then the next
   add(only_bad, A.uuid, {row(kUnknown, k20, 1.0), row(kUnsafe, k20, 2.0)});
   const Choice b = lookup(only_bad, A, DType::f32, Op::sum, k20, {});
   CHECK(b.match == Match::builtin);
-  CHECK(b.config == builtin_config(DType::f32, k20));
+  CHECK(b.config == builtin_config(Problem::array, DType::f32, Op::sum, {1, k20}, {}, A));
   CHECK_THAT(b.note, Catch::StartsWith("no stored configuration for float32 sum on this GPU or "
                                        "any other is usable here: passed over"));
   CHECK_THAT(b.note, Catch::Contains(kUnknown) && Catch::Contains(kUnsafe));

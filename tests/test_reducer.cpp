@@ -11,6 +11,7 @@
 #include "kernels/driver.h"
 #include "kernels/reference.h"
 #include "reduce_tune/reducer.h"
+#include "runtime/defaults.h"
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
@@ -103,7 +104,8 @@ TEST_CASE("reducer: every dtype and op matches the CPU with the built-in default
       for (Op op : kOps) {
         const Choice c = r.config_for(d, op, n);
         CHECK(c.match == Match::builtin);
-        CHECK(c.config == builtin_config(d, std::bit_floor(n))); // the reducer looks a bucket up at its start
+        CHECK(c.config == builtin_config(Problem::array, d, op, {1, std::bit_floor(n)}, {},
+                                         device_key(g.info))); // the reducer looks a bucket up at its start
         CHECK_THAT(c.note, Catch::StartsWith("no tuning store at "));
         const std::string bad = mismatch(g, c, a, op, reduce_sync(r, d, op, in.get(), n));
         INFO(bad);

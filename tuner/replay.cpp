@@ -2,6 +2,7 @@
 #include "tuner/replay.h"
 
 #include "kernels/catalogue.h"
+#include "runtime/defaults.h"
 #include "runtime/lookup.h"
 
 #include <zlib.h>
@@ -85,7 +86,7 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
         for (std::size_t i = 0; i < std::min<std::size_t>(near.size(), 2); ++i)
           if (rank < near[i].second->size()) hints.seeds.push_back((*near[i].second)[rank]);
       // 3. The built-in default for the point.
-      hints.seeds.push_back(builtin_config(problem, dtype, shape));
+      hints.seeds.push_back(builtin_config(problem, dtype, op, shape, {}, gpu));
 
       auto search = make_search(o.strategy, rec.configs, hints, o.budget, o.seed ^ (count * 0x9e37u) ^ length);
       std::size_t measured = 0, best_at = rec.us.size();

@@ -1,0 +1,491 @@
+#!/usr/bin/env python3
+"""Derives the built-in defaults (runtime/defaults_table.inc) from tuning stores.
+
+The defaults are what a call gets where no store has tuning for its GPU: per problem, a few shape
+classes in hardware terms (bytes, and counts per SM), each with the configuration that served the
+class best in the stores' sweeps. docs/DEFAULTS.md describes the method; in short:
+
+* A point is one measured shape of one GPU model and dtype: its best time is the fastest row kept
+  there. A configuration's ratio at a point is its time over that best; where the store kept no
+  row of it (only the fastest few per shape are shipped) the point is missing, never assumed good.
+* Configurations are compared in 4-byte terms: a row of a 2-byte dtype with v8 is the 4-byte v4
+  (the same 16-byte loads); the runtime scales the vector width back for the call's dtype.
+* Per class the chosen configuration minimises, in this order, the points it misses, its worst
+  ratio, its median ratio. Classes come from splitting each problem's points at powers of two of
+  one hardware feature at a time, greedily, while a split lowers the class costs (a missing point
+  costs as much as a ratio of MISSING_COST) by more than MIN_GAIN, up to MAX_CLASSES a problem.
+* Each class also has an `exact` configuration: the same choice among configurations without an
+  atomic finish (deterministic for every dtype, valid for bf16/f16 sums); where the stores hold
+  none of those for the class, the fast one's atomic-free twin (same loads, marked "twin").
+
+Usage:
+  derive-defaults.py [--stores A.db ...] [--devices NAME ...] [--out FILE | --check FILE]
+  derive-defaults.py --evaluate [--stores ...]   # each GPU's defaults judged on the others
+Python 3 standard library only.
+"""
+import argparse
+import glob
+import gzip
+import math
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHIPPED = os.path.join(HERE, "..", "share", "reduce-tune", "tuning.db")
+# The exhaustive default sweeps kept for replay: every configuration measured at every point.
+EXHAUSTIVE = sorted(glob.glob(os.path.join(HERE, "..", "data", "replay", "*.db.gz")))
+
+SIZE = {"int32": 4, "uint32": 4, "int64": 8, "float32": 4, "float64": 8, "bfloat16": 2,
+        "float16": 2}
+PROBLEMS = ["array", "rows", "columns", "segments"]
+ATOMIC_FINISHES = {"atomic", "firstblock"}
+UNBOUNDED = 99         # a class bound that is no bound (2^-99 .. 2^99)
+MISSING_COST = 2.0     # what a missing point costs a class when choosing splits (a 2x ratio)
+MIN_GAIN = math.log(1.01)  # a split must lower the summed log cost by at least this much
+MAX_CLASSES = 12       # per problem (and for offsets of unknown mean)
+MIN_POINTS = 2         # shapes a class holds at least (of each GPU model where there are several)
+
+# The features a class is bounded in, per problem, all log2 of a hardware-relative quantity.
+FEATURES = {
+    "array": ["bytes_per_sm"],
+    "rows": ["length_bytes", "count_per_sm", "bytes_per_sm"],
+    "columns": ["length_bytes", "count_per_sm", "bytes_per_sm"],
+    "segments": ["length_bytes", "count_per_sm", "bytes_per_sm"],
+    "segments_count_only": ["count_per_sm"],
+}
+SLOTS = ["length_bytes", "count_per_sm", "bytes_per_sm"]  # the table's order (runtime/defaults.h)
+
+
+def bit_floor(x):
+    return 1 << (max(int(x), 1).bit_length() - 1)
+
+
+def parse_key(key):
+    """A key as its variant and its other tokens, in order (b256, u4, ..., the finish last)."""
+    parts = key.split(".")
+    return parts[0], parts[1:]
+
+
+def with_vec(key, vec):
+    variant, toks = parse_key(key)
+    return ".".join([variant] + ["v%d" % vec if t[0] == "v" and t[1:].isdigit() else t
+                                 for t in toks])
+
+
+def vec_of(key):
+    for t in parse_key(key)[1]:
+        if t[0] == "v" and t[1:].isdigit():
+            return int(t[1:])
+    return None
+
+
+def finish_of(key):
+    return parse_key(key)[1][-1]
+
+
+def normalized(key, dtype):
+    """The 4-byte key loading the same bytes as `key` does for `dtype`, or None where there is
+    none (a 2-byte v1 row). Keys without a vector width are as they are."""
+    v = vec_of(key)
+    if v is None:
+        return key
+    size = SIZE[dtype]
+    if v * size % 4:
+        return None
+    return with_vec(key, v * size // 4)
+
+
+def candidate(key):
+    """Whether a normalized key may be a default: valid for every dtype's 4-byte-equivalent
+    (no 32-bit-integer-only redux tail), on the device (no host finish), not in place."""
+    toks = parse_key(key)[1]
+    return "redux" not in toks and "host" not in toks and not key.startswith("neighbored_gmem")
+
+
+def typical_length_bytes(bounds):
+    """log2 of the bytes a result reduces that stands for a class: the middle of its bounds, one
+    step inside the one bound it has, or None where it has neither."""
+    lo, hi = bounds.get("length_bytes", [-UNBOUNDED, UNBOUNDED])
+    if lo != -UNBOUNDED and hi != UNBOUNDED:
+        return (lo + hi) // 2
+    if lo != -UNBOUNDED:
+        return lo + 1
+    if hi != UNBOUNDED:
+        return hi - 1
+    return None
+
+
+def twin(key, bounds):
+    """The atomic-free twin of a configuration (for a class whose stores kept no atomic-free row):
+    the same loads with a deterministic finish, or for the offsets mappings that only exist with
+    atomics, a group of lanes per segment sized to the class's segments."""
+    variant, toks = parse_key(key)
+    if finish_of(key) not in ATOMIC_FINISHES:
+        return key
+    keep = [t for t in toks if t[0] in "buvw" and t[1:].isdigit()]
+    if variant in ("vectorized", "streaming"):
+        g = next(int(t[1:]) for t in toks if t[0] == "g")
+        # A data-sized grid with the last-block finish makes every block take the ticket at large
+        # sizes; 8 blocks per SM is data-sized below that (catalogue.cpp, grid_for).
+        return ".".join([variant] + keep + ["g%d" % (g or 8), "shfl", "lastblock"])
+    stream = "_streaming" if variant.endswith("_streaming") else ""
+    base = variant[: len(variant) - len(stream)]
+    blocks = [t for t in keep if t[0] != "w"]
+    if base == "rows_split":
+        return ".".join(["rows_block" + stream] + blocks + ["direct"])
+    if base == "columns_split":  # narrow stripes: the most blocks without row slices
+        return ".".join(["columns_narrow"] + blocks + ["direct"])
+    if base == "segments_split":
+        return ".".join(["segments_block" + stream] + blocks + ["direct"])
+    if base == "segments_binned":
+        return ".".join(["segments_group" + stream] + keep + ["direct"])
+    # merge, flat, staged: 16 bytes a lane, as many lanes as the class's segments fill (up to a
+    # warp), a block from 2 KiB.
+    t = typical_length_bytes(bounds)
+    if t is None:
+        return "segments_group.b256.w32.u2.v4.direct"
+    if t >= 11:
+        return "segments_block.b512.u4.v4.direct"
+    w = min(max(t - 4, 0), 5)
+    return "segments_group.b256.w%d.u2.v%d.direct" % (1 << w, 1 if w == 0 else 4)
+
+
+# --- the stores ------------------------------------------------------------------------------
+
+class Point:
+    """One measured shape of one GPU model, dtype and op: its rows by normalized key."""
+
+    def __init__(self, device, sm, problem, dtype, op, count, length):
+        self.device, self.sm, self.problem = device, sm, problem
+        self.dtype, self.op, self.count, self.length = dtype, op, count, length
+        self.best = math.inf
+        self.slowest = 0.0   # the slowest row the store kept here
+        self.times = {}      # normalized key -> fastest median
+
+    def features(self, problem=None):
+        size = SIZE[self.dtype]
+        count, length = bit_floor(self.count), bit_floor(self.length)  # lookup_point
+        elements = count * length
+        f = {"bytes_per_sm": math.log2(elements * size / self.sm),
+             "length_bytes": math.log2(length * size),
+             "count_per_sm": math.log2(count / self.sm)}
+        return {k: f[k] for k in FEATURES[problem or self.problem]}
+
+
+def open_store(path):
+    """A store read-only; a .gz one decompressed into a temporary file first."""
+    if not path.endswith(".gz"):
+        return sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    with gzip.open(path) as f, tempfile.NamedTemporaryFile(suffix=".db", delete=False) as t:
+        shutil.copyfileobj(f, t)
+    db = sqlite3.connect(t.name)
+    os.unlink(t.name)  # the open connection keeps the file
+    return db
+
+
+def load(stores, devices):
+    points = {}
+    for path in stores:
+        db = open_store(path)
+        rows = db.execute(
+            "SELECT d.name, d.sm_count, m.problem, m.dtype, m.op, m.count, m.n, m.key, m.median_us "
+            "FROM measurements m JOIN devices d ON d.uuid = m.device_uuid "
+            "WHERE m.valid = 1 AND m.median_us > 0 ORDER BY m.id").fetchall()
+        db.close()
+        for name, sm, problem, dtype, op, count, n, key, us in rows:
+            if devices and not any(d.lower() in name.lower() for d in devices):
+                continue
+            if dtype not in SIZE or problem not in PROBLEMS:
+                continue
+            ident = (name, problem, dtype, op, count, n)
+            p = points.get(ident)
+            if p is None:
+                p = points[ident] = Point(name, sm, problem, dtype, op, count, n)
+            p.best = min(p.best, us)
+            p.slowest = max(p.slowest, us)
+            k = normalized(key, dtype)
+            if k is not None and candidate(k):
+                p.times[k] = min(p.times.get(k, math.inf), us)
+    return list(points.values())
+
+
+# --- the choice within a class ---------------------------------------------------------------
+
+def score(key, pts):
+    ratios = [p.times[key] / p.best for p in pts if key in p.times]
+    missing = len(pts) - len(ratios)
+    if not ratios:
+        return (missing, math.inf, math.inf)
+    return (missing, max(ratios), statistics.median(ratios))
+
+
+def choose(pts, exact=False):
+    """The configuration of a class: fewest missing points, then the lowest worst ratio, then
+    the lowest median; ties by key. None where no allowed configuration was measured in it."""
+    keys = sorted({k for p in pts for k in p.times
+                   if not exact or finish_of(k) not in ATOMIC_FINISHES})
+    if not keys:
+        return None, None
+    best = min(keys, key=lambda k: (score(k, pts), k))
+    return best, score(best, pts)
+
+
+def cost(pts):
+    """A class's cost when choosing splits: its points' log ratios under its choice, a missing
+    point as MISSING_COST."""
+    key, _ = choose(pts)
+    total = 0.0
+    for p in pts:
+        total += math.log(p.times[key] / p.best) if key in p.times else math.log(MISSING_COST)
+    return total
+
+
+class Leaf:
+    def __init__(self, pts, bounds):
+        self.pts, self.bounds = pts, bounds   # bounds: feature -> [lo, hi) exponents
+        self.cost = cost(pts)
+
+
+def shapes_per_model(pts):
+    by = {}
+    for p in pts:
+        by.setdefault(p.device, set()).add((p.count, p.length))
+    return min(len(s) for s in by.values()) if by else 0
+
+
+def best_split(leaf, table):
+    best = None
+    for f in FEATURES[table]:
+        values = sorted({p.features(table)[f] for p in leaf.pts})
+        for a, b in zip(values, values[1:]):
+            # A power of two between two neighbouring shapes, nearest their middle.
+            j = math.floor((a + b) / 2 + 0.5)
+            if not a < j <= b:
+                j = math.floor(a) + 1
+            lo = [p for p in leaf.pts if p.features(table)[f] < j]
+            hi = [p for p in leaf.pts if p.features(table)[f] >= j]
+            if shapes_per_model(lo) < MIN_POINTS or shapes_per_model(hi) < MIN_POINTS:
+                continue
+            gain = leaf.cost - cost(lo) - cost(hi)
+            if best is None or gain > best[0] + 1e-12:
+                best = (gain, f, j, lo, hi)
+    return best
+
+
+def derive(points, table):
+    """The classes of one table ("segments_count_only": offsets whose mean length is unknown)."""
+    problem = "segments" if table == "segments_count_only" else table
+    pts = [p for p in points if p.problem == problem]
+    if table == "segments_count_only":  # staged needs the mean (kernels/segmented.h, needs_mean)
+        pts = clone(pts)
+        for p in pts:
+            p.times = {k: t for k, t in p.times.items() if not k.startswith("segments_staged")}
+    if not pts:
+        return []
+    leaves = [Leaf(pts, {f: [-UNBOUNDED, UNBOUNDED] for f in FEATURES[table]})]
+    while len(leaves) < MAX_CLASSES:
+        splits = [(best_split(l, table), l) for l in leaves]
+        splits = [(s, l) for s, l in splits if s and s[0] >= MIN_GAIN]
+        if not splits:
+            break
+        (gain, f, j, lo, hi), leaf = max(splits, key=lambda x: x[0][0])
+        leaves.remove(leaf)
+        for part, side in ((lo, 1), (hi, 0)):
+            bounds = {k: list(v) for k, v in leaf.bounds.items()}
+            bounds[f][side] = j
+            leaves.append(Leaf(part, bounds))
+    classes = []
+    for leaf in sorted(leaves, key=lambda l: [tuple(l.bounds[f]) for f in FEATURES[table]]):
+        fast, fast_score = choose(leaf.pts)
+        exact, exact_score = choose(leaf.pts, exact=True)
+        measured = exact is not None and exact_score[0] < len(leaf.pts)
+        if not measured:
+            exact, exact_score = twin(fast, leaf.bounds), None
+        classes.append({"bounds": leaf.bounds, "fast": fast, "fast_score": fast_score,
+                        "exact": exact, "exact_score": exact_score, "points": len(leaf.pts)})
+    return classes
+
+
+def tables(points):
+    return {t: derive(points, t) for t in PROBLEMS + ["segments_count_only"]}
+
+
+# --- output ----------------------------------------------------------------------------------
+
+TABLE_NAMES = {"array": "1-D", "rows": "rows", "columns": "columns", "segments": "offsets",
+               "segments_count_only": "offsets, mean unknown"}
+
+
+def bound_text(feature, lo, hi):
+    unit = {"bytes_per_sm": " B/SM", "length_bytes": " B", "count_per_sm": ""}[feature]
+    name = {"bytes_per_sm": "bytes per SM", "length_bytes": "bytes a result",
+            "count_per_sm": "results per SM"}[feature]
+
+    def e(x):
+        return ("%d" % (1 << x)) if x >= 0 else "1/%d" % (1 << -x)
+    if lo == -UNBOUNDED and hi == UNBOUNDED:
+        return None
+    if lo == -UNBOUNDED:
+        return "%s < %s%s" % (name, e(hi), unit)
+    if hi == UNBOUNDED:
+        return "%s >= %s%s" % (name, e(lo), unit)
+    return "%s in [%s, %s)%s" % (name, e(lo), e(hi), unit)
+
+
+def score_text(s, pts):
+    if s is None:
+        return "twin, not measured"
+    return "worst %.3f, median %.3f, %d/%d not kept" % (s[1], s[2], s[0], pts)
+
+
+def bound_code(lo, hi):
+    return "{%s, %s}" % ("-kOpen" if lo == -UNBOUNDED else str(lo),
+                         "kOpen" if hi == UNBOUNDED else str(hi))
+
+
+def render(result, stores, devices):
+    out = []
+    w = out.append
+    w("// Generated by scripts/derive-defaults.py from %s%s; do not edit: docs/DEFAULTS.md"
+      % (", ".join(os.path.basename(s) for s in stores),
+         " (GPU models matching %s)" % ", ".join(devices) if devices else ""))
+    w("// says how to regenerate. A row: problem, whether the mean length is known (offsets),")
+    w("// the class as [lo, hi) log2 bounds of (bytes a result reduces, results per SM, bytes per")
+    w("// SM) (kOpen: no bound), then its configurations in 4-byte terms:")
+    w("// the fastest over the class, and the fastest without an atomic finish. Comments: ratios")
+    w("// to each point's best where the stores kept the configuration, and the points they did")
+    w("// not keep it at (or 'twin': no atomic-free row kept, the fast one's twin).")
+    for table in PROBLEMS + ["segments_count_only"]:
+        w("")
+        w("// %s" % {"array": "1-D", "rows": "rows", "columns": "columns (a result a column)",
+                      "segments": "offsets, mean segment length known",
+                      "segments_count_only": "offsets, mean segment length unknown"}[table])
+        problem = "segments" if table == "segments_count_only" else table
+        for c in result[table]:
+            b = [c["bounds"].get(f, [-UNBOUNDED, UNBOUNDED]) for f in SLOTS]
+            text = [x for x in (bound_text(f, *c["bounds"][f]) for f in FEATURES[table] if f in c["bounds"]) if x]
+            w("// %s: fast %s; exact %s" % (", ".join(text) or "every shape",
+                                             score_text(c["fast_score"], c["points"]),
+                                             score_text(c["exact_score"], c["points"])))
+            w('{Problem::%s, %s, {%s}, "%s", "%s"},' % (
+                problem, "false" if table == "segments_count_only" else "true",
+                ", ".join(bound_code(*x) for x in b), c["fast"], c["exact"]))
+    return "\n".join(out) + "\n"
+
+
+def find(classes, table, p):
+    """The class of `classes` that holds point p (as the runtime finds it)."""
+    f = p.features(table)
+    for c in classes:
+        if all(c["bounds"][k][0] <= f[k] < c["bounds"][k][1] for k in f):
+            return c
+    raise AssertionError("no class holds %s" % f)
+
+
+def judge(classes, table, pts, column):
+    """Ratios of a table's choices to each point's best where the store kept them, and where it
+    did not, the ratio of the slowest row it kept there (the choice is slower than that)."""
+    ratios, floors = [], []
+    for p in pts:
+        key = find(classes, table, p)[column]
+        if key in p.times:
+            ratios.append(p.times[key] / p.best)
+        else:
+            floors.append(p.slowest / p.best)
+    return ratios, floors
+
+
+def judged_points(points, device, table):
+    problem = "segments" if table == "segments_count_only" else table
+    pts = [p for p in clone(points) if p.device == device and p.problem == problem]
+    if table == "segments_count_only":
+        for p in pts:
+            p.times = {k: t for k, t in p.times.items() if not k.startswith("segments_staged")}
+    return pts
+
+
+def evaluate(points):
+    """Markdown: the defaults derived from each GPU model's rows alone judged on each other
+    model's rows, then those derived from every model judged on each; per problem and column,
+    the median and worst ratio to the point's best where the judging store kept the chosen
+    configuration, and the share of points where it did not."""
+    models = sorted({p.device for p in points})
+    head = ["| defaults from | judged on | problem | points | fast: median | worst | not kept "
+            "| (slowest kept there) | exact: median | worst | not kept |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    pairs = [([s], d) for s in models for d in models if s != d] + [(models, d) for d in models]
+    out = []
+    section = None
+    for sources, dst in pairs:
+        cross = len(sources) == 1
+        if section != cross:
+            section = cross
+            out += ["", "Derived from one model, judged on another:" if cross else
+                    "Derived from every model (the shipped table), judged on each:", ""] + head
+        derived = tables(clone([p for p in points if p.device in sources]))
+        for table in PROBLEMS + ["segments_count_only"]:
+            pts = judged_points(points, dst, table)
+            if not pts or not derived[table]:
+                continue
+            cells = []
+            for column in ("fast", "exact"):
+                r, floors = judge(derived[table], table, pts, column)
+                cells += ["%.3f" % statistics.median(r) if r else "-",
+                          "%.3f" % max(r) if r else "-",
+                          "%.0f %%" % (100.0 * len(floors) / len(pts))]
+                if column == "fast":
+                    cells.append("%.3f" % statistics.median(floors) if floors else "-")
+            out.append("| %s | %s | %s | %d | %s |" % (
+                "every model" if not cross else sources[0], dst, TABLE_NAMES[table], len(pts),
+                " | ".join(cells)))
+    return "\n".join(out[1:]) + "\n"
+
+
+def clone(points):
+    out = []
+    for p in points:
+        q = Point(p.device, p.sm, p.problem, p.dtype, p.op, p.count, p.length)
+        q.best, q.slowest, q.times = p.best, p.slowest, dict(p.times)
+        out.append(q)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--stores", nargs="+", default=[SHIPPED] + EXHAUSTIVE)
+    ap.add_argument("--devices", nargs="+", default=[],
+                    help="GPU model names (or parts of them) whose rows are used; default: all")
+    ap.add_argument("--out", help="write the table here (default: standard output)")
+    ap.add_argument("--check", help="exit 1 unless the generated table equals this file")
+    ap.add_argument("--evaluate", action="store_true",
+                    help="derive from each GPU model alone and judge on the others")
+    a = ap.parse_args()
+    for s in a.stores:
+        if not os.path.isfile(s):
+            sys.exit("derive-defaults: no store at %s" % s)
+    points = load(a.stores, a.devices)
+    if not points:
+        sys.exit("derive-defaults: no measurements in the stores for those GPU models")
+    if a.evaluate:
+        sys.stdout.write(evaluate(points))
+        return
+    text = render(tables(points), a.stores, a.devices)
+    if a.check:
+        with open(a.check) as f:
+            if f.read() != text:
+                sys.exit("derive-defaults: %s differs from what the stores give; regenerate it"
+                         % a.check)
+        return
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
