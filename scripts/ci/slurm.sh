@@ -28,6 +28,7 @@ tmp=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f "$tmp/slurmctld.pid" ] && scancel $(squeue -h -o %i 2>/dev/null) 2>/dev/null || true
   for f in "$tmp"/slurmctld.pid "$tmp"/slurmd.pid "$tmp"/munge/munged.pid; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
   done
