@@ -97,6 +97,7 @@ TEST_CASE("resume: a rows sweep stopped after K measurements and resumed measure
   o.db_path = (dir.path / "resumed.db").string();
   std::size_t first_shape = 0;
   for (const auto& m : whole_ms) first_shape += m.shape() == o.shapes[0];
+  REQUIRE(first_shape > 2);
   const std::size_t k = first_shape - 2;
   std::size_t seen = 0;
   const SweepResult part = sweep(o, [&](const Progress& p) { seen += p.phase == "stored"; },

@@ -245,12 +245,14 @@ std::string shell_quote(const std::string& w) {
   return s + "'";
 }
 
+// The compile uses the CPUs the task has: nproc honours the affinity Slurm gives it.
 std::string compile_script(const Plan& p) {
   std::string archs;
   for (const auto& a : p.archs) archs += " " + shell_quote(a);
   return header(p, "compiles the sweep's kernels for one architecture (array task $index) into the cache.") +
          "archs=(" + archs + " )\narch=${archs[$index]}\n"
-         "run_step \"compile-$arch\" \"$bin\" compile --arch \"$arch\" --cache-dir \"$dir/cache\" --quiet" +
+         "run_step \"compile-$arch\" \"$bin\" compile --arch \"$arch\" --cache-dir \"$dir/cache\" --quiet "
+         "--threads \"$(nproc)\"" +
          quoted_words(p.compile_args) + "\n";
 }
 
