@@ -1,6 +1,8 @@
 // reduce-tune store: merging another store file into this one (reduce-tune merge).
 #include "db/store_impl.h"
 
+#include "kernels/trust.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -60,6 +62,7 @@ MergeStats Store::merge_from(const std::string& other_path) {
   const std::string what = "reduce-tune store: merge " + other_path;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(other_path, ec)) throw StoreError(what + ": no such file");
+  if (auto why = untrusted_store(other_path)) throw StoreError(what + ": " + *why);
   if (const char* mine = sqlite3_db_filename(ours, "main"); mine && *mine &&
       std::filesystem::equivalent(mine, other_path, ec))
     return {}; // a store merged into itself: everything is already here

@@ -1,6 +1,8 @@
 // reduce-tune store: opening a database, its schema and the ordered migrations between versions.
 #include "db/store_impl.h"
 
+#include "kernels/trust.h"
+
 #include <cstring>
 #include <filesystem>
 
@@ -133,10 +135,18 @@ Store::Impl::Impl(const std::string& path, Store::Mode mode) {
   const bool read_only = mode == Store::Mode::read_only;
   if (path != ":memory:" && !read_only) {
     std::error_code ec;
-    if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty())
-      std::filesystem::create_directories(dir, ec);
+    if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) {
+      try {
+        create_private_directories(dir);
+      } catch (const std::filesystem::filesystem_error& e) {
+        ec = e.code();
+      }
+    }
     if (ec) throw StoreError("reduce-tune store: cannot create the directory of " + path + ": " + ec.message());
   }
+  // A store others may replace picks the kernels its users run (kernels/trust.h).
+  if (path != ":memory:" && !path.starts_with("file:"))
+    if (auto why = untrusted_store(path)) throw StoreError("reduce-tune store: " + *why);
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw,
                                  read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,

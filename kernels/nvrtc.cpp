@@ -1,6 +1,8 @@
 // reduce-tune: NVRTC through dlopen, and the compile cache.
 #include "kernels/nvrtc.h"
 
+#include "kernels/trust.h"
+
 #include <nvrtc.h>
 
 #include <dlfcn.h>
@@ -216,7 +218,9 @@ Resources parse_resources(const std::string& log, const std::string& kernel) {
 }
 
 CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {
-  if (!dir_.empty()) std::filesystem::create_directories(dir_);
+  if (dir_.empty()) return;
+  create_private_directories(dir_);
+  if (auto why = untrusted_cache_dir(dir_)) throw UntrustedDirectory(*why, dir_);
 }
 
 std::filesystem::path CompileCache::default_dir() {

@@ -88,7 +88,8 @@ private:
 /// atomic (write then rename), so concurrent tuners can share a directory.
 class CompileCache {
 public:
-  /// `dir` empty disables the cache.
+  /// `dir` empty disables the cache. Creates `dir` (without write access for others); throws
+  /// UntrustedDirectory (kernels/trust.h) when other users may write it.
   explicit CompileCache(std::filesystem::path dir);
   /// $REDUCE_TUNE_CACHE, else $XDG_CACHE_HOME/reduce-tune/kernels, else ~/.cache/reduce-tune/kernels.
   static std::filesystem::path default_dir();

@@ -10,9 +10,11 @@
 #include "tuner/cli.h"
 #include "tuner/cli_compare.h"
 #include "tuner/cli_coverage.h"
+#include "tuner/cli_fleet.h"
 #include "tuner/cli_info.h"
 #include "tuner/cli_replay.h"
 #include "tuner/eta.h"
+#include "tuner/fleet.h"
 #include "tuner/report.h"
 #include "tuner/sizes.h"
 #include "tuner/supervisor.h"
@@ -99,6 +101,7 @@ struct TuneCommand {
   Format format = Format::md;
   double timeout_s = 60;
   bool in_process = false;
+  std::string progress_file;           // each GPU's points done of planned, for fleet status
   std::vector<std::string> sweep_args; // the arguments that define the sweep, for workers
   std::vector<std::string> asked_keys; // --keys as given (sweep.keys adds --material's own)
   bool help = false;
@@ -138,7 +141,9 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("cache-dir", po::value(&o.cache_dir), "compile cache directory")
     ("format", po::value(&format)->default_value(format), "md, csv or json")
     ("timeout", po::value(&t.timeout_s)->default_value(t.timeout_s), "seconds one configuration may take")
-    ("in-process", po::bool_switch(&t.in_process), "measure in this process (no fault isolation; one GPU)");
+    ("in-process", po::bool_switch(&t.in_process), "measure in this process (no fault isolation; one GPU)")
+    ("progress-file", po::value(&t.progress_file), "keep each GPU's points done of planned in this file "
+                                                   "(reduce-tune fleet status reads it)");
   if (worker) desc.add_options()("run-id", po::value(&o.run_id)->required(), "the run to continue");
   auto vm = parse(args, desc);
   if (cli::help_asked(vm, desc)) {
@@ -147,12 +152,12 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   }
   // Workers get every argument but the ones the supervisor sets per worker.
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--device" || args[i] == "--format" || args[i] == "--timeout") {
+    if (args[i] == "--device" || args[i] == "--format" || args[i] == "--timeout" || args[i] == "--progress-file") {
       ++i;
       continue;
     }
     if (args[i].starts_with("--device=") || args[i].starts_with("--format=") ||
-        args[i].starts_with("--timeout=") || args[i] == "--in-process")
+        args[i].starts_with("--timeout=") || args[i].starts_with("--progress-file=") || args[i] == "--in-process")
       continue;
     t.sweep_args.push_back(args[i]);
   }
@@ -296,11 +301,37 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
 
   struct Shown { db::DeviceRecord device; std::int64_t run_id; std::string status; double wall_s;
                  int restarts; std::vector<std::string> incidents; };
+  // --progress-file: rewritten every few seconds while measuring, and with each run's end.
+  std::map<int, fleet::GpuProgress> progress_of;
+  auto last_written = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  auto note_progress = [&](int ordinal, const Progress& p, bool force) {
+    if (t.progress_file.empty()) return;
+    fleet::GpuProgress& g = progress_of[ordinal];
+    g.ordinal = ordinal, g.done = p.done, g.total = p.total;
+    g.phase = p.phase == "compile" ? "compile" : "measure";
+    const auto now = std::chrono::steady_clock::now();
+    if (!force && now - last_written < std::chrono::seconds(2)) return;
+    last_written = now;
+    std::vector<fleet::GpuProgress> all;
+    for (const auto& [o, x] : progress_of) all.push_back(x);
+    fleet::write_progress(t.progress_file, all);
+  };
+  auto end_progress = [&](int ordinal, const db::DeviceRecord& d, const std::string& status, std::size_t done,
+                          std::size_t total) {
+    if (t.progress_file.empty()) return;
+    fleet::GpuProgress& g = progress_of[ordinal];
+    g.ordinal = ordinal, g.phase = status, g.name = d.name, g.uuid = d.uuid;
+    if (total) g.done = done, g.total = total;
+    std::vector<fleet::GpuProgress> all;
+    for (const auto& [o, x] : progress_of) all.push_back(x);
+    fleet::write_progress(t.progress_file, all);
+  };
   std::vector<Shown> shown;
   const auto t0 = std::chrono::steady_clock::now();
   if (t.in_process) {
     double last = -10;
     const SweepResult r = sweep(t.sweep, [&](const Progress& p) {
+      note_progress(t.sweep.device, p, false);
       if (p.phase == "stored" || (!tty && p.elapsed_s - last < 5 && p.done != p.total)) return;
       last = p.elapsed_s;
       std::fprintf(stderr, "%s[%s] %zu/%zu %s %s  elapsed %s eta %s%s", tty ? "\r\033[K" : "",
@@ -309,6 +340,7 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
                    tty ? "" : "\n");
     }, [] { return g_stop.load(); });
     shown.push_back({r.device, r.run_id, r.interrupted ? "interrupted" : "done", r.times.total_s, 0, {}});
+    end_progress(t.sweep.device, r.device, shown.back().status, 0, 0);
     std::fprintf(stderr,
                  "%swall time %.1f s: data %.1f s, compile %.1f s (%zu compiled, %zu from cache), "
                  "validation %.1f s, timing %.1f s\n", tty ? "\n" : "",
@@ -324,6 +356,7 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     double last = -10;
     const auto outcomes = supervise(t.sweep, so, [&](int ordinal, const Progress& p) {
       latest[ordinal] = p;
+      note_progress(ordinal, p, false);
       if (!tty && p.elapsed_s - last < 5) return;
       last = p.elapsed_s;
       std::string line;
@@ -337,7 +370,10 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
       std::fprintf(stderr, "%s%s%s", tty ? "\r\033[K" : "", line.c_str(), tty ? "" : "\n");
     }, [] { return g_stop.load(); });
     if (tty) std::fprintf(stderr, "\n");
-    for (const auto& d : outcomes) shown.push_back({d.device, d.run_id, d.status, d.wall_s, d.restarts, d.incidents});
+    for (const auto& d : outcomes) {
+      shown.push_back({d.device, d.run_id, d.status, d.wall_s, d.restarts, d.incidents});
+      end_progress(d.ordinal, d.device, d.status, d.done, d.total);
+    }
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -533,6 +569,8 @@ constexpr const char* kUsage =
     "             registers, spills, shared memory and instructions per architecture; --plot FILE)\n"
     "  replay     a search strategy replayed against a store's exhaustive measurements, no GPU\n"
     "  merge      bring other tuning databases into this one (reduce-tune merge OTHER.db...)\n"
+    "  ship       write the shipped-tuning form of a store (reduce-tune ship --db S --out FILE)\n"
+    "  fleet      tune a cluster's GPUs through Slurm: submit, status, merge (reduce-tune fleet --help)\n"
     "  import-reference  load the material's published figures into the database\n\n"
     "reduce-tune COMMAND --help for the options of a command.\n";
 
@@ -561,6 +599,9 @@ int main(int argc, char** argv) {
     if (cmd == "compare") return cmd_compare(args);
     if (cmd == "merge") return cmd_merge(args);
     if (cmd == "import-reference") return cmd_import_reference(args);
+    if (cmd == "ship") return cmd_ship(args);
+    if (cmd == "fleet")
+      return cmd_fleet(args, [](const std::vector<std::string>& a) { return parse_tune(a, false).sweep; });
     if (cmd == "help") {
       std::cout << kUsage;
       return 0;

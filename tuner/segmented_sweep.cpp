@@ -63,6 +63,14 @@ void TwinFilter::measured(const Config& c, double median_us) {
   if (!evict_first_twin_of(c)) median_us_[key(c)] = median_us;
 }
 
+void TwinFilter::stored(const std::vector<db::Measurement>& ms, const std::set<std::string>& sweep_keys) {
+  for (const db::Measurement& m : ms) {
+    if (!m.valid || !sweep_keys.count(m.key)) continue;
+    const std::optional<Config> c = parse_key(m.key);
+    if (c && !evict_first_twin_of(*c)) median_us_[m.key] = m.median_us; // oldest first: the latest wins
+  }
+}
+
 std::optional<std::string> TwinFilter::skip(const Config& c) const {
   const std::optional<Config> plain = evict_first_twin_of(c);
   if (!plain) return std::nullopt;
@@ -174,11 +182,23 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         const std::vector<Reference> refs = segmented_reference(data, sd.seg, op);
         res.times.data_s += std::chrono::duration<double>(Clock::now() - t_ref).count();
         Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe, o.problem};
-        std::set<std::string> stored;
+        // Points this run already holds (a restarted worker), or any run (--resume), are done; their
+        // times rank the twins and set the early stops as if this sweep had measured them.
+        std::set<std::string> stored, sweep_keys;
+        for (const CompileJob& j : ordered)
+          if (j.dtype == d && j.op == op) sweep_keys.insert(key(j.config));
+        std::vector<db::Measurement> held;
         if (o.resume || o.run_id)
-          for (const auto& k : setup.store.measured_keys(info.uuid, d, op, o.problem, shape, o.resume ? 0 : o.run_id))
-            stored.insert(k);
+          for (db::Measurement& m : setup.store.measurements(info.uuid, {d, op, o.problem, shape}))
+            if (o.resume || m.run_id == o.run_id) {
+              stored.insert(m.key);
+              held.push_back(std::move(m));
+            }
+        TwinFilter twins;
+        twins.stored(held, sweep_keys);
         double best_us = 1e300;
+        for (const db::Measurement& m : held)
+          if (m.valid && sweep_keys.count(m.key)) best_us = std::min(best_us, m.median_us);
         auto keep = [&](const db::Measurement& m) {
           setup.store.add_measurements(res.run_id, {m});
           res.measurements.push_back(m);
@@ -188,7 +208,6 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                             .op = op, .problem = o.problem, .count = shape.count, .n = shape.length,
                             .elapsed_s = now_s() - setup.started_s, .eta_s = eta.remaining_s()});
         };
-        TwinFilter twins;
         for (const CompileJob& j : ordered) {
           if (j.dtype != d || j.op != op) continue;
           if (setup.stop && setup.stop()) {

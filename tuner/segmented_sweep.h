@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,12 @@ public:
   explicit TwinFilter(std::size_t keep = kKeep) : keep_(keep) {}
   /// A configuration's median (valid measurements only; twins' own are not ranked).
   void measured(const Config& c, double median_us);
+  /// Seeds the ranks from a point's stored measurements (oldest first), as a resumed sweep finds
+  /// them: the valid ones of the plain configurations in `sweep_keys` (this sweep's own), the
+  /// latest of each. A resumed sweep skips the plain configurations the store holds, so without
+  /// their stored times it would rank the twins on the few it measures again, and measure twins an
+  /// uninterrupted run never measures; seeded, it decides every twin as that run did.
+  void stored(const std::vector<db::Measurement>& ms, const std::set<std::string>& sweep_keys);
   /// Why the twin `c` is not measured, or nullopt (measure it: not a twin, its plain configuration
   /// ranks among the `keep` fastest, or it was not measured in this sweep).
   std::optional<std::string> skip(const Config& c) const;

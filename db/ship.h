@@ -1,0 +1,27 @@
+// reduce-tune store: the shipped-tuning form of a store (share/reduce-tune/tuning.db, a site's
+// merged fleet tuning): what `reduce-tune ship` writes and scripts/ship-tuning.sh installs.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace reduce_tune::db {
+
+/// What write_shipped() kept.
+struct ShipStats {
+  std::size_t models = 0;       ///< GPU models (devices after the merge by model)
+  std::size_t runs = 0;
+  std::size_t measurements = 0;
+  std::size_t best = 0;         ///< best rows
+};
+
+/// Writes `out_path`, the shipped form of the store `store_path` (migrated if older, else left as
+/// it is): stripped of what identifies a machine (host names, GPU UUIDs: a device becomes
+/// "model:<GPU name>", one description of each model kept), of failed checks and published rows,
+/// and of all but the `keep` fastest configurations of each (GPU model, dtype, op, problem,
+/// shape); rollback journal, vacuumed, so the library can embed or read it in place. Provenance
+/// (models, drivers, tool and NVRTC versions, dates, commands) stays in the devices and runs
+/// tables. Replaces `out_path` atomically. Throws StoreError.
+ShipStats write_shipped(const std::string& store_path, const std::string& out_path, int keep = 8);
+
+} // namespace reduce_tune::db

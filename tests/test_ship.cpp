@@ -1,0 +1,92 @@
+// The shipped-tuning form of a store (reduce-tune ship, the fleet's merge step): one device per GPU
+// model without its UUID or host, no failed checks, the `keep` fastest configurations of each point,
+// best rows the fastest, a rollback-journal file the library reads in place.
+#include <catch2/catch.hpp>
+
+#include "db/ship.h"
+#include "db/store.h"
+#include "tests/fixtures.h"
+
+#include <fstream>
+
+using namespace reduce_tune;
+using testing::TempDir;
+
+namespace {
+
+db::Measurement row(const std::string& key, double us, bool valid = true, Shape shape = {1, 1u << 20}) {
+  db::Measurement m;
+  m.key = key;
+  m.variant = key.substr(0, key.find('.'));
+  m.dtype = DType::f32, m.op = Op::sum, m.count = shape.count, m.n = shape.length;
+  m.median_us = m.min_us = m.max_us = us;
+  m.reps = 3;
+  m.valid = valid;
+  if (!valid) m.error = "wrong result";
+  return m;
+}
+
+void tune(db::Store& s, const std::string& uuid, const std::string& host, const std::vector<db::Measurement>& rows) {
+  db::DeviceRecord d = testing::h100_record(uuid);
+  d.host = host;
+  s.upsert_device(d);
+  db::RunRecord r;
+  r.device_uuid = uuid, r.tool_version = "test", r.nvrtc_version = "13.0", r.timing_method = "fixture";
+  r.options = "reduce-tune tune --device all";
+  const auto id = s.begin_run(r);
+  s.add_measurements(id, rows);
+  s.end_run(id, "done");
+}
+
+} // namespace
+
+TEST_CASE("ship: two GPUs of one model become the model, failed checks and slow rows go", "[ship]") {
+  TempDir t;
+  const std::string from = t.file("fleet.db"), out = t.file("tuning.db");
+  {
+    db::Store s(from);
+    std::vector<db::Measurement> a, b;
+    for (int i = 0; i < 6; ++i) a.push_back(row("vectorized.b256.u" + std::to_string(i) + ".v4.g0.shfl.atomic", 10.0 + i));
+    for (int i = 0; i < 6; ++i) b.push_back(row("vectorized.b512.u" + std::to_string(i) + ".v4.g0.shfl.atomic", 9.5 + 2 * i));
+    b.push_back(row("interleaved.b128.host", 1.0, false)); // failed its check: never shipped
+    tune(s, "GPU-aaaa", "node1", a);
+    tune(s, "GPU-bbbb", "node2", b);
+  }
+  const db::ShipStats st = db::write_shipped(from, out, 4);
+  CHECK(st.models == 1);
+  CHECK(st.measurements == 4);
+  CHECK(st.best == 1);
+  db::Store shipped(out, db::Store::Mode::read_only);
+  const auto devices = shipped.devices();
+  REQUIRE(devices.size() == 1);
+  CHECK(devices[0].uuid == "model:NVIDIA H100 80GB HBM3");
+  CHECK(devices[0].host.empty());
+  const auto ms = shipped.measurements(devices[0].uuid);
+  REQUIRE(ms.size() == 4);
+  std::vector<double> times;
+  for (const auto& m : ms) {
+    CHECK(m.valid);
+    times.push_back(m.median_us);
+  }
+  std::sort(times.begin(), times.end());
+  CHECK(times == std::vector<double>{9.5, 10.0, 11.0, 11.5});
+  const auto best = shipped.best(devices[0].uuid, DType::f32, Op::sum, Problem::array, {1, 1u << 20});
+  REQUIRE(best);
+  CHECK(best->m.key == "vectorized.b512.u0.v4.g0.shfl.atomic");
+  CHECK(shipped.runs().size() == 2); // the provenance of both
+  // A rollback journal: the file alone is the database (the library embeds it).
+  std::ifstream f(out, std::ios::binary);
+  char header[20] = {};
+  f.read(header, sizeof header);
+  CHECK(header[18] == 1); // file format write version 1: legacy (not WAL)
+  // The source is left as it was.
+  CHECK(db::Store(from).devices().size() == 2);
+}
+
+TEST_CASE("ship: refuses a missing store and keep below 1, writing nothing", "[ship]") {
+  TempDir t;
+  CHECK_THROWS_WITH(db::write_shipped(t.file("none.db"), t.file("out.db")), Catch::Contains("no such file"));
+  { db::Store s(t.file("s.db")); }
+  CHECK_THROWS(db::write_shipped(t.file("s.db"), t.file("out.db"), 0));
+  CHECK_FALSE(std::filesystem::exists(t.file("out.db")));
+}
