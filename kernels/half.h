@@ -4,6 +4,7 @@
 #pragma once
 
 #include "reduce_tune/config.h"
+#include "reduce_tune/element.h"
 
 #include <cstdint>
 #include <limits>

@@ -1,8 +1,10 @@
 // GPU tests of the runtime library with CUDA's 2-byte floats: the typed helpers take
-// __nv_bfloat16 and __half (reduce_tune/reducer.h after CUDA's headers) and return the element
+// __nv_bfloat16 and __half (reduce_tune/reducer.h before CUDA's headers) and return the element
 // type; sums accumulate in float32 and round once; min and max are exact; the asynchronous form
 // writes exactly one 2-byte element; stored configurations a half sum cannot use are passed over.
 #include <catch2/catch.hpp>
+
+#include "reduce_tune/reducer.h" // before CUDA's headers: the typed helpers take their types still
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -11,7 +13,6 @@
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
 #include "kernels/reference.h"
-#include "reduce_tune/reducer.h" // after CUDA's headers: half.h comes with it
 #include "runtime/defaults.h"
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"

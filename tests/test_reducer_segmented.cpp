@@ -79,9 +79,9 @@ void check_all(Reducer& r, const Gpu& g) {
       {Problem::columns, {1, 5000}, 1},       {Problem::columns, {3001, 7}, 3005},
       {Problem::columns, {33, 100003}, 33},   {Problem::segments, {1, 0}, 0},
       {Problem::segments, {5000, 0}, 0},      {Problem::segments, {17, 0}, 0},
-      // Shapes that take another path (reducer.cpp, reduce_matrix): copies (a dense column of
-      // 1000 rows, a row of 7000 columns) and the 1-D reduction (one row, one dense column), and
-      // their strided twins, which stay segmented.
+      // Shapes that take another path (runtime/arguments.cpp, matrix_call): copies (a dense
+      // column of 1000 rows, a row of 7000 columns) and the 1-D reduction (one row, one dense
+      // column), and their strided twins, which stay segmented.
       {Problem::rows, {1000, 1}, 3},          {Problem::columns, {7000, 1}, 7000},
       {Problem::rows, {1, 70001}, 70001},     {Problem::columns, {1, 5000}, 3},
   };

@@ -14,13 +14,6 @@ namespace reduce_tune {
 /// Sums of bf16 and f16 accumulate in float32 and round once to the element type at the end
 /// (accumulator_of); their min and max are exact.
 enum class DType { i32, u32, i64, f32, f64, bf16, f16 };
-/// Element types beyond the built-in ones: a specialization with `defined = true` and `value`
-/// names the DType of T for the typed helpers (dtype_of, reducer.h). reduce_tune/half.h gives
-/// __nv_bfloat16 (DType::bf16) and __half (DType::f16); reducer.h includes it when CUDA's
-/// cuda_fp16.h or cuda_bf16.h was included before it, so neither header needs a CUDA header.
-template <typename T> struct element_dtype {
-  static constexpr bool defined = false;
-};
 
 /// Reduction operator.
 enum class Op { sum, min, max };

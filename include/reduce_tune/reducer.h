@@ -3,13 +3,13 @@
 #pragma once
 
 #include "reduce_tune/config.h"
+#include "reduce_tune/element.h"
 
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 // CUstream without <cuda.h>: the driver's stream handle type (the runtime's cudaStream_t is the
 // same type).
@@ -72,19 +72,6 @@ struct Options {
 
 /// Whether this machine has a CUDA driver and a GPU; never throws. `why` gets the reason if not.
 bool gpu_available(std::string* why = nullptr);
-
-/// The DType of a C++ element type: int32, uint32, int64, float or double; __nv_bfloat16 and
-/// __half with reduce_tune/half.h (element_dtype, config.h).
-template <typename T> constexpr DType dtype_of() {
-  if constexpr (element_dtype<T>::defined) return element_dtype<T>::value;
-  else if constexpr (std::is_same_v<T, float>) return DType::f32;
-  else if constexpr (std::is_same_v<T, double>) return DType::f64;
-  else if constexpr (std::is_integral_v<T> && sizeof(T) == 4 && std::is_signed_v<T>) return DType::i32;
-  else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return DType::u32;
-  else if constexpr (std::is_integral_v<T> && sizeof(T) == 8 && std::is_signed_v<T>) return DType::i64;
-  else static_assert(!sizeof(T), "reduce_tune reduces int32, uint32, int64, float and double, and "
-                                 "with reduce_tune/half.h __nv_bfloat16 and __half");
-}
 
 /// Reductions on one GPU with tuned kernels. Thread-safe; keeps compiled kernels and temporary
 /// device memory between calls, so after the first call at a size the call path touches neither
@@ -297,8 +284,3 @@ private:
 };
 
 } // namespace reduce_tune
-
-// __nv_bfloat16 and __half in the typed helpers, when the program uses CUDA's half types.
-#if defined(__CUDA_FP16_H__) || defined(__CUDA_BF16_H__)
-#include "reduce_tune/half.h"
-#endif

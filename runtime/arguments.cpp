@@ -1,0 +1,189 @@
+// reduce-tune: every check the Reducer makes of its arguments, and the Call they become.
+#include "runtime/arguments.h"
+
+#include "kernels/driver.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+namespace reduce_tune::detail {
+namespace {
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+/// An allocation of fewer elements stands in for a call's element count. The count-only lookup
+/// takes a count's tuning at the middle of its totals from 2^20 up (2^20 and 2^24: 2^24, the tie's
+/// larger), and an allocation of 2^22 elements or more finds that one too; a smaller one says the
+/// call is smaller than that lookup assumes.
+constexpr std::uint64_t kExtentStandsInBelow = std::uint64_t(1) << 22;
+
+} // namespace
+
+void check_problem(DType dtype, Op op) {
+  if (static_cast<unsigned>(dtype) >= kDTypes)
+    throw InvalidArgument("reduce_tune: unsupported dtype (enum value " +
+                          std::to_string(static_cast<int>(dtype)) +
+                          "): int32, uint32, int64, float32, float64, bfloat16 and float16 are supported");
+  if (static_cast<unsigned>(op) >= kOps)
+    throw InvalidArgument("reduce_tune: unsupported op (enum value " +
+                          std::to_string(static_cast<int>(op)) +
+                          "): sum, min and max are supported");
+}
+
+void check_problem(Problem problem) {
+  if (static_cast<unsigned>(problem) >= kProblems)
+    throw InvalidArgument("reduce_tune: unsupported problem (enum value " +
+                          std::to_string(static_cast<int>(problem)) +
+                          "): array, rows, columns and segments are supported");
+}
+
+std::optional<std::uint64_t> check_pointer(const char* what, const void* p, std::uint64_t count,
+                                           DType dtype, int ordinal) {
+  if (!p) throw InvalidArgument(std::string("reduce_tune: ") + what + " is null");
+  const CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+  const auto bad = [&](const std::string& problem) {
+    return InvalidArgument(std::string("reduce_tune: ") + what + " (" + hex(ptr) + ") " + problem);
+  };
+  const std::size_t es = size_of(dtype);
+  if (ptr % es)
+    throw bad("is not aligned to its " + std::to_string(es) + "-byte " + std::string(name(dtype)) +
+              " elements");
+  // One driver call for everything: unlike cuPointerGetAttribute, cuPointerGetAttributes answers
+  // for a pointer CUDA does not know with zeroed values instead of an error.
+  unsigned type = 0;
+  unsigned long long managed = 0; // a boolean of unspecified width: read into a zeroed word
+  int device = -1;
+  CUdeviceptr start = 0;
+  std::size_t size = 0;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* values[] = {&type, &managed, &device, &start, &size};
+  RT_CU(cuPointerGetAttributes(5, attrs, values, ptr));
+  if (type == 0) throw bad("is not memory CUDA knows (a host pointer?): pass device memory");
+  // Managed memory may report either memory type and is accessible from any device.
+  if (!managed) {
+    if (type != CU_MEMORYTYPE_DEVICE) throw bad("is host memory (page-locked), not device memory");
+    if (device != ordinal)
+      throw bad("is memory of GPU " + std::to_string(device) + "; this reducer runs on GPU " +
+                std::to_string(ordinal));
+  }
+  // The allocation's extent, where the driver knows it.
+  if (size == 0 || ptr < start || ptr - start >= size) return std::nullopt;
+  const std::uint64_t room = (size - (ptr - start)) / es;
+  if (count > room)
+    throw bad("has room for " + std::to_string(room) + " " + std::string(name(dtype)) +
+              " (in an allocation of " + std::to_string(size) + " bytes at " + hex(start) +
+              "), fewer than n = " + std::to_string(count));
+  return room;
+}
+
+Result result_kind(DType dtype, DType result) {
+  check_problem(result, Op::sum);
+  if (result == dtype) return Result::device;
+  if (is_half(dtype) && result == DType::f32) return Result::wide;
+  throw InvalidArgument("reduce_tune: a " + std::string(name(dtype)) + " reduction cannot write a " +
+                        std::string(name(result)) + " result: " +
+                        (is_half(dtype) ? "its result is " + std::string(name(dtype)) + " or float32"
+                                        : "its result has the element type"));
+}
+
+void refuse_capture(const capture::State& cap) {
+  if (cap.active)
+    throw InvalidArgument("reduce_tune: sum, min, max and reduce wait for their result, which a "
+                          "stream being captured into a CUDA graph cannot do: use reduce_async");
+}
+
+Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out, Result result,
+                int ordinal) {
+  Call c;
+  c.problem = Problem::array;
+  c.dtype = dtype;
+  c.op = op;
+  c.result = result;
+  c.args.shape = {1, n};
+  if (result != Result::host) { // the result's pointer first: n = 0 writes it
+    const DType out_dtype = result == Result::wide ? accumulator_of(dtype) : dtype;
+    check_pointer("d_out", d_out, 1, out_dtype, ordinal);
+    c.args.out = reinterpret_cast<CUdeviceptr>(d_out);
+  }
+  if (n == 0) {
+    c.work = Call::Work::identity;
+    return c;
+  }
+  check_pointer("d_in", d_in, n, dtype, ordinal);
+  c.args.in = reinterpret_cast<CUdeviceptr>(d_in);
+  return c;
+}
+
+Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
+                 std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal) {
+  const char* what = problem == Problem::rows ? "reduce_rows" : "reduce_columns";
+  const std::uint64_t stride = row_stride ? row_stride : cols;
+  if (stride < cols)
+    throw InvalidArgument(std::string("reduce_tune: ") + what + ": row_stride " +
+                          std::to_string(stride) + " is below cols " + std::to_string(cols));
+  const std::uint64_t max = ~std::uint64_t(0) / size_of(dtype);
+  if (rows > 0 && (stride > (max - cols) / rows))
+    throw InvalidArgument(std::string("reduce_tune: ") + what + ": " + std::to_string(rows) +
+                          " rows of stride " + std::to_string(stride) +
+                          " overflow a 64-bit byte count");
+  const std::uint64_t elements = rows == 0 ? 0 : (rows - 1) * stride + cols;
+  const std::uint64_t results = problem == Problem::rows ? rows : cols;
+  check_pointer("d_in", d_in, elements, dtype, ordinal);
+  check_pointer("d_out", d_out, results, dtype, ordinal);
+  Call c;
+  c.problem = problem;
+  c.dtype = dtype;
+  c.op = op;
+  c.args.in = reinterpret_cast<CUdeviceptr>(d_in);
+  c.args.out = reinterpret_cast<CUdeviceptr>(d_out);
+  c.args.shape = problem == Problem::rows ? Shape{rows, cols} : Shape{cols, rows};
+  c.args.stride = stride;
+  // Shapes that are another problem in disguise take that problem's faster path (see the header).
+  const bool dense = stride == cols || rows == 1;
+  const std::uint64_t per_result = c.args.shape.length;
+  if (per_result == 1 && (problem == Problem::columns || dense)) {
+    c.work = Call::Work::copy;
+  } else if (results == 1 && dense) {
+    c.problem = Problem::array;
+    c.args.shape = {1, per_result};
+    c.args.stride = 0;
+  }
+  return c;
+}
+
+Shape segments_shape(DType dtype, const void* d_in, std::uint64_t segments, std::uint64_t elements,
+                     int ordinal) {
+  if (segments >= (std::uint64_t(1) << 40))
+    throw InvalidArgument("reduce_tune: reduce_segments: " + std::to_string(segments) +
+                          " segments: at most 2^40 are supported");
+  // The lengths are in device memory: the input's extent is checked against `elements` only.
+  const std::optional<std::uint64_t> room = check_pointer("d_in", d_in, elements, dtype, ordinal);
+  if (!elements && room && *room < kExtentStandsInBelow) elements = *room;
+  // The mean length, at least 1 (fewer elements than segments: the shortest tuned mean).
+  return {segments, elements ? std::max<std::uint64_t>(elements / segments, 1) : 0};
+}
+
+Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
+                   std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal) {
+  Call c;
+  c.problem = Problem::segments;
+  c.dtype = dtype;
+  c.op = op;
+  c.args.shape = segments_shape(dtype, d_in, segments, elements, ordinal);
+  check_pointer("d_offsets", d_offsets, segments + 1, DType::i64, ordinal);
+  check_pointer("d_out", d_out, segments, dtype, ordinal);
+  c.args.in = reinterpret_cast<CUdeviceptr>(d_in);
+  c.args.offsets = reinterpret_cast<CUdeviceptr>(d_offsets);
+  c.args.out = reinterpret_cast<CUdeviceptr>(d_out);
+  return c;
+}
+
+} // namespace reduce_tune::detail

@@ -1,0 +1,71 @@
+// reduce-tune: every check the Reducer makes of its arguments, and the Call they become: dtype, op
+// and problem within their enums, the result a call may write, the pointers (device memory of the
+// reducer's GPU, aligned, within their allocations), the shapes, and the shapes that are another
+// problem in disguise. Throws InvalidArgument naming the problem. Not installed.
+#pragma once
+
+#include "kernels/runner.h"
+#include "runtime/capture.h"
+#include "runtime/entry_cache.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace reduce_tune::detail {
+
+/// Throws InvalidArgument for a dtype or op outside the enums.
+void check_problem(DType dtype, Op op);
+/// Throws InvalidArgument for a problem outside the enum.
+void check_problem(Problem problem);
+
+/// Checks that the kernels can access `count` elements of `dtype` at `p`: not null, aligned to the
+/// element, device memory of GPU `ordinal` or managed memory, and, where the driver knows the
+/// allocation's extent, large enough. Throws InvalidArgument naming `what` and the problem.
+/// Returns the elements of `dtype` from `p` to the allocation's end where the driver knows it.
+std::optional<std::uint64_t> check_pointer(const char* what, const void* p, std::uint64_t count,
+                                           DType dtype, int ordinal);
+
+/// The Result of an asynchronous call that writes `result`: Result::device for the element type,
+/// Result::wide for float32 from bf16 or f16; InvalidArgument for anything else.
+Result result_kind(DType dtype, DType result);
+
+/// Throws InvalidArgument for a synchronous call on a capturing stream, before anything is
+/// enqueued (so the capture stays valid).
+void refuse_capture(const capture::State& cap);
+
+/// A call whose arguments were checked: what the call path runs.
+struct Call {
+  enum class Work {
+    reduce,   ///< the tuned kernel of (problem, shape bucket, dtype, op, result)
+    identity, ///< the array problem of n = 0: the identity into args.out
+    copy,     ///< one element per result: args.shape.count elements from args.in to args.out
+  };
+  Work work = Work::reduce;
+  Problem problem = Problem::array;
+  DType dtype = DType::f32;
+  Op op = Op::sum;
+  Result result = Result::device;
+  /// in, offsets, out (0 for a host result), shape ({1, n} for the array problem) and stride.
+  SegmentedArgs args;
+};
+
+/// sum/min/max (Result::host: `d_out` unused) or reduce_async of n elements. dtype and op checked.
+Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out, Result result,
+                int ordinal);
+/// reduce_rows or reduce_columns (`problem`) of a rows x cols matrix, row_stride 0 meaning cols,
+/// at least one result. dtype and op checked. One element per result (rows of one dense column,
+/// columns of one row) is a copy (a sum of one element is the element, NaN and -0.0 included);
+/// one result over contiguous elements (one row, or the column of a dense n x 1 matrix) is the
+/// array problem.
+Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
+                 std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal);
+/// reduce_segments of at least one segment. dtype and op checked.
+Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
+                   std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal);
+/// The shape an offsets call is looked up by, d_in checked against `elements`: {segments, mean
+/// length} of `elements`, or where that is 0 and d_in's allocation holds fewer than 2^22 elements
+/// (the call spans no more), of that extent; else {segments, 0}, the count-only lookup.
+Shape segments_shape(DType dtype, const void* d_in, std::uint64_t segments, std::uint64_t elements,
+                     int ordinal);
+
+} // namespace reduce_tune::detail

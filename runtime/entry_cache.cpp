@@ -1,0 +1,110 @@
+// reduce-tune: the Reducer's entries, one per (problem, shape bucket, dtype, op, result): where they
+// are kept, and how one is filled: its configuration looked up once (the user's store, the shipped
+// tuning, the built-in default: runtime/lookup.h), its kernel loaded once (through the disk cache).
+#include "runtime/entry_cache.h"
+
+#include "runtime/defaults.h"
+
+#include "runtime/lookup.h"
+#include "runtime/reducer_state.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace reduce_tune::detail {
+
+EntryKey entry_key(Problem problem, DType dtype, Op op, Shape shape, Result result) {
+  if (problem == Problem::array) shape = {1, std::max<std::uint64_t>(shape.length, 1)};
+  return {problem, dtype, op, result, lookup_point(shape)};
+}
+
+Entry& EntryCache::at(const EntryKey& k) {
+  const std::size_t table =
+      ((std::size_t(k.problem) * kDTypes + std::size_t(k.dtype)) * kOps + std::size_t(k.op)) *
+          kResults +
+      std::size_t(k.result);
+  const bool array = k.problem == Problem::array;
+  const std::size_t length = std::size_t(std::bit_width(k.at.length));
+  const std::size_t slot = array ? length : std::size_t(std::bit_width(k.at.count)) * kBuckets + length;
+  if (std::atomic<Entry*>* slots = tables_[table].load(std::memory_order_acquire))
+    if (Entry* e = slots[slot].load(std::memory_order_acquire)) return *e;
+  std::lock_guard lock(mu_);
+  std::atomic<Entry*>* slots = tables_[table].load(std::memory_order_relaxed);
+  if (!slots) {
+    // Value-initialized: every slot null.
+    owned_tables_.push_back(std::make_unique<std::atomic<Entry*>[]>(array ? kBuckets : kBuckets * kBuckets));
+    slots = owned_tables_.back().get();
+    tables_[table].store(slots, std::memory_order_release);
+  }
+  if (Entry* e = slots[slot].load(std::memory_order_relaxed)) return *e;
+  owned_.push_back(std::make_unique<Entry>());
+  slots[slot].store(owned_.back().get(), std::memory_order_release);
+  return *owned_.back();
+}
+
+std::size_t EntryCache::size() const {
+  std::lock_guard lock(mu_);
+  return owned_.size();
+}
+
+} // namespace reduce_tune::detail
+
+namespace reduce_tune {
+
+Requirements Reducer::Impl::requirements(Result result) const {
+  Requirements req;
+  req.deterministic = options.deterministic;
+  req.allow_in_place = options.allow_in_place;
+  req.device_result = result != Result::host;
+  req.wide_result = result == Result::wide;
+  return req;
+}
+
+Choice Reducer::Impl::choose(const EntryKey& k) {
+  const Requirements req = requirements(k.result);
+  std::lock_guard lock(store_mu);
+  try {
+    return lookup(store.get(), shipped.get(), device, k.dtype, k.op, k.problem, k.at, req, no_store);
+  } catch (const db::StoreError& e) {
+    return builtin_choice(k.problem, k.dtype, k.op, k.at, req, device,
+                          std::string("the tuning store could not be read: ") + e.what());
+  }
+}
+
+Choice Reducer::Impl::choice(const EntryKey& k) {
+  Entry& e = entries.at(k);
+  if (e.ready.load(std::memory_order_acquire)) return *e.choice;
+  std::lock_guard lock(e.mu);
+  if (!e.choice) e.choice = choose(k);
+  return *e.choice;
+}
+
+const Entry& Reducer::Impl::ready(const EntryKey& k) {
+  Entry& e = entries.at(k);
+  if (e.ready.load(std::memory_order_acquire)) return e;
+  std::lock_guard lock(e.mu);
+  if (e.ready.load(std::memory_order_relaxed)) return e;
+  if (!e.choice) e.choice = choose(k);
+  try {
+    e.kernel = loader.load(e.choice->config, k.dtype, k.op, k.result == Result::wide);
+  } catch (const CompileError& err) {
+    fall_back(e, k, err);
+  } catch (const cuda::CudaError& err) {
+    fall_back(e, k, err);
+  }
+  e.ready.store(true, std::memory_order_release);
+  return e;
+}
+
+void Reducer::Impl::fall_back(Entry& e, const EntryKey& k, const std::exception& err) {
+  if (e.choice->match == Match::builtin) throw;
+  std::string why = err.what();
+  why = why.substr(0, why.find('\n')); // a compile error's log follows its first line
+  // The entry's own requirements (a device result for the segmented and async calls).
+  e.choice = builtin_choice(k.problem, k.dtype, k.op, k.at, requirements(k.result), device,
+                            "the stored configuration " + key(e.choice->config) +
+                                " failed to load: " + why);
+  e.kernel = loader.load(e.choice->config, k.dtype, k.op, k.result == Result::wide);
+}
+
+} // namespace reduce_tune

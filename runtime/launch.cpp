@@ -1,0 +1,114 @@
+// reduce-tune: a checked call's plan and launch: the entry's kernel planned for the call's size or
+// shape and enqueued through the tuner's own path (kernels/runner.h), so what was measured is
+// what runs; eagerly on a lease, or into the graph of a stream being captured.
+#include "runtime/reducer_state.h"
+
+namespace reduce_tune {
+
+Target Reducer::Impl::target(DType dtype, Op op) const {
+  Target t;
+  t.dtype = dtype;
+  t.op = op;
+  t.cc = info.cc();
+  t.max_block = info.max_threads_per_block;
+  t.sm_count = info.sm_count;
+  return t;
+}
+
+// ---- calls on a stream that is being captured into a CUDA graph ------------------------------
+
+/// A captured call: its work goes into the graph, with a workspace the graph owns (taken from the
+/// workspaces of destroyed graphs, or new), zeroed once here on the side stream rather than by a
+/// node of the graph; nothing of the eager calls' leases is touched. `reserve(ws, s)` sizes the
+/// workspace, zeroing new state on s; `enqueue(k, ws)` enqueues the call with kernel k on the
+/// capturing stream.
+template <typename Reserve, typename Enqueue>
+void Reducer::Impl::captured(CUgraph graph, const Kernel& kernel, Reserve&& reserve,
+                             Enqueue&& enqueue_call) {
+  std::optional<Workspace> idle = home->take();
+  auto hold = std::make_unique<capture::Hold>(ordinal, kernel.module,
+                                              idle ? std::move(*idle) : Workspace(), home);
+  Workspace& ws = hold->ws;
+  ws.forget_state();
+  {
+    std::lock_guard lock(side_mu);
+    if (!side) side.emplace();
+    reserve(ws, side->get());
+    side->synchronize();
+  }
+  capture::give_to_graph(graph, std::move(hold)); // the graph owns ws from here
+  // Programmatic launches are captured as programmatic edges from CUDA 12.3 on.
+  Kernel k = kernel;
+  if (info.driver_version < 12030) k.programmatic = false;
+  enqueue_call(k, ws);
+}
+
+template <typename Reserve, typename Enqueue>
+void Reducer::Impl::launch(const Kernel& kernel, const capture::State& cap, CUstream stream,
+                           Reserve&& reserve, Enqueue&& enqueue_call) {
+  if (cap.active) {
+    captured(cap.graph, kernel, reserve, enqueue_call);
+    return;
+  }
+  Borrowed lease(leases, *home, stream);
+  lease.run(stream, [&](Lease& l) {
+    reserve(l.ws, stream);
+    enqueue_call(kernel, l.ws); // the finish writes to the call's result itself
+    l.done.record(stream);
+    l.stream = stream;
+    l.pending = true;
+  });
+}
+
+// ---- the call path ---------------------------------------------------------------------------
+
+void Reducer::Impl::run(const Call& c, CUstream stream) {
+  const SegmentedArgs& a = c.args;
+  if (c.work == Call::Work::copy) {
+    RT_CU(cuMemcpyDtoDAsync(a.out, a.in, a.shape.count * size_of(c.dtype), stream));
+    return;
+  }
+  const capture::State cap = capture::state(stream);
+  if (c.work == Call::Work::identity) {
+    // A memset, not a launch (a graph node when captured).
+    set_identity(a.out, c.result == Result::wide ? accumulator_of(c.dtype) : c.dtype, c.op, stream);
+    return;
+  }
+  const Entry& e = ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result));
+  Target t = target(c.dtype, c.op);
+  if (c.problem == Problem::array) {
+    const std::uint64_t n = a.shape.length;
+    const LaunchPlan p = plan(e.kernel.config, t, n);
+    launch(
+        e.kernel, cap, stream,
+        [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, c.dtype, n, zero_on); },
+        [&](const Kernel& k, Workspace& ws) {
+          prepare(k, p, a.in, n, ws, stream);
+          enqueue(k, p, a.in, n, ws, stream, a.out);
+        });
+    return;
+  }
+  t.problem = c.problem;
+  const SegmentedPlan p = segmented_plan(e.kernel.config, t, a.shape);
+  launch(
+      e.kernel, cap, stream, [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, zero_on); },
+      [&](const Kernel& k, Workspace& ws) { enqueue(k, p, a, ws, stream); });
+}
+
+Scalar Reducer::Impl::run_to_host(const Call& c, CUstream stream) {
+  const Entry& e = ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result));
+  const std::uint64_t n = c.args.shape.length;
+  const LaunchPlan p = plan(e.kernel.config, target(c.dtype, c.op), n);
+  const CUdeviceptr in = c.args.in;
+  Borrowed lease(leases, *home, stream);
+  return lease.run(stream, [&](Lease& l) {
+    l.ws.reserve(p, c.dtype, n, stream);
+    prepare(e.kernel, p, in, n, l.ws, stream);
+    enqueue(e.kernel, p, in, n, l.ws, stream);
+    const Scalar r = result(e.kernel, p, l.ws, stream); // synchronises the stream
+    l.pending = false;
+    return r;
+  });
+}
+
+} // namespace reduce_tune

@@ -1,0 +1,36 @@
+// reduce-tune: the Reducer's private state: the GPU, its primary context, the stores, NVRTC and
+// the compile cache.
+#include "runtime/reducer_state.h"
+
+#include "runtime/shipped.h"
+
+#include <filesystem>
+
+namespace reduce_tune {
+namespace {
+
+/// The user's compile cache, or none (every first use compiles) where it cannot be created: a
+/// read-only home must not stop the library.
+CompileCache open_cache() {
+  try {
+    return CompileCache(CompileCache::default_dir());
+  } catch (const std::filesystem::filesystem_error&) {
+    return CompileCache({});
+  }
+}
+
+} // namespace
+
+Reducer::Impl::Impl(int gpu, Options opts)
+    : options(std::move(opts)), info(cuda::device_info(gpu)), device(device_key(info)),
+      context(gpu), ordinal(gpu), nvrtc(options.nvrtc_path), cache(open_cache()),
+      loader(nvrtc, cache, nvrtc.target_for(info.cc())) {
+  RT_CU(cuCtxGetCurrent(&ctx)); // the Context made it current
+  store = open_existing_store(
+      options.store_path.empty() ? db::default_store_path() : options.store_path, &no_store);
+  std::string no_shipped;
+  shipped = open_shipped_store(&no_shipped, options.shipped_path);
+  if (!shipped) no_store += "; " + no_shipped;
+}
+
+} // namespace reduce_tune

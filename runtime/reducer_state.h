@@ -1,0 +1,96 @@
+// reduce-tune: the Reducer's private state (Reducer::Impl) and the call path every call takes once
+// its arguments are checked (runtime/arguments.h): entry -> lookup (once per entry) -> load ->
+// plan -> launch. The bodies are in runtime/reducer_state.cpp (construction),
+// runtime/entry_cache.cpp (an entry's configuration and kernel) and runtime/launch.cpp (plan and
+// launch). Not installed.
+#pragma once
+
+#include "reduce_tune/reducer.h"
+
+#include "db/store.h"
+#include "kernels/catalogue.h"
+#include "kernels/driver.h"
+#include "kernels/nvrtc.h"
+#include "kernels/runner.h"
+#include "runtime/arguments.h"
+#include "runtime/capture.h"
+#include "runtime/entry_cache.h"
+#include "runtime/leases.h"
+#include "runtime/lookup.h"
+
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace reduce_tune {
+
+using namespace detail;
+
+struct Reducer::Impl {
+  Options options;
+  cuda::DeviceInfo info;
+  DeviceKey device;      ///< the lookup's key for this GPU
+  cuda::Context context; // declared before everything that holds device resources
+  CUcontext ctx = nullptr;
+  int ordinal = 0;       ///< the GPU's ordinal
+  std::mutex store_mu;   ///< a Store is one SQLite connection: one user at a time
+  std::unique_ptr<db::Store> store;
+  std::string no_store;  ///< why there is no store
+  std::unique_ptr<db::Store> shipped; ///< the tuning installed with the library (read-only)
+  Nvrtc nvrtc;
+  CompileCache cache;
+  KernelLoader loader;
+
+  EntryCache entries;
+  LeasePool leases;
+  /// Where captured graphs' workspaces come back to (runtime/capture.h).
+  std::shared_ptr<capture::Home> home = std::make_shared<capture::Home>();
+  std::mutex side_mu;
+  std::optional<cuda::Stream> side; ///< zeroes a captured call's workspace, outside the graph
+
+  /// Opens the store (if it exists), the shipped tuning and NVRTC for GPU `gpu`, whose primary
+  /// context it leaves current.
+  Impl(int gpu, Options opts);
+
+  // ---- an entry's configuration (runtime/entry_cache.cpp) ------------------------------------
+  /// The key's configuration, looked up on the entry's first use (no kernel loaded).
+  Choice choice(const EntryKey& key);
+  /// The key's entry, its configuration looked up and its kernel loaded on first use (needs the
+  /// context current). A stored configuration that no longer compiles or loads (another NVRTC or
+  /// driver than the tuner's) is replaced by the built-in default, and the note says why.
+  const Entry& ready(const EntryKey& key);
+
+  // ---- plan and launch (runtime/launch.cpp) --------------------------------------------------
+  /// Enqueues a checked call with a device result on `stream`, ordered after its earlier work: on
+  /// a lease, or into the graph `stream` is being captured into. Needs the context current, in
+  /// relaxed capture mode (as every public call has it).
+  void run(const Call& call, CUstream stream);
+  /// Runs a checked array call with a host result (Result::host, n > 0) on `stream` and waits for
+  /// it. The same needs, on a stream that is not being captured.
+  Scalar run_to_host(const Call& call, CUstream stream);
+
+private:
+  /// The lookup for an entry. A store that cannot be read gives the built-in default, as no
+  /// store does.
+  /// What a call's configuration must meet: the Options', and where its result goes.
+  Requirements requirements(Result result) const;
+  Choice choose(const EntryKey& key);
+  /// Called while handling `err`, the failed load of e's stored choice: loads the built-in
+  /// default for the key instead, under the same Options (deterministic), or rethrows when that
+  /// was the one that failed.
+  void fall_back(Entry& e, const EntryKey& key, const std::exception& err);
+  /// The device a call's plan is made for.
+  Target target(DType dtype, Op op) const;
+  /// Reserves a workspace (`reserve(ws, stream_to_zero_on)`) and enqueues the call with it
+  /// (`enqueue(kernel, ws)`): on a lease, or, where `cap` is active, into the graph.
+  template <typename Reserve, typename Enqueue>
+  void launch(const Kernel& kernel, const capture::State& cap, CUstream stream, Reserve&& reserve,
+              Enqueue&& enqueue_call);
+  /// A call on a stream that is being captured into `graph` (see launch.cpp).
+  template <typename Reserve, typename Enqueue>
+  void captured(CUgraph graph, const Kernel& kernel, Reserve&& reserve, Enqueue&& enqueue_call);
+};
+
+} // namespace reduce_tune
