@@ -11,7 +11,11 @@ Host time per call: K back-to-back calls, then one synchronisation: the time unt
 returned / K ("enqueue") and until the stream finished / K ("total"), for the C++ call
 (Reducer::reduce_async, through the extension's timing loop: bench/overhead.cpp's library_us),
 reduce_tune.sum(x, out=o), reduce_tune.sum(x) (allocates the 0-d result), torch.sum(x), and
-reduce_tune.sum(x, out=o, stream=s) (the general path: protocols, plan, stream checks).
+reduce_tune.sum(x, out=o, stream=s) (the general path: protocols, plan, stream checks). Then
+reduce_tune against torch.sum at 2^10 float32 elements, whole (a vector) and dim=-1 (a 32 x 32
+matrix), measured side by side (the two alternate within each trial), with their ratio (the
+package's aim: at most 0.8), and where the package's time goes: the C++ call in a C++ loop, the
+same call from Python, and a torch result tensor (as the package makes it, and the usual way).
 
 Prints Markdown. Exit code: 0 all checks passed, 1 a check failed, 4 torch or a GPU not available.
 """
@@ -200,8 +204,66 @@ def main():
         if abs(o.item() - x.double().sum().item()) > 1e-6 * x.abs().sum().item() + 1e-6:
             failed += 1
             print("FAILED: host-time result", file=sys.stderr)
+    failed += host_vs_torch(torch, rt, _ext, dev, f32, op_sum, args.host_calls)
     print(f"\n**python_api summary**: {failed} FAILED")
     return 1 if failed else 0
+
+
+def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
+    """reduce_tune.sum against torch.sum at 2^10 elements, host time per call (enqueue, K
+    back-to-back calls), side by side; returns the number of failed result checks."""
+    x = torch.rand(1 << 10, device="cuda")
+    m = torch.rand(32, 32, device="cuda")
+    cases = {"whole (2^10 vector)": (lambda: rt.sum(x), lambda: torch.sum(x)),
+             "dim=-1 (32 x 32)": (lambda: rt.sum(m, -1), lambda: torch.sum(m, -1))}
+    o = torch.empty((), device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    parts = {"C++ reduce_async (C++ loop)": None,
+             "_ext.reduce from Python": lambda: _ext.reduce(dev, f32, op_sum, x.data_ptr(), 1 << 10,
+                                                            o.data_ptr(), stream),
+             "torch.empty_like(o) (the result tensor, made as the package makes it)":
+                 lambda: torch.empty_like(o),
+             "x.new_empty(()) (the same, the usual way)": lambda: x.new_empty(())}
+
+    def enqueue_us(fn):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(K):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        return (t1 - t0) / K * 1e6
+
+    for rfn, tfn in cases.values():  # warm: compiled, looked up, the result pools filled
+        rfn(), tfn()
+    times = {k: ([], []) for k in cases}
+    ptimes = {k: [] for k in parts}
+    for t in range(trials):
+        for k, (rfn, tfn) in cases.items():
+            first, second = (rfn, tfn) if t % 2 == 0 else (tfn, rfn)
+            a, b = enqueue_us(first), enqueue_us(second)
+            times[k][0].append(a if t % 2 == 0 else b)
+            times[k][1].append(b if t % 2 == 0 else a)
+        for k, fn in parts.items():
+            ptimes[k].append(_ext.time_calls(dev, f32, op_sum, x.data_ptr(), 1 << 10, o.data_ptr(), stream,
+                                             K)[0] if fn is None else enqueue_us(fn))
+    print(f"\n### Host time per call, reduce_tune against torch.sum (float32, 2^10 elements, {K} "
+          f"back-to-back calls, median of {trials} trials, side by side)\n")
+    print("| call | reduce_tune us | torch.sum us | rt/torch |")
+    print("|---|---:|---:|---:|")
+    for k, (r, t) in times.items():
+        rm, tm = statistics.median(r), statistics.median(t)
+        print(f"| {k} | {rm:.2f} | {tm:.2f} | {rm / tm:.2f} |")
+    print("\nWhere reduce_tune.sum(x)'s time goes (the same loop, per call):\n")
+    for k, v in ptimes.items():
+        print(f"- {k}: {statistics.median(v):.2f} us")
+    failed = 0
+    r, rr = rt.sum(x), rt.sum(m, -1)
+    if abs(r.item() - x.double().sum().item()) > 1e-6 * x.abs().sum().item() + 1e-6 or \
+            not torch.allclose(rr, m.sum(-1), rtol=1e-5, atol=1e-5):
+        failed += 1
+        print("FAILED: host-time results", file=sys.stderr)
+    return failed
 
 
 if __name__ == "__main__":

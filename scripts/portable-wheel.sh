@@ -3,7 +3,7 @@
 # no build tools or package registry; scripts/gpu-python.sh installs and tests it there:
 #   OUT_DIR/reduce_tune-*.whl  the package: nanobind's stable ABI (cp312-abi3, any CPython >= 3.12),
 #       SQLite and Boost.Program_options linked statically, the driver and NVRTC opened at run time
-#       (as scripts/portable-build.sh builds the CLI);
+#       (as `pip wheel .` builds it, and libgcc linked statically too);
 #   OUT_DIR/ pytest and its pure-Python dependencies, for a Python without it.
 #   usage: scripts/portable-wheel.sh [OUT_DIR]   (default: build-portable-python/wheels)
 #   PYTHON312: a CPython 3.12 to build with (default: python3.12 on PATH).
@@ -29,15 +29,13 @@ export PATH=/usr/local/cuda/bin:$PATH
   -C cmake.define.CMAKE_SHARED_LINKER_FLAGS=-static-libgcc
 "$py" -m pip download --quiet --only-binary=:all: -d "$out" pytest
 ls -la "$out"
-# What the extension and the CLI need at run time: no libboost, libcuda or libnvrtc; the CLI no
-# libsqlite3 either (the extension links libsqlite3.so.0, which a host with CPython's sqlite3 has).
+# What the extension and the CLI need at run time: no libboost, libsqlite3, libcuda or libnvrtc.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && "$py" -m zipfile -e "$out"/reduce_tune-*.whl .)
 for f in "$tmp"/reduce_tune/_ext*.so "$tmp"/reduce_tune/bin/reduce-tune; do
   echo "$(basename "$f"): $(readelf -d "$f" | awk '/NEEDED/ {gsub(/[\[\]]/, "", $5); printf "%s ", $5}')"
-  pattern='boost|libcuda|nvrtc'
-  case $f in *bin/reduce-tune) pattern="$pattern|sqlite" ;; esac
+  pattern='boost|sqlite|libcuda|nvrtc'
   if readelf -d "$f" | grep -Eq "NEEDED.*($pattern)"; then
     echo "portable-wheel.sh: $f needs a library a GPU host may lack" >&2
     exit 1

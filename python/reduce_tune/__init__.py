@@ -50,9 +50,8 @@ import os as _os
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from . import _arrays, _ext, _torch_hook
+from . import _ext, _nvrtc, _torch_hook
 from ._api import StreamLike
-from ._api import torch_whole as _torch_whole
 from ._api import config_for as _config_for
 from ._api import devices as _devices
 from ._api import reduce as _reduce
@@ -69,9 +68,11 @@ __version__: str = _ext.version
 # The torch custom ops (torch.ops.reduce_tune.*): registered now if torch is imported, else as soon
 # as it is; torch itself is never imported here.
 _torch_hook.install()
+# NVRTC from the nvidia-cuda-nvrtc wheels, where the machine has no other (see _nvrtc).
+_ext.set_nvrtc_candidates(_nvrtc.candidates())
 
 __all__ = ["sum", "min", "max", "segment_sum", "segment_min", "segment_max", "config_for",
-           "devices", "gpu_available", "dtypes", "DeviceArray", "__version__"]
+           "devices", "gpu_available", "dtypes", "nvrtc_info", "DeviceArray", "__version__"]
 
 
 def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None,  # noqa: A001
@@ -91,13 +92,14 @@ def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
     A torch tensor's sum is ``torch.ops.reduce_tune.sum(x, dim, dtype)`` where torch must see it
     (torch.compile, autograd; see the module's documentation), with a gradient of ones.
     """
-    t = _torch_hook.ops
-    if t is not None and isinstance(x, t.Tensor):
-        return t.reduce("sum", x, dim, out, stream, dtype)
-    if dim is None and stream is None and dtype is None and type(x) is _arrays.torch_tensor:
-        r = _torch_whole(_SUM, x, out)
+    h = _torch_hook
+    if type(x) is h.tensor and stream is None and dtype is None:
+        r = h.fast(_SUM, x, dim, out)
         if r is not None:
             return r
+    t = h.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.reduce("sum", x, dim, out, stream, dtype)
     return _reduce("sum", x, dim, out=out, stream=stream, dtype=dtype)
 
 
@@ -107,13 +109,14 @@ def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
     A floating-point NaN anywhere gives NaN (IEEE 754-2019 minimum, like numpy.min and torch.amin);
     -0.0 orders below +0.0. The gradient (torch) is split evenly among the elements equal to the
     result, as torch.amin's."""
-    t = _torch_hook.ops
-    if t is not None and isinstance(x, t.Tensor):
-        return t.reduce("min", x, dim, out, stream, dtype)
-    if dim is None and stream is None and dtype is None and type(x) is _arrays.torch_tensor:
-        r = _torch_whole(_MIN, x, out)
+    h = _torch_hook
+    if type(x) is h.tensor and stream is None and dtype is None:
+        r = h.fast(_MIN, x, dim, out)
         if r is not None:
             return r
+    t = h.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.reduce("min", x, dim, out, stream, dtype)
     return _reduce("min", x, dim, out=out, stream=stream, dtype=dtype)
 
 
@@ -121,13 +124,14 @@ def max(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
         dtype: Any = None) -> Any:
     """The maximum of `x`'s elements, or along a dimension (arguments as for :func:`sum`); a NaN
     gives NaN as in :func:`min`, and +0.0 orders above -0.0; the gradient as torch.amax's."""
-    t = _torch_hook.ops
-    if t is not None and isinstance(x, t.Tensor):
-        return t.reduce("max", x, dim, out, stream, dtype)
-    if dim is None and stream is None and dtype is None and type(x) is _arrays.torch_tensor:
-        r = _torch_whole(_MAX, x, out)
+    h = _torch_hook
+    if type(x) is h.tensor and stream is None and dtype is None:
+        r = h.fast(_MAX, x, dim, out)
         if r is not None:
             return r
+    t = h.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.reduce("max", x, dim, out, stream, dtype)
     return _reduce("max", x, dim, out=out, stream=stream, dtype=dtype)
 
 
@@ -190,6 +194,15 @@ def gpu_available() -> Tuple[bool, str]:
     """(True, "") when a CUDA driver and a GPU are present, else (False, the reason)."""
     ok, why = _ext.gpu_available()
     return bool(ok), str(why)
+
+
+def nvrtc_info(arch: Optional[str] = None) -> Dict[str, Any]:
+    """The NVRTC that compiles the kernels: ``path``, ``version`` (major, minor) and ``archs`` (the
+    SM numbers it targets); with `arch` ("sm_90"), also ``compiled_bytes`` of a small kernel
+    compiled for it. Needs no GPU. The NVRTC is ``$REDUCE_TUNE_NVRTC`` if set, else the one this
+    build was made against where the loader finds it, else that of an installed
+    ``nvidia-cuda-nvrtc`` wheel (``pip install nvidia-cuda-nvrtc``); RuntimeError if none loads."""
+    return _ext.nvrtc_info(arch or "")
 
 
 def dtypes() -> List[str]:

@@ -244,27 +244,6 @@ def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int,
 
 # ---- the reductions ----------------------------------------------------------------------------
 
-def torch_whole(opv: int, x: Any, out: Any) -> Any:
-    """The common case on few attribute reads: a contiguous CUDA torch.Tensor (exactly that type)
-    reduced whole on torch's current stream, `out` None or a one-element tensor like it. Returns
-    None for anything else, which the general path then handles (and reports)."""
-    if not x.is_cuda or x.layout is not _arrays.torch_strided or not x.is_contiguous():
-        return None
-    dt = _arrays._torch_dtypes.get(x.dtype)
-    if dt is None:
-        return None
-    dev = x.get_device()
-    if out is None:
-        o = x.new_empty(())
-    elif (type(out) is type(x) and out.dtype == x.dtype and out.is_cuda and out.get_device() == dev
-          and out.numel() == 1 and out.is_contiguous()):
-        o = out
-    else:
-        return None
-    _ext.reduce(dev, dt.value, opv, x.data_ptr(), x.numel(), o.data_ptr(), _arrays._torch_stream(dev))
-    return o
-
-
 def _result_dtype(a: Array, dtype: Any, kind: str) -> Optional[_dtypes.DType]:
     """The dtype= argument: None or a's dtype (the element type), or float32 for a bf16/float16
     array reduced whole (the float32 accumulator, unrounded: Reducer::reduce_async with

@@ -80,14 +80,10 @@ def _pointer_device(ptr: int, obj: object, default: int) -> int:
 
 _torch_dtypes: Dict[Any, DType] = {}
 _torch_stream = None
-#: torch.Tensor and torch.strided once a tensor has been read (for the fast path in _api).
-torch_tensor: Any = None
-torch_strided: Any = None
 
 
 def _torch_setup(torch: Any) -> None:
-    global _torch_stream, torch_tensor, torch_strided
-    torch_tensor, torch_strided = torch.Tensor, torch.strided
+    global _torch_stream
     for d in _dtypes.BY_NAME.values():
         t = getattr(torch, d.name, None)
         if t is not None:

@@ -19,7 +19,7 @@ equal to the result, split evenly among ties, as torch.amin/amax (a NaN result g
 gradients, as theirs); the segment reductions likewise per segment, and elements outside every
 segment get zero.
 """
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import torch
 
@@ -33,7 +33,6 @@ _dispatch_modes = torch._C._len_torch_dispatch_stack
 _arrays._torch_setup(torch)
 
 OPS = ("sum", "min", "max")
-_OPV: Dict[str, int] = {op: _dtypes.op_value(op) for op in OPS}
 
 
 def _name(dt: Any) -> str:
@@ -182,11 +181,7 @@ def _direct(x: Any) -> bool:
 
 def reduce(op: str, x: torch.Tensor, dim: Any, out: Any, stream: Any, dtype: Any) -> Any:
     """reduce_tune.sum / min / max of a torch tensor."""
-    if _direct(x):
-        if dim is None and stream is None and dtype is None:
-            r = _api.torch_whole(_OPV[op], x, out)
-            if r is not None:
-                return r
+    if _direct(x):  # (the common cases took _torch_fast.fast before this)
         return _api.reduce(op, x, dim, out=out, stream=stream, dtype=dtype)
     _api.check_dim(x.dim(), dim)
     if dtype is not None and not isinstance(dtype, torch.dtype):

@@ -5,7 +5,9 @@ imports torch: a process that never imports torch (CuPy, NumPy and other users) 
 ``ops`` is reduce_tune._torch once the ops are registered (the public functions send torch tensors
 there), else None; ``why`` says why not where torch was imported but the ops could not be
 registered (a torch without ``torch.library.custom_op``, before 2.4): the public functions then
-call the library directly, as without the ops (eager only, no autograd).
+call the library directly, as without the ops (eager only, no autograd). ``tensor`` and ``fast``
+are then torch.Tensor and reduce_tune._torch_fast.fast, the public functions' first test and
+their eager path (before: a class no object is of, and None).
 """
 from __future__ import annotations
 
@@ -19,16 +21,25 @@ ops: Any = None
 why: str = ""
 
 
+class _NoTensor:
+    """What ``tensor`` is until torch's ops are registered: no object's type."""
+
+
+tensor: Any = _NoTensor
+fast: Any = None
+
+
 def _register() -> None:
-    global ops, why
+    global ops, why, tensor, fast
     if ops is not None:
         return
     try:
-        from . import _torch
+        from . import _torch, _torch_fast
     except Exception as e:  # noqa: BLE001 - an old or partial torch: the library directly, as before
         why = f"the torch custom ops could not be registered ({type(e).__name__}: {e})"
         return
     ops, why = _torch, ""
+    fast, tensor = _torch_fast.fast, _torch.Tensor
 
 
 class _Loader(importlib.abc.Loader):

@@ -5,6 +5,10 @@
 #include "reduce_tune/reducer.h"
 
 #include "kernels/driver.h"
+#include "kernels/nvrtc.h"
+
+#include <dlfcn.h>
+#include <sqlite3.h>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
@@ -13,8 +17,12 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -27,15 +35,76 @@ namespace {
 
 using Ptr = std::uintptr_t;
 
+// ---- what the calls did: counters the tests read ---------------------------------------------
+
+/// Counted since import: Reducers created, SQLite statements run by the library's connections (the
+/// tuning store and the shipped tuning: a lookup), and the extension's own allocations, stream
+/// waits and pointer queries. A warm call of the package does none of these.
+struct Stats {
+  std::atomic<std::uint64_t> reducers{0}, store_statements{0}, allocations{0}, stream_waits{0},
+      pointer_queries{0};
+} g_stats;
+
+int count_statement(unsigned, void*, void*, void*) {
+  g_stats.store_statements.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+/// Run by SQLite for every connection opened after import (sqlite3_auto_extension): the store's and
+/// the shipped tuning's, which the Reducers open. (Where SQLite is a shared library, connections
+/// that others in the process open are counted too.)
+int count_statements_of(sqlite3* db, const char**, const sqlite3_api_routines*) {
+  sqlite3_trace_v2(db, SQLITE_TRACE_STMT, count_statement, nullptr);
+  return SQLITE_OK;
+}
+
+// ---- NVRTC ------------------------------------------------------------------------------------
+
+std::vector<std::string> g_nvrtc_candidates; // NVRTCs of pip wheels the package found (set_nvrtc_candidates)
+
+/// The NVRTC the reducers open: "" for the library's own choice ($REDUCE_TUNE_NVRTC, else the
+/// soname this build was made against, on the loader path or in the build's toolkit) where that
+/// loads, else the first of the package's candidates that loads (the nvidia-cuda-nvrtc wheels).
+/// Its builtins library (libnvrtc-builtins.so.X.Y) is opened from the same folder first, so that
+/// NVRTC finds it by name without LD_LIBRARY_PATH. g_reducers_mu held.
+std::string nvrtc_path() {
+  const char* env = std::getenv("REDUCE_TUNE_NVRTC");
+  if (env && *env) return "";
+  // Left open: the Reducer opens the same library next.
+  if (dlopen(RT_DEFAULT_NVRTC, RTLD_NOW | RTLD_LOCAL)) return "";
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(RT_NVRTC_FALLBACK_DIR) / RT_DEFAULT_NVRTC, ec))
+    return "";
+  for (const std::string& c : g_nvrtc_candidates) {
+    const std::filesystem::path dir = std::filesystem::path(c).parent_path();
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("libnvrtc-builtins.so.", 0) == 0) dlopen(e.path().c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
+    if (dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) return c;
+  }
+  return "";
+}
+
+/// An NVRTC that cannot be loaded, said with what would provide one.
+[[noreturn]] void rethrow_nvrtc(const std::exception& e) {
+  const std::string what = e.what();
+  if (what.rfind("cannot load NVRTC", 0) == 0)
+    throw std::runtime_error("reduce_tune: " + what + ". Install the CUDA toolkit's NVRTC, or "
+                             "`pip install nvidia-cuda-nvrtc` (or nvidia-cuda-nvrtc-cu12), or set "
+                             "REDUCE_TUNE_NVRTC to a libnvrtc.so");
+  throw;
+}
+
 // ---- reducers ---------------------------------------------------------------------------------
 
 std::mutex g_reducers_mu;
 std::vector<Reducer*> g_reducers; // index: ordinal; leaked on purpose (see above)
 std::string g_shipped_path;       // the package's copy of the shipped tuning (set_shipped_path)
+constexpr int kFastGpus = 64;
+std::atomic<Reducer*> g_fast[kFastGpus]; // the same reducers, read without the lock by every call
 
-/// The Reducer of GPU `ordinal`, created on first use. Throws RuntimeError (no driver or GPU)
-/// or ValueError (no such GPU).
-Reducer& reducer(int ordinal) {
+Reducer& create_reducer(int ordinal) {
   std::lock_guard lock(g_reducers_mu);
   if (ordinal < 0 || std::size_t(ordinal) >= g_reducers.size() || !g_reducers[ordinal]) {
     std::string why;
@@ -48,11 +117,63 @@ Reducer& reducer(int ordinal) {
     if (!g_reducers[ordinal]) {
       Options o;
       o.shipped_path = g_shipped_path;
-      g_reducers[ordinal] = new Reducer(ordinal, o);
+      o.nvrtc_path = nvrtc_path();
+      try {
+        g_reducers[ordinal] = new Reducer(ordinal, o);
+      } catch (const std::runtime_error& e) {
+        rethrow_nvrtc(e);
+      }
+      g_stats.reducers.fetch_add(1, std::memory_order_relaxed);
+      if (ordinal < kFastGpus) g_fast[ordinal].store(g_reducers[ordinal], std::memory_order_release);
     }
   }
   return *g_reducers[ordinal];
 }
+
+/// The Reducer of GPU `ordinal`, created on first use. Throws RuntimeError (no driver or GPU)
+/// or ValueError (no such GPU).
+inline Reducer& reducer(int ordinal) {
+  if (unsigned(ordinal) < unsigned(kFastGpus))
+    if (Reducer* r = g_fast[ordinal].load(std::memory_order_acquire)) return *r;
+  return create_reducer(ordinal);
+}
+
+// ---- calls with or without the GIL -------------------------------------------------------------
+
+/// The calls known to be warm: a call of that kind, GPU, dtype, op, result and size buckets (the
+/// Reducer's: [2^k, 2^(k+1)) in each extent) returned before, so its configuration is looked up and
+/// loaded and the call only enqueues work. Those run holding the GIL, which costs less than
+/// letting it go and taking it back; a first call, which may compile for a second, lets other
+/// threads run. A direct-mapped table of exact keys: a key pushed out by another is just cold again.
+class WarmCalls {
+public:
+  static std::uint64_t key(int kind, int dev, int dtype, int op, std::uint64_t a, std::uint64_t b,
+                           int result) {
+    return 1 + (std::uint64_t(kind & 3) | std::uint64_t(dev & 0xff) << 2 |
+                std::uint64_t(dtype & 0x3f) << 10 | std::uint64_t(op & 0xf) << 16 |
+                std::uint64_t(std::bit_width(a)) << 20 | std::uint64_t(std::bit_width(b)) << 27 |
+                std::uint64_t(result & 0x3f) << 34);
+  }
+  /// Runs f, without the GIL unless `k` is warm; `k` is warm after f returns.
+  template <typename F> void run(std::uint64_t k, F&& f) {
+    std::atomic<std::uint64_t>& slot = slots_[(k * 0x9E3779B97F4A7C15ull) >> (64 - kBits)];
+    if (slot.load(std::memory_order_relaxed) == k) {
+      f();
+      return;
+    }
+    {
+      nb::gil_scoped_release nogil;
+      f();
+    }
+    slot.store(k, std::memory_order_relaxed);
+  }
+
+private:
+  static constexpr int kBits = 12;
+  std::atomic<std::uint64_t> slots_[std::size_t(1) << kBits] = {};
+} g_warm;
+
+enum CallKind { kArray = 0, kRows = 1, kColumns = 2, kSegments = 3 };
 
 DType to_dtype(int v) { return static_cast<DType>(v); }
 Op to_op(int v) { return static_cast<Op>(v); }
@@ -140,6 +261,7 @@ private:
 /// it until the wait is done). The protocol of __cuda_array_interface__ v3's stream field.
 void stream_wait(int ordinal, Ptr consumer, Ptr producer) {
   if (consumer == producer) return;
+  g_stats.stream_waits.fetch_add(1, std::memory_order_relaxed);
   const InPrimary in(ordinal);
   CUevent ev = nullptr;
   RT_CU(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
@@ -152,6 +274,7 @@ void stream_wait(int ordinal, Ptr consumer, Ptr producer) {
 /// (CU_MEMORYTYPE of the pointer or 0 if CUDA does not know it, its device ordinal or -1, whether
 /// it is managed memory). Raises RuntimeError without a driver.
 nb::tuple pointer_info(Ptr p) {
+  g_stats.pointer_queries.fetch_add(1, std::memory_order_relaxed);
   std::string why;
   if (!gpu_available(&why)) throw std::runtime_error("reduce_tune: " + why);
   unsigned type = 0;
@@ -218,6 +341,7 @@ nb::tuple dlpack_view(nb::handle capsule) {
 // ---- device memory for results of frameworks without an allocator we know ---------------------
 
 Ptr alloc(int ordinal, std::uint64_t bytes) {
+  g_stats.allocations.fetch_add(1, std::memory_order_relaxed);
   const InPrimary in(ordinal);
   CUdeviceptr p = 0;
   RT_CU(cuMemAlloc(&p, bytes ? bytes : 1));
@@ -258,12 +382,43 @@ std::pair<double, double> time_calls(int ordinal, int dtype, int op, Ptr in, std
   return {us(t1 - t0).count() / calls, us(t2 - t0).count() / calls};
 }
 
+/// The NVRTC the reducers use (see nvrtc_path): its path, version and targets; with `arch`
+/// ("sm_90"), a small kernel compiled for it too. Needs no driver or GPU.
+nb::dict nvrtc_info(const std::string& arch) {
+  std::string path;
+  {
+    std::lock_guard lock(g_reducers_mu);
+    path = nvrtc_path();
+  }
+  nb::dict d;
+  nb::gil_scoped_release nogil;
+  try {
+    const Nvrtc n(path);
+    std::string bytes;
+    if (!arch.empty())
+      bytes = n.compile("extern \"C\" __global__ void rt_probe(float* p) {\n"
+                        "  __shared__ float s[32];\n  s[threadIdx.x] = p[threadIdx.x];\n"
+                        "  __syncthreads();\n  if (threadIdx.x == 0) atomicAdd(p, s[31]);\n}\n",
+                        "rt_probe.cu", n.parse_target(arch)).image;
+    nb::gil_scoped_acquire gil;
+    d["path"] = n.path();
+    d["version"] = nb::make_tuple(n.major(), n.minor());
+    d["archs"] = n.archs();
+    if (!arch.empty()) d["compiled_bytes"] = bytes.size();
+  } catch (const std::runtime_error& e) {
+    rethrow_nvrtc(e);
+  }
+  return d;
+}
+
 } // namespace
 
 NB_MODULE(_ext, m) {
   m.doc() = "reduce-tune's C++ runtime (reduce_tune::Reducer), one per GPU. Private: use the "
             "reduce_tune package, which reads the array protocols and calls these.";
   m.attr("version") = RT_VERSION;
+  m.attr("nvrtc_soname") = RT_DEFAULT_NVRTC;
+  sqlite3_auto_extension(reinterpret_cast<void (*)()>(&count_statements_of));
 
   m.def("dtypes", &names<DType>, "(name, DType value) of every dtype the library reduces.");
   m.def("ops", &names<Op>, "(name, Op value) of every operator.");
@@ -280,6 +435,25 @@ NB_MODULE(_ext, m) {
     std::lock_guard lock(g_reducers_mu);
     return g_shipped_path;
   }, "The path set_shipped_path set ('' if none).");
+  m.def("set_nvrtc_candidates", [](std::vector<std::string> paths) {
+    std::lock_guard lock(g_reducers_mu);
+    g_nvrtc_candidates = std::move(paths);
+  }, "paths"_a,
+        "NVRTC libraries to open, in order, where the one this build was made against is not "
+        "found and $REDUCE_TUNE_NVRTC is unset (the package passes those of nvidia-cuda-nvrtc wheels).");
+  m.def("nvrtc_info", &nvrtc_info, "arch"_a = "",
+        "The NVRTC the reducers use: {'path', 'version', 'archs'}, with `arch` also "
+        "'compiled_bytes' of a small kernel compiled for it. RuntimeError if none loads.");
+  m.def("stats", [] {
+    nb::dict d;
+    d["reducers"] = g_stats.reducers.load();
+    d["store_statements"] = g_stats.store_statements.load();
+    d["allocations"] = g_stats.allocations.load();
+    d["stream_waits"] = g_stats.stream_waits.load();
+    d["pointer_queries"] = g_stats.pointer_queries.load();
+    return d;
+  }, "Counts since import: Reducers created, SQLite statements of the library's connections "
+     "(store lookups), and the extension's allocations, stream waits and pointer queries.");
   m.def("gpu_available", [] {
     std::string why;
     const bool ok = gpu_available(&why);
@@ -305,35 +479,60 @@ NB_MODULE(_ext, m) {
   m.def("reduce", [](int dev, int dtype, int op, Ptr in, std::uint64_t n, Ptr out, Ptr stream,
                      int result) {
     Reducer& r = reducer(dev);
-    nb::gil_scoped_release nogil;
-    r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out),
-                   to_dtype(result < 0 ? dtype : result), to_stream(stream));
+    const int rdt = result < 0 ? dtype : result;
+    g_warm.run(WarmCalls::key(kArray, dev, dtype, op, n, 0, rdt), [&] {
+      r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out), to_dtype(rdt),
+                     to_stream(stream));
+    });
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "n"_a, "d_out"_a, "stream"_a, "result"_a = -1,
      "Reducer::reduce_async: one result at d_out, asynchronous on stream; `result` (a DType "
      "value, -1: the input's) float32 for a bf16/f16 input writes the unrounded accumulator.");
   m.def("reduce_rows", [](int dev, int dtype, int op, Ptr in, std::uint64_t rows, std::uint64_t cols,
                           Ptr out, Ptr stream, std::uint64_t row_stride) {
     Reducer& r = reducer(dev);
-    nb::gil_scoped_release nogil;
-    r.reduce_rows(to_dtype(dtype), to_op(op), in_ptr(in), rows, cols, out_ptr(out), to_stream(stream),
-                  row_stride);
+    g_warm.run(WarmCalls::key(kRows, dev, dtype, op, rows, cols, 0), [&] {
+      r.reduce_rows(to_dtype(dtype), to_op(op), in_ptr(in), rows, cols, out_ptr(out),
+                    to_stream(stream), row_stride);
+    });
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a, "row_stride"_a,
      "Reducer::reduce_rows: one result per row.");
   m.def("reduce_columns", [](int dev, int dtype, int op, Ptr in, std::uint64_t rows, std::uint64_t cols,
                              Ptr out, Ptr stream, std::uint64_t row_stride) {
     Reducer& r = reducer(dev);
-    nb::gil_scoped_release nogil;
-    r.reduce_columns(to_dtype(dtype), to_op(op), in_ptr(in), rows, cols, out_ptr(out),
-                     to_stream(stream), row_stride);
+    g_warm.run(WarmCalls::key(kColumns, dev, dtype, op, rows, cols, 0), [&] {
+      r.reduce_columns(to_dtype(dtype), to_op(op), in_ptr(in), rows, cols, out_ptr(out),
+                       to_stream(stream), row_stride);
+    });
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a, "row_stride"_a,
      "Reducer::reduce_columns: one result per column.");
+  // The same for a dense matrix (row_stride = cols), in eight arguments: nanobind's quicker
+  // dispatch takes at most eight (the eager torch path calls these).
+  m.def("reduce_rows_dense", [](int dev, int dtype, int op, Ptr in, std::uint64_t rows,
+                                std::uint64_t cols, Ptr out, Ptr stream) {
+    Reducer& r = reducer(dev);
+    g_warm.run(WarmCalls::key(kRows, dev, dtype, op, rows, cols, 0), [&] {
+      r.reduce_rows(to_dtype(dtype), to_op(op), in_ptr(in), rows, cols, out_ptr(out),
+                    to_stream(stream), cols);
+    });
+  }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a,
+     "reduce_rows of a dense matrix.");
+  m.def("reduce_columns_dense", [](int dev, int dtype, int op, Ptr in, std::uint64_t rows,
+                                   std::uint64_t cols, Ptr out, Ptr stream) {
+    Reducer& r = reducer(dev);
+    g_warm.run(WarmCalls::key(kColumns, dev, dtype, op, rows, cols, 0), [&] {
+      r.reduce_columns(to_dtype(dtype), to_op(op), in_ptr(in), rows, cols, out_ptr(out),
+                       to_stream(stream), cols);
+    });
+  }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a,
+     "reduce_columns of a dense matrix.");
   m.def("reduce_segments", [](int dev, int dtype, int op, Ptr in, Ptr offsets, std::uint64_t segments,
                               Ptr out, Ptr stream, std::uint64_t elements) {
     Reducer& r = reducer(dev);
-    nb::gil_scoped_release nogil;
-    r.reduce_segments(to_dtype(dtype), to_op(op), in_ptr(in),
-                      reinterpret_cast<const std::int64_t*>(offsets), segments, out_ptr(out),
-                      to_stream(stream), elements);
+    g_warm.run(WarmCalls::key(kSegments, dev, dtype, op, segments, elements, 0), [&] {
+      r.reduce_segments(to_dtype(dtype), to_op(op), in_ptr(in),
+                        reinterpret_cast<const std::int64_t*>(offsets), segments, out_ptr(out),
+                        to_stream(stream), elements);
+    });
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "d_offsets"_a, "segments"_a, "d_out"_a, "stream"_a,
      "elements"_a,
      "Reducer::reduce_segments: one result per segment of int64 offsets.");

@@ -76,7 +76,7 @@ def test_shipped_tuning_is_built_in(tmp_path):
 
 def test_public_api():
     for f in ("sum", "min", "max", "segment_sum", "segment_min", "segment_max", "config_for",
-              "devices", "gpu_available", "dtypes"):
+              "devices", "gpu_available", "dtypes", "nvrtc_info"):
         assert callable(getattr(rt, f)) and getattr(rt, f).__doc__, f
     ok, why = rt.gpu_available()
     assert isinstance(ok, bool) and (ok or why)
@@ -88,6 +88,33 @@ def test_stubs_match_the_extension():
     actual = {n for n in dir(_ext) if not n.startswith("_") and callable(getattr(_ext, n))}
     assert declared == actual
     assert (Path(_ext.__file__).parent / "py.typed").exists()
+
+
+def test_nvrtc_wheels_are_found_in_order(tmp_path):
+    from reduce_tune import _nvrtc
+    files = ["nvidia/cu13/lib/libnvrtc.so.13", "nvidia/cu13/lib/libnvrtc-builtins.so.13.5",
+             "nvidia/cuda_nvrtc/lib/libnvrtc.so.12", "nvidia/cuda_nvrtc/lib/libnvrtc.alt.so.12",
+             "nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.9", "other/nvidia/x/lib/libnvrtc.so.11.2"]
+    for f in files:
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_bytes(b"")
+    paths = [str(tmp_path / "absent"), str(tmp_path), str(tmp_path / "other"), str(tmp_path)]
+    got = [Path(p).relative_to(tmp_path).as_posix() for p in _nvrtc.wheel_candidates(paths, "libnvrtc.so.12")]
+    assert got == ["nvidia/cuda_nvrtc/lib/libnvrtc.so.12", "nvidia/cu13/lib/libnvrtc.so.13",
+                   "other/nvidia/x/lib/libnvrtc.so.11.2"]
+    got = [Path(p).name for p in _nvrtc.wheel_candidates(paths, "libnvrtc.so.13")]
+    assert got == ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"]
+
+
+def test_nvrtc_info_needs_no_gpu():
+    try:
+        info = rt.nvrtc_info("sm_90")
+    except RuntimeError as e:  # a machine without any NVRTC: the message says where to get one
+        assert "nvidia-cuda-nvrtc" in str(e)
+        pytest.skip(f"no NVRTC here: {e}")
+    assert tuple(info["version"]) >= (11, 2) and 90 in info["archs"]
+    assert info["path"] and info["compiled_bytes"] > 0
+    assert set(rt.nvrtc_info()) == {"path", "version", "archs"}
 
 
 def test_cli_runs_through_python_m():

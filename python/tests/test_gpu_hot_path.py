@@ -1,0 +1,95 @@
+"""The eager call on a torch tensor after its first call (reduce_tune._torch_fast): it looks nothing
+up in the tuning store, creates no Reducer, allocates nothing but its result and waits on nothing,
+and its results are tensors of their own, equal to the general route's. Skipped without a GPU or
+torch."""
+from __future__ import annotations
+
+import pytest
+
+import reduce_tune as rt
+from reduce_tune import _ext
+
+pytestmark = pytest.mark.gpu
+
+
+def _allocations(torch):
+    return torch.cuda.memory_stats()["allocation.all.allocated"]
+
+
+def test_a_warm_call_looks_nothing_up_and_allocates_only_its_result(torch):
+    x = torch.rand(1 << 10, device="cuda")
+    m = torch.rand(32, 32, device="cuda")
+    o, orow, ocol = (torch.empty(s, device="cuda") for s in ((), (32,), (32,)))
+    calls = [lambda: rt.sum(x, out=o), lambda: rt.max(m, dim=-1, out=orow),
+             lambda: rt.min(m, dim=0, out=ocol), lambda: rt.sum(x), lambda: rt.sum(m, -1)]
+    for c in calls:  # the first calls: the Reducer, the lookups, the compiles, the scratch
+        c()
+    torch.cuda.synchronize()
+    before, allocated = _ext.stats(), _allocations(torch)
+    for _ in range(20):
+        for c in calls[:3]:
+            c()
+    torch.cuda.synchronize()
+    assert _ext.stats() == before  # no store statement, Reducer, allocation, wait or pointer query
+    assert _allocations(torch) == allocated  # out=: not one tensor made either
+    k = 200
+    for _ in range(k):
+        calls[3]()
+        calls[4]()
+    torch.cuda.synchronize()
+    assert _ext.stats() == before
+    assert _allocations(torch) - allocated == 2 * k  # the results, one tensor each
+    assert o.item() == pytest.approx(x.double().sum().item(), rel=1e-5)
+    assert torch.allclose(orow, m.amax(-1)) and torch.allclose(ocol, m.amin(0))
+
+
+def test_results_are_tensors_of_their_own(torch):
+    x = torch.rand(1 << 10, device="cuda")
+    rs = [rt.sum(x) for _ in range(70)]
+    assert len({r.data_ptr() for r in rs}) == len(rs)
+    assert all(r._base is None and r.shape == () and r.is_contiguous() for r in rs)
+    v = rs[1]._version
+    rs[0].add_(1)  # an in-place change of one result bumps no other's version counter
+    assert rs[1]._version == v
+    torch.cuda.synchronize()
+    want = x.double().sum().item()
+    assert rs[1].item() == pytest.approx(want, rel=1e-5)
+    assert rs[0].item() == pytest.approx(want + 1, rel=1e-5)
+    rows = [rt.max(x.view(8, 128), -1) for _ in range(40)]
+    assert len({r.data_ptr() for r in rows}) == len(rows)
+    assert all(torch.equal(r, x.view(8, 128).amax(-1)) for r in rows)
+
+
+@pytest.mark.parametrize("op", ["sum", "min", "max"])
+def test_fast_and_general_routes_agree_per_dim(torch, op):
+    f = getattr(rt, op)
+    cur = torch.cuda.current_stream()
+    for dtype in (torch.float32, torch.float64, torch.int32, torch.int64):
+        for shape in ((1000,), (33, 65), (5, 1), (1, 7), (4, 6, 9), ()):
+            x = (torch.randn(shape, device="cuda") * 100).to(dtype)
+            for dim in (None, 0, -1):
+                if x.dim() == 0 and dim == -1:
+                    continue
+                fast = f(x, dim)
+                general = f(x, dim, stream=cur)  # stream=: the general route
+                assert fast.shape == general.shape and fast.dtype == general.dtype
+                if op == "sum" and dtype.is_floating_point:
+                    assert torch.allclose(fast, general, rtol=1e-5, atol=1e-3), (shape, dim)
+                else:
+                    assert torch.equal(fast, general), (shape, dim)
+
+
+def test_results_on_other_streams_and_in_graph_capture(torch):
+    x = torch.rand(1 << 10, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        r = [rt.sum(x) for _ in range(3)]
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            captured = rt.sum(x)  # made in the graph's memory pool
+        x.fill_(2)
+        g.replay()
+    side.synchronize()
+    assert captured.item() == 2 * x.numel()
+    assert all(t.item() == pytest.approx(r[0].item()) for t in r)
