@@ -9,7 +9,7 @@
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
-#include "kernels/reference.h"
+#include "kernels/values.h"
 #include "kernels/runner.h"
 #include "runtime/capture.h"
 #include "runtime/lookup.h"

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/catalogue.h"
-#include "kernels/material.h"
 #include "kernels/runner.h"
+#include "tuner/material.h"
 
 #include <fstream>
 #include <set>

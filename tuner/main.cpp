@@ -2,19 +2,19 @@
 // Exit codes: 0 success, 1 runtime failure (no GPU, a failed compile, a store error), 2 usage.
 #include "db/store.h"
 #include "kernels/catalogue.h"
-#include "kernels/cubin.h"
 #include "kernels/driver.h"
-#include "kernels/material.h"
 #include "kernels/nvrtc.h"
 #include "kernels/runner.h"
 #include "tuner/cli.h"
 #include "tuner/cli_compare.h"
 #include "tuner/cli_info.h"
+#include "tuner/cubin.h"
 #include "tuner/eta.h"
+#include "tuner/material.h"
 #include "tuner/report.h"
+#include "tuner/segmented_sweep.h"
 #include "tuner/sizes.h"
 #include "tuner/supervisor.h"
-#include "tuner/segmented_sweep.h"
 #include "tuner/sweep.h"
 
 #include <boost/program_options.hpp>
@@ -486,7 +486,7 @@ int cmd_compile(const std::vector<std::string>& args) {
   const auto outcomes = compile_all(loader, jobs, threads);
   std::size_t failed = 0;
   if (!quiet)
-    std::printf("# NVRTC %s, %s (%s); instrs: SASS instructions derived from the code size (see kernels/cubin.h)\n"
+    std::printf("# NVRTC %s, %s (%s); instrs: SASS instructions derived from the code size (see tuner/cubin.h)\n"
                 "%-52s %-8s %-4s %4s %6s %6s %6s %6s %6s %6s\n", nvrtc.version().c_str(),
                 target.arch.c_str(), target.cubin ? "cubin" : "PTX", "configuration", "dtype", "op",
                 "regs", "spillS", "spillL", "smem", "stack", "bytes", "instrs");

@@ -54,7 +54,9 @@ if [ -f tuner/compare.cpp ] && [ -f "$B/generated/published_embedded.cpp" ]; the
 else
   echo "fuzz: no reference-data CSV parser (tuner/compare.cpp) yet: fuzz_compare skipped"
 fi
-lib_sources=$(sed -n '/^add_library(reduce_tune$/,/^)/p' CMakeLists.txt | grep -oE '^ +[a-z]+/[a-z_]+\.cpp' | tr -d ' ' | paste -sd ' ')
+# The runtime library's sources and the tuner's (the comparison module is the tuner's).
+lib_sources=$(sed -n -e '/^add_library(reduce_tune$/,/^)/p' -e '/^add_library(reduce_tune_tuner STATIC$/,/^)/p' CMakeLists.txt |
+  grep -oE '^ +[a-z]+/[a-z_]+\.cpp' | tr -d ' ' | paste -sd ' ')
 lib_sources="$lib_sources $B/generated/templates_embedded.cpp $B/generated/published_embedded.cpp"
 
 targets=("$@")

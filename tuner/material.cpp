@@ -1,6 +1,6 @@
 // reduce-tune: the kernels of the course material (/work/shared/seeds/), by the names the
 // documents give them, in each document's order, with the configuration key that reproduces each.
-#include "kernels/material.h"
+#include "tuner/material.h"
 
 #include <array>
 
