@@ -16,6 +16,7 @@
 #include "tuner/sizes.h"
 #include "tuner/supervisor.h"
 #include "tuner/sweep.h"
+#include "tuner/test_variants.h"
 
 #include <boost/program_options.hpp>
 
@@ -533,6 +534,7 @@ constexpr const char* kUsage =
 } // namespace
 
 int main(int argc, char** argv) {
+  register_test_variants_from_env(); // in the supervisor and in every worker it spawns
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string cmd = "tune";
   if (!args.empty() && args[0][0] != '-') {

@@ -31,7 +31,7 @@ fi
 
 mkdir -p "$B/generated" "$B/obj"
 # The embedded templates and published figures, as cmake/embed_*.cmake write them for the library.
-templates=$(find templates -name '*.cu' -o -name '*.cuh' | sort | sed "s|^|$PWD/|" | paste -sd ';')
+templates=$(find templates -path templates/test -prune -o \( -name '*.cu' -o -name '*.cuh' \) -print | sort | sed "s|^|$PWD/|" | paste -sd ';')
 cmake -DOUT="$PWD/$B/generated/templates_embedded.cpp" "-DFILES=$templates" -DROOT="$PWD/templates" \
   -P cmake/embed_templates.cmake
 if [ -f cmake/embed_data.cmake ] && [ -f data/published.csv ]; then
