@@ -78,7 +78,7 @@ Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op, DT
       }
     }
     acc_t<T> acc = identity<acc_t<T>>(op);
-    for (std::uint64_t i = 0; i < count; ++i) acc = combine(acc, widen(p[i]), op);
+    for (std::uint64_t i = 0; i < count; ++i) acc = host_ops::combine(acc, widen(p[i]), op);
     return as_result(acc);
   });
 }

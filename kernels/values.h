@@ -54,6 +54,10 @@ template <typename T> T identity(Op op) {
 /// The same for `dtype`, as a Scalar.
 Scalar identity(DType dtype, Op op);
 
+// In their own namespace, which argument-dependent lookup on an Op never reaches: a combine or a
+// float_min_max of a file's own (the bench has both) stays unambiguous.
+namespace host_ops {
+
 /// IEEE 754-2019 minimum and maximum, as templates/common.cuh's rt_float_min_max: a NaN operand
 /// gives a NaN (the first operand's when both are), -0.0 is below +0.0.
 template <typename T> T float_min_max(T a, T b, bool min) {
@@ -80,6 +84,8 @@ template <typename T> T combine(T a, T b, Op op) {
     return T(U(a) + U(b)); // two's-complement wrap
   }
 }
+
+} // namespace host_ops
 
 /// A host array of n elements of one dtype.
 struct HostArray {

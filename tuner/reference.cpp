@@ -51,14 +51,14 @@ template <typename T> Reference reduce_host(const T* x, std::uint64_t n, Op op) 
         s += double(v);
         a += std::fabs(double(v));
       }
-      acc = combine(acc, v, op);
+      acc = host_ops::combine(acc, v, op);
     }
     part[t] = acc, dsum[t] = s, dabs[t] = a;
   });
   Reference r;
   A acc = identity<A>(op);
   for (unsigned t = 0; t < slots; ++t) {
-    acc = combine(acc, part[t], op);
+    acc = host_ops::combine(acc, part[t], op);
     r.exact += dsum[t];
     r.abs_sum += dabs[t];
   }
@@ -126,7 +126,7 @@ template <typename T> Reference reduce_strided(const T* x, std::uint64_t len, st
       r.exact += double(v);
       r.abs_sum += std::fabs(double(v));
     }
-    acc = combine(acc, v, op);
+    acc = host_ops::combine(acc, v, op);
   }
   T result = narrow<T>(acc);
   if constexpr (is_float_like_v<T>)
@@ -150,7 +150,7 @@ void reduce_columns_host(const T* x, const Segmentation& s, Op op, std::vector<R
           out[c].exact += double(v);
           out[c].abs_sum += std::fabs(double(v));
         }
-        acc[c - lo] = combine(acc[c - lo], v, op);
+        acc[c - lo] = host_ops::combine(acc[c - lo], v, op);
       }
     }
     for (std::uint64_t c = lo; c < hi; ++c) {
