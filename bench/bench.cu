@@ -17,8 +17,8 @@
 #include "bench/overhead.h"
 #include "bench/timer.cuh"
 #include "kernels/driver.h"
-#include "kernels/reference.h"
 #include "reduce_tune/reducer.h"
+#include "tuner/reference.h"
 #include "tuner/sizes.h"
 
 #include <cuda_runtime.h>

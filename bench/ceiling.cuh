@@ -7,7 +7,7 @@
 #include "bench/data.h"
 #include "bench/timer.cuh"
 #include "kernels/driver.h"
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 
 #include <cuda/std/limits>
 #include <cuda.h>

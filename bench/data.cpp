@@ -1,12 +1,12 @@
 // reduce-tune bench: input data, CPU reference and the timings' median; the first two spread over the
 // host's cores (2^30 elements take a few seconds on one).
 //
-// Not kernels/reference.h's make_input / reference: that data depends on n (spikes at the last
+// Not tuner/reference.h's make_input / reference: that data depends on n (spikes at the last
 // element and at power-of-two edges), so every size would need its own fill of up to 8 GiB, and
 // its float sums are plain double sums, not accurate enough for a tight float64 bound.
 #include "bench/data.h"
 
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 
 #include <algorithm>
 #include <cmath>

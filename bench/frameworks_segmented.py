@@ -4,7 +4,7 @@
 Shapes: the grid of reduce_bench_segmented (same flags, same defaults): rows and columns reduce a
 dense rows x cols matrix (torch.sum / amin / amax(x, dim=-1) and dim=0; cupy.sum / min / max with
 axis=-1 and axis=0), segments reduce an array given int64 offsets with a skewed (Pareto) length
-distribution, the same offsets as the C++ bench (kernels/reference.cpp skewed_offsets, ported;
+distribution, the same offsets as the C++ bench (tuner/reference.cpp skewed_offsets, ported;
 equal up to rare 1-ulp differences of pow on the GPU): torch.segment_reduce(x, op, offsets=...).
 
 Method (bench/frameworks.py's Timer): a fill of a 2 x L2 buffer before each call (cold L2), a spin
@@ -69,7 +69,7 @@ def lsr(x, k):
 
 
 def mix(x):
-    """kernels/reference.cpp's mix (splitmix64's finalizer) on int64 tensors (wrapping)."""
+    """tuner/reference.cpp's mix (splitmix64's finalizer) on int64 tensors (wrapping)."""
     x = x + s64(0x9e3779b97f4a7c15)
     x = (x ^ lsr(x, 30)) * s64(0xbf58476d1ce4e5b9)
     x = (x ^ lsr(x, 27)) * s64(0x94d049bb133111eb)
@@ -77,7 +77,7 @@ def mix(x):
 
 
 def skewed_offsets(torch, segments, total, seed):
-    """kernels/reference.cpp's skewed_offsets: Pareto (shape 1.2) lengths scaled to `total`."""
+    """tuner/reference.cpp's skewed_offsets: Pareto (shape 1.2) lengths scaled to `total`."""
     i = torch.arange(segments, dtype=torch.int64, device="cuda")
     u = (lsr(mix(i + s64(seed * 0x2545f4914f6cdd1d)), 11) + 1).double() / 2.0 ** 53
     lens = u.pow(-1 / 1.2) - 1

@@ -6,7 +6,7 @@
 // uniform in [-1, 1); bench/data.h), per contestant warm-up calls then R timed calls in 4 chunks,
 // each: output poisoned -> [cold: memset of a 2 x L2 buffer] -> a spin kernel that hides the
 // host's enqueue -> event -> the call -> event; the lowest of the chunks' medians. Every result of
-// every contestant is checked against a CPU reference (kernels/reference.h) after it is timed.
+// every contestant is checked against a CPU reference (tuner/reference.h) after it is timed.
 // Exit code: 0 all checks passed, 1 a check FAILED, 2 no CUDA device, 3 error.
 #include "bench/ceiling.cuh"
 #include "bench/common.h"
@@ -15,8 +15,8 @@
 #include "bench/segmented_report.h"
 #include "bench/timer.cuh"
 #include "kernels/driver.h"
-#include "kernels/reference.h"
 #include "reduce_tune/reducer.h"
+#include "tuner/reference.h"
 #include "tuner/sizes.h"
 
 #include <cuda_runtime.h>
@@ -276,7 +276,7 @@ void accept_cub_empty(HostArray& got, const Segmentation& seg, Op op) {
 
 /// Every result in `got` against its reference, on all cores: integers and min/max bit-exact,
 /// float sums within float_bound(depth(len)); the first failure is re-checked and described by
-/// reduce_tune::check (kernels/reference.h), which builds its texts for that one result only.
+/// reduce_tune::check (tuner/reference.h), which builds its texts for that one result only.
 reduce_tune::Check check_all(const std::vector<reduce_tune::Reference>& refs, const HostArray& got,
                              const Segmentation& seg, Op op) {
   const DType dt = got.dtype;
@@ -357,7 +357,7 @@ int run(const Options& o) {
               "median shown (min and the median of all calls in the CSV); before each call the "
               "output is poisoned, then (cold) a %.0f MiB buffer (2 x L2) is written, then %s. "
               "Data: integers uniform over all values (sums wrap), floats uniform in [-1,1); "
-              "segments: Pareto lengths (kernels/reference.h skewed_offsets: most shorter than the "
+              "segments: Pareto lengths (tuner/reference.h skewed_offsets: most shorter than the "
               "mean, empty ones too, a few hundreds of times longer; one seed for every shape, so a "
               "shape's lengths are one draw: `longest / empty` gives the longest segment's share of "
               "the elements and the share of empty segments). Every result of every "

@@ -2,7 +2,7 @@
 #include "bench/segmented_report.h"
 
 #include "bench/common.h"
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 #include "tuner/sizes.h"
 
 #include <algorithm>

@@ -6,8 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
-#include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 
 namespace reduce_tune {
@@ -82,20 +83,16 @@ constexpr Variant kVariants[] = {
      kModernFinishes, true, false, 32, "array/vectorized.cu", "RT_EVICT_FIRST"},
 };
 
-// Deliberately broken kernels that prove the sweep survives faults and hangs; in the catalogue only
-// when REDUCE_TUNE_TEST_VARIANTS=1.
-constexpr int kB32[] = {32};
-constexpr Finish kLastBlockOnly[] = {Finish::lastblock};
-constexpr Variant kTestVariants[] = {
-    {"test_fault", "test only: writes to an unmapped address", P_BLOCK | P_FINISH, kU1, kNoTail,
-     kAtomicOnly, false, false, 32},
-    {"test_hang", "test only: never returns", P_BLOCK | P_FINISH, kU1, kNoTail, kLastBlockOnly,
-     false, false, 32},
-};
+// The registered variants (register_variants): a list only ever replaced by a longer copy and
+// never freed, so that a lookup may go on reading the one it loaded. Registrations are few.
+std::mutex g_extra_mu;
+std::atomic<const std::vector<const ExtraVariant*>*> g_extra{nullptr};
 
-bool test_variants_enabled() {
-  const char* e = std::getenv("REDUCE_TUNE_TEST_VARIANTS");
-  return e && std::string_view(e) == "1";
+const ExtraVariant* find_extra(std::string_view name) {
+  if (const auto* extra = g_extra.load(std::memory_order_acquire))
+    for (const ExtraVariant* e : *extra)
+      if (e->variant.name == name) return e;
+  return nullptr;
 }
 
 bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
@@ -147,10 +144,16 @@ const Variant* find_variant(std::string_view name) {
   for (Problem p : {Problem::array, Problem::rows, Problem::columns, Problem::segments})
     for (const Variant& v : variants(p))
       if (v.name == name) return &v;
-  if (test_variants_enabled())
-    for (const Variant& v : kTestVariants)
-      if (v.name == name) return &v;
-  return nullptr;
+  const ExtraVariant* e = find_extra(name);
+  return e ? &e->variant : nullptr;
+}
+
+void register_variants(std::span<const ExtraVariant> extra) {
+  const std::lock_guard lock(g_extra_mu);
+  const auto* old = g_extra.load(std::memory_order_relaxed);
+  auto* list = old ? new std::vector<const ExtraVariant*>(*old) : new std::vector<const ExtraVariant*>();
+  for (const ExtraVariant& e : extra) list->push_back(&e);
+  g_extra.store(list, std::memory_order_release);
 }
 
 std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
@@ -244,10 +247,11 @@ bool valid_wide_only(const Config& c, const Target& t) {
 
 std::vector<Config> space(const Variant& v) {
   if (v.problem != Problem::array) return segmented_space(v);
+  const int smallest[] = {v.min_block}; // a registered variant: its smallest block only
   const std::span<const int> blocks =
-      takes(v, P_VEC)                ? std::span<const int>(kVectorBlocks)
-      : v.name.starts_with("test_") ? std::span<const int>(kB32)
-                                     : std::span<const int>(kBlocks);
+      takes(v, P_VEC)      ? std::span<const int>(kVectorBlocks)
+      : find_extra(v.name) ? std::span<const int>(smallest)
+                           : std::span<const int>(kBlocks);
   const std::span<const int> vecs =
       takes(v, P_VEC) ? std::span<const int>(kSweptVecs) : std::span<const int>(kU1);
   const std::span<const int> grids =
@@ -366,7 +370,9 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   if (v.evict_first) s += "#define RT_EVICT_FIRST 1\n";
   s += template_source("common.cuh");
   if (v.problem != Problem::array) s += template_source("segmented/segmented.cuh");
-  s += template_source(v.source.empty() ? "array/" + std::string(v.name) + ".cu" : std::string(v.source));
+  const ExtraVariant* extra = find_extra(v.name);
+  if (extra && &extra->variant == &v) s += extra->template_text;
+  else s += template_source(v.source.empty() ? "array/" + std::string(v.name) + ".cu" : std::string(v.source));
   return s;
 }
 

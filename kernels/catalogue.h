@@ -53,8 +53,19 @@ struct Variant {
 
 /// The catalogue of one problem kind, in its listing order.
 std::span<const Variant> variants(Problem problem = Problem::array);
-/// Any problem's variant by name.
+/// Any problem's variant by name, a registered one's too.
 const Variant* find_variant(std::string_view name);
+
+/// A variant outside the catalogue, with its template's text: registered by the program that
+/// needs it (the tuner's deliberately failing kernels, tuner/test_variants.h). find_variant finds
+/// it and render renders it as the catalogue's; variants() never lists it, so no default sweep
+/// and no lookup picks it.
+struct ExtraVariant {
+  Variant variant;
+  std::string_view template_text; ///< rendered after common.cuh, in place of a template file
+};
+/// Adds `extra`, which must outlive every use of the catalogue (static data). Thread-safe.
+void register_variants(std::span<const ExtraVariant> extra);
 
 /// Why `c` is not a valid point for `t` (its problem included), or nullopt when it is.
 std::optional<std::string> invalid_reason(const Config& c, const Target& t);

@@ -5,7 +5,7 @@
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
-#include "kernels/reference.h"
+#include "kernels/values.h"
 
 #include <functional>
 #include <map>

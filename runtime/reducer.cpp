@@ -3,7 +3,7 @@
 // lookup, once per (problem, shape bucket, dtype, op, result) -> plan -> launch.
 #include "runtime/reducer_state.h"
 
-#include "kernels/reference.h"
+#include "kernels/values.h"
 
 #include <algorithm>
 #include <cstring>

@@ -97,7 +97,7 @@ __device__ __forceinline__ rt_vec rt_load(const rt_vec* p) {
 // first operand's when both are, so a CAS loop that finds a NaN in memory leaves it; on sm_80+ the
 // canonical NaN for float accumulators), and -0.0 is
 // below +0.0 (equal operands: their bits OR-ed for min, AND-ed for max). Every order of combining
-// then gives the same value, whichever kernel, tail or atomic finish (kernels/reference.cpp agrees).
+// then gives the same value, whichever kernel, tail or atomic finish (kernels/values.h agrees).
 __device__ __forceinline__ float rt_zero_tie(float a, float b, bool min) {
   const unsigned x = __float_as_uint(a), y = __float_as_uint(b);
   return __uint_as_float(min ? x | y : x & y);

@@ -5,7 +5,7 @@
 // against the CPU reference.
 #pragma once
 
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 #include "kernels/runner.h"
 #include "reduce_tune/reducer.h"
 

@@ -3,9 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/catalogue.h"
-#include "kernels/material.h"
 #include "kernels/runner.h"
+#include "tuner/material.h"
+#include "tuner/test_variants.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 
@@ -110,6 +112,45 @@ TEST_CASE("rendering leaves out what the template does not use", "[catalogue]") 
   CHECK(deterministic(cfg("unrolling.b256.u4.atomic"), DType::i32));
   CHECK_FALSE(deterministic(cfg("unrolling.b256.u4.atomic"), DType::f32));
   CHECK(deterministic(cfg("vectorized.b256.u4.v4.g0.shfl.lastblock"), DType::f32));
+}
+
+TEST_CASE("a registered variant is found and rendered, never listed", "[catalogue]") {
+  static constexpr int kU1[] = {1};
+  static constexpr Tail kNone[] = {Tail::none};
+  static constexpr Finish kHost[] = {Finish::host};
+  static const ExtraVariant kProbe[] = {
+      {{"probe_registered", "a registered variant", P_BLOCK | P_FINISH, kU1, kNone, kHost, false,
+        false, 64},
+       "// the probe's own template text\n"}};
+  CHECK_FALSE(find_variant("probe_registered"));
+  register_variants(kProbe);
+  const Variant* v = find_variant("probe_registered");
+  REQUIRE(v == &kProbe[0].variant);
+  for (Problem p : {Problem::array, Problem::rows, Problem::columns, Problem::segments})
+    for (const Variant& listed : variants(p)) CHECK(listed.name != "probe_registered");
+  const std::string s = render(cfg("probe_registered.b64.host"), DType::f32, Op::sum);
+  CHECK_THAT(s, Catch::Contains("// the probe's own template text") && Catch::Contains("rt_identity"));
+  CHECK_FALSE(invalid_reason(cfg("probe_registered.b64.host"), sm(90)));
+  // Swept at its smallest block only.
+  const std::vector<Config> points = space(*v);
+  REQUIRE(points.size() == 1);
+  CHECK(points[0].block == 64);
+}
+
+TEST_CASE("the test-only variants are the tuner's, registered with REDUCE_TUNE_TEST_VARIANTS=1",
+          "[catalogue]") {
+  ::unsetenv("REDUCE_TUNE_TEST_VARIANTS");
+  CHECK_FALSE(register_test_variants_from_env());
+  CHECK_FALSE(find_variant("test_fault"));
+  CHECK_FALSE(find_variant("test_hang"));
+  ::setenv("REDUCE_TUNE_TEST_VARIANTS", "1", 1);
+  const bool registered = register_test_variants_from_env();
+  ::unsetenv("REDUCE_TUNE_TEST_VARIANTS");
+  REQUIRE(registered);
+  CHECK(register_test_variants_from_env()); // once registered, for the life of the process
+  CHECK_THAT(render(cfg("test_fault.b32.atomic"), DType::i32, Op::sum), Catch::Contains("0xdead0000"));
+  CHECK_THAT(render(cfg("test_hang.b32.lastblock"), DType::i32, Op::sum), Catch::Contains("0xfffffff0u"));
+  for (const Variant& listed : variants(Problem::array)) CHECK_FALSE(listed.name.starts_with("test_"));
 }
 
 TEST_CASE("streaming is the vectorized template with evict-first loads", "[catalogue]") {

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "db/store.h"
-#include "kernels/material.h"
 #include "kernels/nvrtc.h"
 #include "tuner/compare.h"
+#include "tuner/material.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -103,7 +103,7 @@ TEST_CASE("the shipped published figures parse, name their document and map onto
       CHECK_THAT(r.kernel, Catch::StartsWith("CPU"));
       continue;
     }
-    // Every kernel row is a kernel of kernels/material.h, of the same document and position.
+    // Every kernel row is a kernel of tuner/material.h, of the same document and position.
     bool found = false;
     for (const MaterialKernel& k : material_kernels())
       if (k.doc == r.doc && k.name == r.kernel) {

@@ -1,11 +1,11 @@
-// Tests of the cubin reader (kernels/cubin.cpp): code size, instruction count and registers of
+// Tests of the cubin reader (tuner/cubin.cpp): code size, instruction count and registers of
 // kernels compiled with NVRTC, checked against ptxas's report and, where cuobjdump and nvdisasm
 // are found, against the disassembly itself.
 #include <catch2/catch.hpp>
 
 #include "kernels/catalogue.h"
-#include "kernels/cubin.h"
 #include "kernels/nvrtc.h"
+#include "tuner/cubin.h"
 
 #include <cstdio>
 #include <cstring>

@@ -87,7 +87,7 @@ TEST_CASE("min and max, and the other dtypes, through the same templates", "[gpu
 }
 
 TEST_CASE("every valid bf16 and f16 configuration is right at awkward sizes", "[gpu][half]") {
-  // Sums accumulate in float32 and round once (the bound of kernels/reference.h); min and max are
+  // Sums accumulate in float32 and round once (the bound of tuner/reference.h); min and max are
   // exact, their atomic finishes a 16-bit compare-and-swap.
   const std::vector<std::uint64_t> some = {1, 33, 1000, (1u << 20) + 1, 3u * (1u << 22) + 5};
   for (DType d : {DType::bf16, DType::f16})

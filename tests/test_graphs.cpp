@@ -10,7 +10,7 @@
 #include "db/store.h"
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 #include "reduce_tune/reducer.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"

@@ -4,8 +4,8 @@
 
 #include "kernels/catalogue.h"
 #include "kernels/half.h"
-#include "kernels/reference.h"
 #include "kernels/runner.h"
+#include "tuner/reference.h"
 
 #include <cmath>
 #include <cstring>

@@ -9,7 +9,7 @@
 #include "db/store.h"
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 #include "reduce_tune/reducer.h"
 #include "runtime/defaults.h"
 #include "runtime/lookup.h"

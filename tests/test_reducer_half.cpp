@@ -12,7 +12,7 @@
 #include "db/store.h"
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 #include "runtime/defaults.h"
 #include "runtime/lookup.h"
 #include "tests/fixtures.h"

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/catalogue.h"
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 
 #include <cmath>
 #include <cstring>

@@ -4,9 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/catalogue.h"
-#include "kernels/material.h"
 #include "kernels/runner.h"
 #include "kernels/segmented.h"
+#include "tuner/material.h"
+#include "tuner/reference.h"
 #include "tuner/segmented_sweep.h"
 #include "tuner/sweep.h"
 

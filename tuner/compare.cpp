@@ -2,9 +2,9 @@
 #include "tuner/compare.h"
 
 #include "kernels/catalogue.h"
-#include "kernels/cubin.h"
-#include "kernels/material.h"
 #include "kernels/runner.h"
+#include "tuner/cubin.h"
+#include "tuner/material.h"
 #include "tuner/sizes.h"
 
 #include <unistd.h>

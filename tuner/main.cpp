@@ -2,9 +2,7 @@
 // Exit codes: 0 success, 1 runtime failure (no GPU, a failed compile, a store error), 2 usage.
 #include "db/store.h"
 #include "kernels/catalogue.h"
-#include "kernels/cubin.h"
 #include "kernels/driver.h"
-#include "kernels/material.h"
 #include "kernels/nvrtc.h"
 #include "kernels/runner.h"
 #include "tuner/cli.h"
@@ -13,13 +11,16 @@
 #include "tuner/cli_fleet.h"
 #include "tuner/cli_info.h"
 #include "tuner/cli_replay.h"
+#include "tuner/cubin.h"
 #include "tuner/eta.h"
 #include "tuner/fleet.h"
+#include "tuner/material.h"
 #include "tuner/report.h"
+#include "tuner/segmented_sweep.h"
 #include "tuner/sizes.h"
 #include "tuner/supervisor.h"
-#include "tuner/segmented_sweep.h"
 #include "tuner/sweep.h"
+#include "tuner/test_variants.h"
 
 #include <boost/program_options.hpp>
 
@@ -524,7 +525,7 @@ int cmd_compile(const std::vector<std::string>& args) {
   const auto outcomes = compile_all(loader, jobs, threads);
   std::size_t failed = 0;
   if (!quiet)
-    std::printf("# NVRTC %s, %s (%s); instrs: SASS instructions derived from the code size (see kernels/cubin.h)\n"
+    std::printf("# NVRTC %s, %s (%s); instrs: SASS instructions derived from the code size (see tuner/cubin.h)\n"
                 "%-52s %-8s %-4s %4s %6s %6s %6s %6s %6s %6s\n", nvrtc.version().c_str(),
                 target.arch.c_str(), target.cubin ? "cubin" : "PTX", "configuration", "dtype", "op",
                 "regs", "spillS", "spillL", "smem", "stack", "bytes", "instrs");
@@ -577,6 +578,7 @@ constexpr const char* kUsage =
 } // namespace
 
 int main(int argc, char** argv) {
+  register_test_variants_from_env(); // in the supervisor and in every worker it spawns
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string cmd = "tune";
   if (!args.empty() && args[0][0] != '-') {

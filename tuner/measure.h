@@ -4,7 +4,7 @@
 
 #include "db/store.h"
 #include "kernels/driver.h"
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -2,7 +2,7 @@
 #include "tuner/report.h"
 
 #include "kernels/catalogue.h"
-#include "kernels/material.h"
+#include "tuner/material.h"
 #include "tuner/sizes.h"
 
 #include <cstdio>

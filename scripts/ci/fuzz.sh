@@ -31,7 +31,7 @@ fi
 
 mkdir -p "$B/generated" "$B/obj"
 # The embedded templates and published figures, as cmake/embed_*.cmake write them for the library.
-templates=$(find templates -name '*.cu' -o -name '*.cuh' | sort | sed "s|^|$PWD/|" | paste -sd ';')
+templates=$(find templates -path templates/test -prune -o \( -name '*.cu' -o -name '*.cuh' \) -print | sort | sed "s|^|$PWD/|" | paste -sd ';')
 cmake -DOUT="$PWD/$B/generated/templates_embedded.cpp" "-DFILES=$templates" -DROOT="$PWD/templates" \
   -P cmake/embed_templates.cmake
 if [ -f cmake/embed_data.cmake ] && [ -f data/published.csv ]; then
@@ -54,7 +54,9 @@ if [ -f tuner/compare.cpp ] && [ -f "$B/generated/published_embedded.cpp" ]; the
 else
   echo "fuzz: no reference-data CSV parser (tuner/compare.cpp) yet: fuzz_compare skipped"
 fi
-lib_sources=$(sed -n '/^add_library(reduce_tune$/,/^)/p' CMakeLists.txt | grep -oE '^ +[a-z]+/[a-z_]+\.cpp' | tr -d ' ' | paste -sd ' ')
+# The runtime library's sources and the tuner's (the comparison module is the tuner's).
+lib_sources=$(sed -n -e '/^add_library(reduce_tune$/,/^)/p' -e '/^add_library(reduce_tune_tuner STATIC$/,/^)/p' CMakeLists.txt |
+  grep -oE '^ +[a-z]+/[a-z_]+\.cpp' | tr -d ' ' | paste -sd ' ')
 lib_sources="$lib_sources $B/generated/templates_embedded.cpp $B/generated/published_embedded.cpp"
 
 targets=("$@")

@@ -1,62 +1,16 @@
-// reduce-tune: test data and the CPU reference every GPU result is checked against.
+// reduce-tune: test data and the CPU reference every GPU result is checked against (the tuner,
+// the tests and the bench check with it; the library's launch path needs only kernels/values.h).
 #pragma once
 
-#include "kernels/half.h"
+#include "kernels/values.h"
 #include "reduce_tune/config.h"
 
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <string>
 #include <vector>
 
 namespace reduce_tune {
-
-/// One value of any supported dtype, held as its bit pattern.
-struct Scalar {
-  DType dtype = DType::f32;
-  std::uint64_t bits = 0;
-
-  template <typename T> static Scalar of(T v);
-  template <typename T> T as() const;
-  double to_double() const;
-  std::string to_string() const;
-  bool operator==(const Scalar&) const = default;
-};
-
-/// Calls f(T{}) with the C++ type of `d` (bf16_t and f16_t for the 2-byte floats: kernels/half.h).
-template <typename F> decltype(auto) visit(DType d, F&& f) {
-  switch (d) {
-  case DType::i32: return f(std::int32_t{});
-  case DType::u32: return f(std::uint32_t{});
-  case DType::i64: return f(std::int64_t{});
-  case DType::f32: return f(float{});
-  case DType::f64: return f(double{});
-  case DType::bf16: return f(bf16_t{});
-  case DType::f16: return f(f16_t{});
-  }
-  return f(float{});
-}
-
-/// The identity of `op` on T: 0 for sum; for min the type's max (+infinity for floats), for max
-/// its lowest (-infinity), as the kernels' rt_identity().
-template <typename T> T identity(Op op) {
-  using L = std::numeric_limits<T>;
-  if (op == Op::sum) return T(0);
-  if constexpr (L::has_infinity) return op == Op::min ? L::infinity() : -L::infinity();
-  else return op == Op::min ? L::max() : L::lowest();
-}
-/// The same for `dtype`, as a Scalar.
-Scalar identity(DType dtype, Op op);
-
-/// A host array of n elements of one dtype.
-struct HostArray {
-  DType dtype = DType::f32;
-  std::uint64_t n = 0;
-  std::vector<unsigned char> bytes;
-  template <typename T> const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
-  template <typename T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
-};
 
 /// Random data from `seed`, the same for the same (dtype, n, seed) on any machine, never zeros.
 /// Integers are uniform over the whole type (so sums wrap). Floats are uniform in [-1, 1) (bf16
@@ -97,14 +51,6 @@ std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t t
                                          std::uint64_t seed);
 /// The length of the longest segment of `offsets` (0 for none; decreasing pairs count as empty).
 std::uint64_t longest_segment(const std::vector<std::int64_t>& offsets);
-
-/// Combines values on the host as a `host` finish does: floats accumulate in double and round
-/// once to `result` (the partials' dtype, or for bf16 and f16 results their float32 partials:
-/// accumulator_of); integers wrap.
-Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op, DType result);
-inline Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op) {
-  return combine_on_host(partials, count, op, partials.dtype);
-}
 
 /// The outcome of checking a GPU result.
 struct Check {

@@ -1,8 +1,7 @@
 // reduce-tune: test data and the CPU reference.
-#include "kernels/reference.h"
+#include "tuner/reference.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -31,31 +30,6 @@ template <typename F> void parallel_chunks(std::uint64_t n, F&& f) {
   for (auto& th : pool) th.join();
 }
 
-// IEEE 754-2019 minimum and maximum, as templates/common.cuh's rt_float_min_max: a NaN operand
-// gives a NaN (the first operand's when both are), -0.0 is below +0.0.
-template <typename T> T float_min_max(T a, T b, bool min) {
-  if (std::isnan(a)) return a;
-  if (std::isnan(b)) return b;
-  if (a == b) { // equal bits, or +0.0 and -0.0: OR the bits for min (-0.0), AND them for max
-    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-    const U x = std::bit_cast<U>(a), y = std::bit_cast<U>(b);
-    return std::bit_cast<T>(min ? U(x | y) : U(x & y));
-  }
-  return (b < a) == min ? b : a;
-}
-
-template <typename T> T combine(T a, T b, Op op) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (op != Op::sum) return float_min_max(a, b, op == Op::min);
-    return a + b;
-  } else {
-    using U = std::make_unsigned_t<T>;
-    if (op == Op::min) return std::min(a, b);
-    if (op == Op::max) return std::max(a, b);
-    return T(U(a) + U(b)); // two's-complement wrap
-  }
-}
-
 // The result of type T from its accumulator (exact for min/max and integers).
 template <typename T> T narrow(acc_t<T> v) {
   if constexpr (is_half_float_v<T>) return T(double(v));
@@ -77,14 +51,14 @@ template <typename T> Reference reduce_host(const T* x, std::uint64_t n, Op op) 
         s += double(v);
         a += std::fabs(double(v));
       }
-      acc = combine(acc, v, op);
+      acc = host_ops::combine(acc, v, op);
     }
     part[t] = acc, dsum[t] = s, dabs[t] = a;
   });
   Reference r;
   A acc = identity<A>(op);
   for (unsigned t = 0; t < slots; ++t) {
-    acc = combine(acc, part[t], op);
+    acc = host_ops::combine(acc, part[t], op);
     r.exact += dsum[t];
     r.abs_sum += dabs[t];
   }
@@ -96,52 +70,6 @@ template <typename T> Reference reduce_host(const T* x, std::uint64_t n, Op op) 
 }
 
 } // namespace
-
-template <typename T> Scalar Scalar::of(T v) {
-  Scalar s;
-  if constexpr (std::is_same_v<T, std::int32_t>) s.dtype = DType::i32;
-  else if constexpr (std::is_same_v<T, std::uint32_t>) s.dtype = DType::u32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) s.dtype = DType::i64;
-  else if constexpr (std::is_same_v<T, float>) s.dtype = DType::f32;
-  else if constexpr (is_half_float_v<T>) s.dtype = T::dtype;
-  else s.dtype = DType::f64;
-  std::memcpy(&s.bits, &v, sizeof v);
-  return s;
-}
-
-template <typename T> T Scalar::as() const {
-  T v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
-template Scalar Scalar::of(std::int32_t);
-template Scalar Scalar::of(std::uint32_t);
-template Scalar Scalar::of(std::int64_t);
-template Scalar Scalar::of(float);
-template Scalar Scalar::of(double);
-template Scalar Scalar::of(bf16_t);
-template Scalar Scalar::of(f16_t);
-template std::int32_t Scalar::as() const;
-template std::uint32_t Scalar::as() const;
-template std::int64_t Scalar::as() const;
-template float Scalar::as() const;
-template double Scalar::as() const;
-template bf16_t Scalar::as() const;
-template f16_t Scalar::as() const;
-
-double Scalar::to_double() const {
-  return visit(dtype, [&](auto t) { return double(as<decltype(t)>()); });
-}
-
-std::string Scalar::to_string() const {
-  return visit(dtype, [&](auto t) {
-    std::ostringstream o;
-    o.precision(std::numeric_limits<decltype(t)>::max_digits10);
-    o << as<decltype(t)>();
-    return o.str();
-  });
-}
 
 HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed) {
   HostArray a;
@@ -182,10 +110,6 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed) {
   return a;
 }
 
-Scalar identity(DType dtype, Op op) {
-  return visit(dtype, [op](auto t) { return Scalar::of(identity<decltype(t)>(op)); });
-}
-
 Reference reference(const HostArray& a, Op op) {
   return visit(a.dtype, [&](auto t) { return reduce_host(a.data<decltype(t)>(), a.n, op); });
 }
@@ -202,7 +126,7 @@ template <typename T> Reference reduce_strided(const T* x, std::uint64_t len, st
       r.exact += double(v);
       r.abs_sum += std::fabs(double(v));
     }
-    acc = combine(acc, v, op);
+    acc = host_ops::combine(acc, v, op);
   }
   T result = narrow<T>(acc);
   if constexpr (is_float_like_v<T>)
@@ -226,7 +150,7 @@ void reduce_columns_host(const T* x, const Segmentation& s, Op op, std::vector<R
           out[c].exact += double(v);
           out[c].abs_sum += std::fabs(double(v));
         }
-        acc[c - lo] = combine(acc[c - lo], v, op);
+        acc[c - lo] = host_ops::combine(acc[c - lo], v, op);
       }
     }
     for (std::uint64_t c = lo; c < hi; ++c) {
@@ -308,33 +232,6 @@ std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t t
   }
   off[segments] = std::int64_t(total); // rounding leftovers go to the last segment
   return off;
-}
-
-Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op, DType result) {
-  return visit(partials.dtype, [&](auto t) {
-    using T = decltype(t);
-    const T* p = partials.data<T>();
-    // The result of the partials' combination `acc` (exact for integers and min/max; for float
-    // sums the double sum) as `result`, rounded once.
-    auto as_result = [&](auto acc) {
-      if (result == partials.dtype) return Scalar::of(T(acc));
-      return visit(result, [&](auto r) {
-        using R = decltype(r);
-        if constexpr (is_half_float_v<R>) return Scalar::of(R(double(acc)));
-        else return Scalar::of(T(acc)); // not a result type of these partials: never asked
-      });
-    };
-    if constexpr (is_float_like_v<T>) {
-      if (op == Op::sum) {
-        double s = 0;
-        for (std::uint64_t i = 0; i < count; ++i) s += double(p[i]);
-        return as_result(s);
-      }
-    }
-    acc_t<T> acc = identity<acc_t<T>>(op);
-    for (std::uint64_t i = 0; i < count; ++i) acc = combine(acc, widen(p[i]), op);
-    return as_result(acc);
-  });
 }
 
 double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact) {

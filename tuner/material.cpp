@@ -1,7 +1,7 @@
 // reduce-tune: the kernels of the course material (the five documents data/README.md lists), by
 // the names the documents give them, in each document's order, with the configuration key that
 // reproduces each.
-#include "kernels/material.h"
+#include "tuner/material.h"
 
 #include <array>
 

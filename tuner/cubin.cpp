@@ -1,6 +1,6 @@
 // reduce-tune: a small reader of CUDA cubins (64-bit little-endian ELF, e_machine EM_CUDA = 190).
 // Only section headers and .nv.info attributes are read; every offset is bounds-checked.
-#include "kernels/cubin.h"
+#include "tuner/cubin.h"
 
 #include <cstring>
 #include <vector>

@@ -1,0 +1,86 @@
+// reduce-tune: host values of any dtype: Scalar's conversions, identities, the host finish.
+#include "kernels/values.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace reduce_tune {
+
+template <typename T> Scalar Scalar::of(T v) {
+  Scalar s;
+  if constexpr (std::is_same_v<T, std::int32_t>) s.dtype = DType::i32;
+  else if constexpr (std::is_same_v<T, std::uint32_t>) s.dtype = DType::u32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) s.dtype = DType::i64;
+  else if constexpr (std::is_same_v<T, float>) s.dtype = DType::f32;
+  else if constexpr (is_half_float_v<T>) s.dtype = T::dtype;
+  else s.dtype = DType::f64;
+  std::memcpy(&s.bits, &v, sizeof v);
+  return s;
+}
+
+template <typename T> T Scalar::as() const {
+  T v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+template Scalar Scalar::of(std::int32_t);
+template Scalar Scalar::of(std::uint32_t);
+template Scalar Scalar::of(std::int64_t);
+template Scalar Scalar::of(float);
+template Scalar Scalar::of(double);
+template Scalar Scalar::of(bf16_t);
+template Scalar Scalar::of(f16_t);
+template std::int32_t Scalar::as() const;
+template std::uint32_t Scalar::as() const;
+template std::int64_t Scalar::as() const;
+template float Scalar::as() const;
+template double Scalar::as() const;
+template bf16_t Scalar::as() const;
+template f16_t Scalar::as() const;
+
+double Scalar::to_double() const {
+  return visit(dtype, [&](auto t) { return double(as<decltype(t)>()); });
+}
+
+std::string Scalar::to_string() const {
+  return visit(dtype, [&](auto t) {
+    std::ostringstream o;
+    o.precision(std::numeric_limits<decltype(t)>::max_digits10);
+    o << as<decltype(t)>();
+    return o.str();
+  });
+}
+
+Scalar identity(DType dtype, Op op) {
+  return visit(dtype, [op](auto t) { return Scalar::of(identity<decltype(t)>(op)); });
+}
+
+Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op, DType result) {
+  return visit(partials.dtype, [&](auto t) {
+    using T = decltype(t);
+    const T* p = partials.data<T>();
+    // The result of the partials' combination `acc` (exact for integers and min/max; for float
+    // sums the double sum) as `result`, rounded once.
+    auto as_result = [&](auto acc) {
+      if (result == partials.dtype) return Scalar::of(T(acc));
+      return visit(result, [&](auto r) {
+        using R = decltype(r);
+        if constexpr (is_half_float_v<R>) return Scalar::of(R(double(acc)));
+        else return Scalar::of(T(acc)); // not a result type of these partials: never asked
+      });
+    };
+    if constexpr (is_float_like_v<T>) {
+      if (op == Op::sum) {
+        double s = 0;
+        for (std::uint64_t i = 0; i < count; ++i) s += double(p[i]);
+        return as_result(s);
+      }
+    }
+    acc_t<T> acc = identity<acc_t<T>>(op);
+    for (std::uint64_t i = 0; i < count; ++i) acc = host_ops::combine(acc, widen(p[i]), op);
+    return as_result(acc);
+  });
+}
+
+} // namespace reduce_tune

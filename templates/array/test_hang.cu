@@ -1,8 +1,0 @@
-// Test only (REDUCE_TUNE_TEST_VARIANTS=1): spins until the counter reaches a value nothing writes,
-// so the launch never returns. Proves the sweep's per-configuration time-out.
-extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
-  volatile unsigned* c = counter;
-  while (*c != 0xfffffff0u) {
-  }
-  rt_finish_block(rt_to_acc(in[0]), partials, out, counter);
-}
