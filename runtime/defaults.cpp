@@ -31,13 +31,8 @@ bool within(double x, const int (&bound)[2]) {
 /// The Target a configuration is checked against for a call, as lookup() builds it.
 Target target_for(Problem problem, DType dtype, Op op, const Requirements& req,
                   const DeviceKey& device) {
-  Target t;
-  t.dtype = dtype;
-  t.op = op;
-  t.problem = problem;
-  t.cc = device.cc_major * 10 + device.cc_minor;
-  t.max_block = device.max_block;
-  t.sm_count = device.sm_count > 0 ? device.sm_count : kReferenceSms;
+  Target t = target_of(device, dtype, op, problem, req);
+  if (t.sm_count <= 0) t.sm_count = kReferenceSms;
   // A float32 result is asked of bf16 and f16 1-D reductions only (Reducer: result_kind).
   t.wide_result = req.wide_result && is_half(dtype) && problem == Problem::array;
   return t;

@@ -196,6 +196,18 @@ Shape lookup_point(Shape shape) {
           shape.length ? std::bit_floor(shape.length) : 0};
 }
 
+Target target_of(const DeviceKey& device, DType dtype, Op op, Problem problem, const Requirements& req) {
+  Target t;
+  t.dtype = dtype;
+  t.op = op;
+  t.problem = problem;
+  t.cc = device.cc_major * 10 + device.cc_minor;
+  t.max_block = device.max_block;
+  t.sm_count = device.sm_count;
+  t.wide_result = req.wide_result;
+  return t;
+}
+
 double gpu_distance(const DeviceKey& a, const db::DeviceRecord& b) {
   // |log2| of a ratio: each factor of 2 apart counts 1; a figure unknown on either side counts 1.
   const auto apart = [](double x, double y) { return x > 0 && y > 0 ? std::abs(std::log2(x / y)) : 1.0; };
@@ -208,14 +220,7 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
               Op op, Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
   shape.count = std::max<std::uint64_t>(shape.count, 1);
   if (!store && !shipped) return builtin_choice(problem, dtype, op, shape, req, device, why_none);
-  Target t;
-  t.dtype = dtype;
-  t.op = op;
-  t.problem = problem;
-  t.cc = device.cc_major * 10 + device.cc_minor;
-  t.max_block = device.max_block;
-  t.sm_count = device.sm_count;
-  t.wide_result = req.wide_result;
+  const Target t = target_of(device, dtype, op, problem, req);
 
   // This GPU in the user's store; the same model in the shipped one; other GPUs of the
   // architecture in either. `related`: their rows of the problem for another dtype or op, by rank

@@ -14,6 +14,7 @@ namespace reduce_tune {
 namespace cuda {
 struct DeviceInfo;
 }
+struct Target; // kernels/catalogue.h
 
 /// What the chosen configuration must satisfy, besides being valid on the device.
 struct Requirements {
@@ -49,6 +50,9 @@ Shape lookup_point(Shape shape);
 /// load the same bytes (float32 v4: float64 v2, bf16 v8) where that is a whole number of
 /// elements. The related grade and the built-in defaults (runtime/defaults.h) use it.
 Config translated(Config c, DType from, DType to);
+
+/// What a configuration is checked against for a call on `device`.
+Target target_of(const DeviceKey& device, DType dtype, Op op, Problem problem, const Requirements& req);
 
 /// How unlike two GPUs are, for carrying tuning across models: |log2| of the ratio of their SM
 /// counts, plus that of their memory bandwidths, plus that of their L2 sizes (each factor of 2

@@ -8,6 +8,7 @@
 #include "runtime/lookup.h"
 #include "runtime/shipped.h"
 #include "tuner/cli.h"
+#include "tuner/cli_info.h"
 #include "tuner/segmented_sweep.h"
 #include "tuner/sweep.h"
 
@@ -75,23 +76,9 @@ int cmd_coverage(const std::vector<std::string>& args) {
   if ((device < 0) == uuid.empty()) throw cli::Usage("coverage needs one of --device or --uuid");
 
   const std::string path = db_path.empty() ? db::default_store_path() : db_path;
-  std::string why_store, why_shipped;
-  const std::unique_ptr<db::Store> store = open_existing_store(path, &why_store);
-  const std::unique_ptr<db::Store> shipped = open_shipped_store(&why_shipped);
-  DeviceKey gpu;
-  if (device >= 0) {
-    gpu = device_key(cuda::device_info(device));
-  } else {
-    std::optional<db::DeviceRecord> d;
-    for (const db::Store* s : {store.get(), shipped.get()})
-      if (s && !d) d = s->device(uuid);
-    if (!d) {
-      std::fprintf(stderr, "no device %s in %s or the shipped tuning%s\n", uuid.c_str(), path.c_str(),
-                   shipped ? "" : (" (" + why_store + "; " + why_shipped + ")").c_str());
-      return 1;
-    }
-    gpu = device_key(*d);
-  }
+  auto src = lookup_sources(path, uuid, device);
+  if (!src) return 1;
+  const auto& [store, shipped, why_store, why_shipped, gpu] = *src;
 
   std::printf("%s (sm_%d%d, %d SMs, %.0f MiB L2, %.0f GB/s)\n", gpu.name.c_str(), gpu.cc_major, gpu.cc_minor,
               gpu.sm_count, double(gpu.l2_bytes) / (1 << 20), gpu.peak_gbps);

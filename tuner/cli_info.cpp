@@ -34,23 +34,9 @@ namespace {
 /// query --lookup: what the library would run for the point on that device (Reducer::config_for),
 /// from the store at `path` if it exists (never created here) and the shipped tuning.
 int print_lookup(const std::string& path, const std::string& uuid, int device, const db::Measurement& asked) {
-  std::string why_store, why_shipped;
-  const std::unique_ptr<db::Store> store = open_existing_store(path, &why_store);
-  const std::unique_ptr<db::Store> shipped = open_shipped_store(&why_shipped);
-  DeviceKey gpu;
-  if (device >= 0) {
-    gpu = device_key(cuda::device_info(device));
-  } else {
-    std::optional<db::DeviceRecord> d;
-    for (const db::Store* s : {store.get(), shipped.get()})
-      if (s && !d) d = s->device(uuid);
-    if (!d) {
-      std::fprintf(stderr, "no device %s in %s%s\n", uuid.c_str(), path.c_str(),
-                   shipped ? " or the shipped tuning" : (" (" + why_store + "; " + why_shipped + ")").c_str());
-      return 1;
-    }
-    gpu = device_key(*d);
-  }
+  auto src = lookup_sources(path, uuid, device);
+  if (!src) return 1;
+  const auto& [store, shipped, why_store, why_shipped, gpu] = *src;
   Requirements req; // as the calls ask: 1-D sum/min/max may finish on the host, segmented ones not
   req.device_result = asked.problem != Problem::array;
   const Choice c = lookup(store.get(), shipped.get(), gpu, asked.dtype, asked.op, asked.problem,
@@ -69,6 +55,26 @@ int print_lookup(const std::string& path, const std::string& uuid, int device, c
 }
 
 } // namespace
+
+std::optional<LookupSources> lookup_sources(const std::string& path, const std::string& uuid, int device) {
+  LookupSources s;
+  s.store = open_existing_store(path, &s.why_store);
+  s.shipped = open_shipped_store(&s.why_shipped);
+  if (device >= 0) {
+    s.gpu = device_key(cuda::device_info(device));
+    return s;
+  }
+  std::optional<db::DeviceRecord> d;
+  for (const db::Store* st : {s.store.get(), s.shipped.get()})
+    if (st && !d) d = st->device(uuid);
+  if (!d) {
+    std::fprintf(stderr, "no device %s in %s%s\n", uuid.c_str(), path.c_str(),
+                 s.shipped ? " or the shipped tuning" : (" (" + s.why_store + "; " + s.why_shipped + ")").c_str());
+    return std::nullopt;
+  }
+  s.gpu = device_key(*d);
+  return s;
+}
 
 int cmd_query(const std::vector<std::string>& args) {
   po::options_description desc("reduce-tune query options");
