@@ -9,6 +9,7 @@
 #   defaults  no tuning at all (REDUCE_TUNE_SHIPPED_DB empty, no store): the built-in defaults,
 # beside CUB and torch. Markdown on stdout: ratios to `tuned` per source and the defaults' targets.
 # Usage: bench/portability.sh BUILD_DIR OUTDIR [--tuned STORE] [--quick] [--dtypes LIST]
+#   --quick: 1-D sizes up to 2^26, nine row lengths, 10 timed calls a point
 # Exit code: 0 every result checked right, 1 a result FAILED its check, 2 no CUDA device, 3 error.
 set -uo pipefail
 B=${1:?usage: bench/portability.sh BUILD_DIR OUTDIR [--tuned STORE] [--quick]}
@@ -41,7 +42,7 @@ python3 "$here/portability_report.py" --split-shipped "$here/../share/reduce-tun
 
 sizes='2^10,2^12,2^14,2^16,2^18,2^20,2^22,2^24,2^26,2^28'
 seg=(--problems rows,columns,segments --totals 2^16,2^20,2^24)
-[ -n "$quick" ] && seg+=(--lengths 1,4,16,64,256,1024,4096,2^16,2^20 --reps 10)
+[ -n "$quick" ] && { seg+=(--lengths 1,4,16,64,256,1024,4096,2^16,2^20 --reps 10); sizes='2^10,2^14,2^18,2^20,2^22,2^24,2^26'; }
 rc=0
 run() { # SOURCE STORE SHIPPED (a file, "" for none, or "embedded") [reduce_bench options]
   local src=$1 db=$2 shipped=$3
