@@ -104,7 +104,8 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       p.best_us = rec.us[truth], p.best_key = rec.keys[truth];
       if (best_at < rec.us.size()) {
         p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
-        std::stable_sort(tried.begin(), tried.end(), [&](std::size_t a, std::size_t b) { return rec.us[a] < rec.us[b]; });
+        const std::vector<double>& us = rec.us; // a structured binding: not capturable before C++20 in clang 14
+        std::stable_sort(tried.begin(), tried.end(), [&us](std::size_t a, std::size_t b) { return us[a] < us[b]; });
         auto& mine = found[k];
         for (std::size_t i : tried) mine.push_back(rec.configs[i]);
       }
