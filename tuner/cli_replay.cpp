@@ -2,10 +2,12 @@
 #include "tuner/cli_replay.h"
 
 #include "tuner/cli.h"
+#include "tuner/measure.h"
 #include "tuner/replay.h"
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -18,12 +20,6 @@ struct Tally {
   std::vector<double> ratios;
   std::size_t used = 0, recorded = 0;
 };
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 } // namespace
 
@@ -93,10 +89,10 @@ int cmd_replay(const std::vector<std::string>& args) {
   for (const auto& [k, t] : by) {
     const auto& [a, b] = t;
     std::printf("| %s | %s | %zu | %.3f | %.3f | %.1f%% |", k.first.c_str(), std::string(name(k.second)).c_str(),
-                a.ratios.size(), median_of(a.ratios), *std::min_element(a.ratios.begin(), a.ratios.end()),
+                a.ratios.size(), median(a.ratios), *std::min_element(a.ratios.begin(), a.ratios.end()),
                 100.0 * double(a.used) / double(a.recorded));
     if (baseline)
-      std::printf(" %.3f | %.3f | %.1f%% |", median_of(b.ratios), *std::min_element(b.ratios.begin(), b.ratios.end()),
+      std::printf(" %.3f | %.3f | %.1f%% |", median(b.ratios), *std::min_element(b.ratios.begin(), b.ratios.end()),
                   100.0 * double(b.used) / double(b.recorded));
     std::printf("\n");
   }

@@ -4,6 +4,7 @@
 #include "kernels/catalogue.h"
 #include "runtime/defaults.h"
 #include "runtime/lookup.h"
+#include "tuner/measure.h"
 
 #include <zlib.h>
 
@@ -116,11 +117,9 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
   }
   std::vector<double> ratios;
   for (const auto& p : out.points) ratios.push_back(p.ratio());
-  std::sort(ratios.begin(), ratios.end());
   if (!ratios.empty()) {
-    const std::size_t n = ratios.size();
-    out.median = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
-    out.worst = ratios.front();
+    out.median = median(ratios);
+    out.worst = *std::min_element(ratios.begin(), ratios.end());
   }
   out.share = recorded ? double(used) / double(recorded) : 0;
   return out;

@@ -156,10 +156,12 @@ public:
       queue_.erase(queue_.begin());
       if (time_[i] == kUnmeasured) return take(i);
     }
+    // Every move starts from the best so far (or the last measured, while none was valid).
+    const std::size_t from = best_ < time_.size() ? best_ : last_;
+    if (from >= time_.size()) return std::nullopt;
     // Variants not tried yet, while half the budget is left: each one's candidate nearest to the
     // best so far (another variant's parameters only partly match: the nearest by the others).
-    const std::size_t from0 = best_ < time_.size() ? best_ : last_;
-    if (from0 < time_.size() && 2 * taken_ < limit_) {
+    if (2 * taken_ < limit_) {
       std::vector<bool> tried(variant_count_, false);
       for (std::size_t i = 0; i < time_.size(); ++i)
         if (time_[i] != kUnmeasured) tried[std::size_t(params_[i].v[0])] = true;
@@ -167,15 +169,13 @@ public:
       double pick_size = std::numeric_limits<double>::infinity();
       for (std::size_t i = 0; i < time_.size(); ++i) {
         if (time_[i] != kUnmeasured || tried[std::size_t(params_[i].v[0])]) continue;
-        const double size = difference(params_[from0], params_[i]).size;
+        const double size = difference(params_[from], params_[i]).size;
         if (size < pick_size) pick = i, pick_size = size;
       }
       if (pick < time_.size()) return take(pick);
     }
     // Neighbours of the best so far: one parameter apart first (the parameters that paid off
     // before, then the smaller steps), then two.
-    const std::size_t from = best_ < time_.size() ? best_ : last_;
-    if (from >= time_.size()) return std::nullopt;
     std::size_t pick = time_.size();
     double pick_score = std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < time_.size(); ++i) {
