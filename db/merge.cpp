@@ -70,12 +70,8 @@ MergeStats Store::merge_from(const std::string& other_path) {
   // Never created (no SQLITE_OPEN_CREATE), migrated or written (query_only). Not opened
   // read-only: a read-only connection to a WAL file leaves -wal and -shm files behind, where a
   // read-write one, the last to close, removes them.
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(other_path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
-  std::unique_ptr<sqlite3, CloseDb> other(raw);
-  check(raw, rc, "open " + other_path);
-  sqlite3_extended_result_codes(raw, 1);
-  check(raw, sqlite3_busy_timeout(raw, kBusyTimeoutMs), "busy_timeout");
+  std::unique_ptr<sqlite3, CloseDb> other = open_connection(other_path, SQLITE_OPEN_READWRITE);
+  sqlite3* raw = other.get();
   exec(raw, "PRAGMA query_only = 1");
   exec(raw, "BEGIN"); // one consistent snapshot of the other store, even while a tuner writes it
   int version = 0;

@@ -14,16 +14,6 @@ using namespace sql;
 
 namespace {
 
-std::unique_ptr<sqlite3, CloseDb> open_file(const std::string& path, int flags) {
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
-  std::unique_ptr<sqlite3, CloseDb> db(raw);
-  check(raw, rc, "open " + path);
-  sqlite3_extended_result_codes(raw, 1);
-  check(raw, sqlite3_busy_timeout(raw, kBusyTimeoutMs), "busy_timeout");
-  return db;
-}
-
 std::size_t count(sqlite3* db, const char* sql) {
   Stmt q(db, sql);
   return q.step() ? std::size_t(q.i64(0)) : 0;
@@ -42,14 +32,14 @@ ShipStats write_shipped(const std::string& store_path, const std::string& out_pa
   const std::string tmp = out_path + ".tmp." + std::to_string(getpid());
   std::filesystem::remove(tmp);
   {
-    auto src = open_file(store_path, SQLITE_OPEN_READWRITE);
+    auto src = open_connection(store_path, SQLITE_OPEN_READWRITE);
     Stmt into(src.get(), "VACUUM INTO ?1");
     into.bind(1, tmp);
     into.step();
   }
   ShipStats stats;
   try {
-    auto db = open_file(tmp, SQLITE_OPEN_READWRITE);
+    auto db = open_connection(tmp, SQLITE_OPEN_READWRITE);
     sqlite3* d = db.get();
     exec(d, "PRAGMA foreign_keys = OFF");
     exec(d, "BEGIN");

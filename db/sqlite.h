@@ -146,5 +146,17 @@ struct CloseDb {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };
 
+/// Another store file opened with `flags` (never SQLITE_OPEN_CREATE here: merge and ship read
+/// files that must exist): extended result codes, the busy timeout; throws, naming the path.
+inline std::unique_ptr<sqlite3, CloseDb> open_connection(const std::string& path, int flags) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  std::unique_ptr<sqlite3, CloseDb> db(raw);
+  check(raw, rc, "open " + path);
+  sqlite3_extended_result_codes(raw, 1);
+  check(raw, sqlite3_busy_timeout(raw, kBusyTimeoutMs), "busy_timeout");
+  return db;
+}
+
 
 } // namespace reduce_tune::db::sql
