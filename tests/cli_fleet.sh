@@ -127,38 +127,14 @@ grep -F -- "gpu-0" <<<"$status" | grep -q "RUNNING; the step failed (exit $rc): 
 
 # ---- the merge: shards made from the shipped tuning, split per GPU model -------------------------
 shipped=$src/share/reduce-tune/tuning.db
-python3 - "$shipped" "$dir/shards" <<'EOF'
-import shutil, sqlite3, sys
-src, out = sys.argv[1], sys.argv[2]
-models = [r[0] for r in sqlite3.connect(src).execute("SELECT uuid FROM devices ORDER BY uuid")]
-assert len(models) >= 2, models
-for i, m in enumerate(models):
-    f = f"{out}/model-{i}.db"
-    shutil.copy(src, f)
-    c = sqlite3.connect(f)
-    for t in ("best", "measurements", "runs"):
-        c.execute(f"DELETE FROM {t} WHERE device_uuid != ?", (m,))
-    c.execute("DELETE FROM devices WHERE uuid != ?", (m,))
-    c.commit()
-    c.execute("VACUUM")
-    c.close()
-print(len(models), "shards")
-EOF
+python3 "$src/tests/fleet_stores.py" split "$shipped" "$dir/shards"
 bash "$dir/scripts/merge.sh" || fail "the merge script"
 "$cli" merge --db "$tmp/direct.db" "$dir"/shards/model-*.db > /dev/null
 "$cli" fleet merge "$dir" > /dev/null || fail "fleet merge again"
-best() { # the best rows of a store: point, configuration, time
-  python3 -c "import sqlite3, sys
-for r in sqlite3.connect(sys.argv[1]).execute('''SELECT b.device_uuid, b.dtype, b.op, b.problem, b.count, b.n, m.key,
-    m.median_us FROM best b JOIN measurements m ON m.id = b.measurement_id ORDER BY 1, 2, 3, 4, 5, 6'''): print(*r)" "$1"
-}
-# A measurement is its run's (device, start, options) and its point, configuration and seed.
-count() { python3 -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@"; }
-dups="SELECT count(*) FROM (SELECT 1 FROM measurements m JOIN runs r ON r.id = m.run_id GROUP BY m.device_uuid,
-  r.started, r.options, m.key, m.dtype, m.op, m.problem, m.count, m.n, m.seed HAVING count(*) > 1)"
-total="SELECT count(*) FROM measurements"
-[ "$(count "$dir/fleet.db" "$dups")" = 0 ] && [ "$(count "$dir/fleet.db" "$total")" = "$(count "$tmp/direct.db" "$total")" ] &&
-  pass "merged twice: no duplicate rows" || fail "merged twice: $(count "$dir/fleet.db" "$dups") duplicated measurements"
+stores() { python3 "$src/tests/fleet_stores.py" "$@"; }
+best() { stores best "$1"; }
+[ "$(stores dups "$dir/fleet.db")" = 0 ] && [ "$(stores count "$dir/fleet.db")" = "$(stores count "$tmp/direct.db")" ] &&
+  pass "merged twice: no duplicate rows" || fail "merged twice: $(stores dups "$dir/fleet.db") duplicated measurements"
 if [ -n "$(best "$dir/fleet.db")" ] && [ "$(best "$dir/fleet.db")" = "$(best "$tmp/direct.db")" ]; then
   pass "fleet.db: the best rows of merging the shards directly ($(best "$dir/fleet.db" | wc -l))"
 else

@@ -122,22 +122,8 @@ expect_usage "shards writable by others" "writable by other users" fleet submit 
 dir=$tmp/fleet
 mkdir -m 0755 "$dir" "$dir/shards"
 shipped=$root/share/reduce-tune/tuning.db
-python3 - "$shipped" "$dir/shards" <<'EOF'
-import shutil, sqlite3, sys
-src, out = sys.argv[1], sys.argv[2]
-models = [r[0] for r in sqlite3.connect(src).execute("SELECT uuid FROM devices ORDER BY uuid")]
-assert len(models) >= 2, models
-for i, m in enumerate(models):
-    f = f"{out}/model-{i}.db"
-    shutil.copy(src, f)
-    c = sqlite3.connect(f)
-    for t in ("best", "measurements", "runs"):
-        c.execute(f"DELETE FROM {t} WHERE device_uuid != ?", (m,))
-    c.execute("DELETE FROM devices WHERE uuid != ?", (m,))
-    c.commit()
-    c.execute("VACUUM")
-    c.close()
-EOF
+stores() { python3 "$root/tests/fleet_stores.py" "$@"; }
+stores split "$shipped" "$dir/shards" >/dev/null
 # The second shard locked (rollback journal: readers wait) until the merge has been cancelled.
 python3 - "$dir/shards/model-1.db" "$tmp/locked" "$tmp/unlock" <<'EOF' &
 import os, sqlite3, sys, time
@@ -185,7 +171,7 @@ merged_first() { grep -qs "merged model-0.db" "$dir"/logs/merge-*.out; }
 if wait_for 60 merged_first; then
   scancel "$merge_job"
   wait_for 30 bash -c "! squeue -h -j $merge_job -o %T 2>/dev/null | grep -q RUNNING" || fail "scancel $merge_job"
-  rows_at_cancel=$(python3 -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM measurements').fetchone()[0])" "$dir/fleet.db")
+  rows_at_cancel=$(stores count "$dir/fleet.db")
   scontrol requeue "$merge_job" || fail "scontrol requeue $merge_job"
   # A requeued job waits two minutes before it may start again: now.
   scontrol update JobId="$merge_job" StartTime=now || fail "scontrol update $merge_job StartTime=now"
@@ -206,16 +192,9 @@ echo "$status"
 grep -q "tuning.db (REDUCE_TUNE_SHIPPED_DB)" <<<"$status" || fail "status after the merge"
 
 "$cli" merge --db "$tmp/direct.db" "$dir"/shards/model-*.db >/dev/null
-best() {
-  python3 -c "import sqlite3, sys
-for r in sqlite3.connect(sys.argv[1]).execute('''SELECT b.device_uuid, b.dtype, b.op, b.problem, b.count, b.n, m.key,
-    m.median_us FROM best b JOIN measurements m ON m.id = b.measurement_id ORDER BY 1, 2, 3, 4, 5, 6'''): print(*r)" "$1"
-}
-count() { python3 -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@"; }
-# A measurement is its run's (device, start, options) and its point, configuration and seed.
-dups=$(count "$dir/fleet.db" "SELECT count(*) FROM (SELECT 1 FROM measurements m JOIN runs r ON r.id = m.run_id
-  GROUP BY m.device_uuid, r.started, r.options, m.key, m.dtype, m.op, m.problem, m.count, m.n, m.seed HAVING count(*) > 1)")
-[ "$dups" = 0 ] && [ "$(count "$dir/fleet.db" 'SELECT count(*) FROM measurements')" = "$(count "$tmp/direct.db" 'SELECT count(*) FROM measurements')" ] &&
+best() { stores best "$1"; }
+dups=$(stores dups "$dir/fleet.db")
+[ "$dups" = 0 ] && [ "$(stores count "$dir/fleet.db")" = "$(stores count "$tmp/direct.db")" ] &&
   pass "after scancel and requeue: no duplicate rows" || fail "duplicates after the requeue: $dups"
 [ -n "$(best "$dir/fleet.db")" ] && [ "$(best "$dir/fleet.db")" = "$(best "$tmp/direct.db")" ] &&
   pass "fleet.db: the best rows of merging the shards directly ($(best "$dir/fleet.db" | wc -l))" || fail "fleet.db differs from the direct merge"
