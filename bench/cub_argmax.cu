@@ -105,6 +105,8 @@ cudaError_t cub_argmax(DType dt, void* tmp, std::size_t& bytes, const void* in, 
                        std::int64_t* index_out, std::uint64_t n, cudaStream_t s) {
   return visit(dt, [&](auto t) {
     using T = typename CudaType<decltype(t)>::type;
+    // CCCL 3.0 takes a stream last; CCCL 3.6 an execution environment, of which a cudaStream_t is
+    // one (cuda::get_stream): the call runs on `s` with either.
     return cub::DeviceReduce::ArgMax(tmp, bytes, static_cast<const T*>(in), static_cast<T*>(value_out),
                                      index_out, std::int64_t(n), s);
   });
