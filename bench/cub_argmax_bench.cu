@@ -11,6 +11,7 @@
 #include "bench/cub_argmax.h"
 #include "bench/data.h"
 #include "bench/timer.cuh"
+#include "kernels/half.h"
 #include "tuner/reference.h"
 #include "tuner/sizes.h"
 
@@ -20,7 +21,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -35,6 +38,7 @@ struct Options {
   std::vector<std::uint64_t> means{128};          ///< mean segment lengths
   TimerOptions timer;
   bool hot = false;
+  bool self_test = false;
   int device = 0;
   std::uint64_t seed = 20240601;
   std::string command;
@@ -51,6 +55,7 @@ const char* kUsage =
     "  --hot           no L2 flush before each call (default: cold)\n"
     "  --device N      CUDA device ordinal (default 0)\n"
     "  --seed N        data and offsets seed\n"
+    "  --self-test     check the CPU checks on fixed data (no GPU) and exit\n"
     "exit code: 0 all results correct, 1 a result FAILED its check, 2 no CUDA device, 3 error\n";
 
 Options parse(int argc, char** argv) {
@@ -77,6 +82,8 @@ Options parse(int argc, char** argv) {
       o.hot = true;
     } else if (flag == "--device") {
       o.device = int_arg(flag, next(), 0);
+    } else if (flag == "--self-test") {
+      o.self_test = true;
     } else if (flag == "--seed") {
       o.seed = std::stoull(next());
     } else {
@@ -107,7 +114,63 @@ void report(const Device& dev, const char* problem, DType dt, std::uint64_t n, c
   failed += !error.empty();
 }
 
+/// (index, value) results laid out as cub_segmented_argmax writes them for T.
+template <typename T> std::vector<unsigned char> pairs(DType dt, const std::vector<std::pair<int, T>>& r) {
+  const std::size_t step = cub_arg_pair_bytes(dt), at = step - (sizeof(T) > 4 ? sizeof(T) : 4);
+  std::vector<unsigned char> b(r.size() * step);
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    std::memcpy(&b[i * step], &r[i].first, sizeof(int));
+    std::memcpy(&b[i * step + at], &r[i].second, sizeof(T));
+  }
+  return b;
+}
+
+/// The CPU checks accept CUB's answer and reject near misses: a later tie, an int64 maximum that
+/// doubles would round onto its neighbour, a 2-byte float, an empty segment's (1, lowest).
+int self_test() {
+  int bad = 0;
+  auto expect = [&](bool accepted, const std::string& verdict, const char* what) {
+    if (accepted != verdict.empty()) {
+      std::printf("self-test FAILED: %s: %s\n", what, verdict.empty() ? "accepted" : verdict.c_str());
+      ++bad;
+    }
+  };
+  const float f[] = {1, 3, 3, 2};
+  const float three = 3, two = 2;
+  expect(true, check_cub_argmax(DType::f32, f, 4, &three, 1), "float32 first maximum");
+  expect(false, check_cub_argmax(DType::f32, f, 4, &three, 2), "float32 later tie");
+  expect(false, check_cub_argmax(DType::f32, f, 4, &two, 1), "float32 wrong value");
+  const long long big[] = {(1LL << 62) + 2, (1LL << 62) + 3, (1LL << 62) + 1};
+  expect(true, check_cub_argmax(DType::i64, big, 3, &big[1], 1), "int64 maximum");
+  expect(false, check_cub_argmax(DType::i64, big, 3, &big[0], 0), "int64 neighbour");
+  using reduce_tune::bf16_t;
+  const bf16_t h[] = {bf16_t(0.5), bf16_t(-1.0), bf16_t(0.5)};
+  expect(true, check_cub_argmax(DType::bf16, h, 3, &h[0], 0), "bfloat16 first maximum");
+  expect(false, check_cub_argmax(DType::bf16, h, 3, &h[2], 2), "bfloat16 later tie");
+  // Segments [0, 3), [3, 3) (empty), [3, 4) of {1, 5, 2, 7}.
+  const float g[] = {1, 5, 2, 7};
+  const std::int64_t offs[] = {0, 3, 3, 4};
+  const float low = std::numeric_limits<float>::lowest();
+  expect(true, check_cub_segmented_argmax(DType::f32, g, offs, 3, 0,
+                                          pairs<float>(DType::f32, {{1, 5}, {1, low}, {0, 7}}).data()),
+         "segments with an empty one");
+  expect(false, check_cub_segmented_argmax(DType::f32, g, offs, 3, 0,
+                                           pairs<float>(DType::f32, {{1, 5}, {0, 0}, {0, 7}}).data()),
+         "an empty segment's value");
+  // Rows of 2 of {1, 2, 4, 3} in float64: (1, 2), (0, 4).
+  const double d[] = {1, 2, 4, 3};
+  expect(true, check_cub_segmented_argmax(DType::f64, d, nullptr, 2, 2,
+                                          pairs<double>(DType::f64, {{1, 2}, {0, 4}}).data()),
+         "float64 rows");
+  expect(false, check_cub_segmented_argmax(DType::f64, d, nullptr, 2, 2,
+                                           pairs<double>(DType::f64, {{1, 2}, {1, 4}}).data()),
+         "float64 row index");
+  std::printf("self-test: %s\n", bad ? "FAILED" : "the checks accept the right answers and reject the wrong ones");
+  return bad ? 1 : 0;
+}
+
 int run(const Options& o) {
+  if (o.self_test) return self_test();
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::fprintf(stderr, "reduce_bench_cub_argmax: no CUDA device\n");
