@@ -10,6 +10,7 @@
 // chunks' medians, and the min of the event times. Every result is
 // checked against a CPU reference. Exit code: 0 all checks passed, 1 a check FAILED, 2 no CUDA
 // device, 3 error.
+#include "bench/cccl.h"
 #include "bench/ceiling.cuh"
 #include "bench/common.h"
 #include "bench/cub_reduce.h"
@@ -292,6 +293,7 @@ int run(const Options& o) {
               dev.prop.name, dev.sm_count, dev.l2_bytes / 1048576.0, dev.peak_gbps,
               dev.mem_clock_khz / 1000, dev.bus_bits, drv / 1000, drv % 1000 / 10, rtv / 1000,
               rtv % 1000 / 10);
+  std::printf("- **CUB**: %s\n", rt_bench::cub_line().c_str());
   std::printf("- **Date**: %s\n- **Command**: `%s`\n- **Tuning store**: %s\n", today().c_str(),
               o.command.c_str(), store.c_str());
   std::printf("- **Method**: CUDA events around one call, %d warm-up + %d timed calls per "
@@ -314,7 +316,7 @@ int run(const Options& o) {
               rt_bench::sum_tolerance(DType::bf16), rt_bench::result_tolerance(DType::bf16),
               rt_bench::result_tolerance(DType::f16));
   std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_async` (result on the device); "
-              "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %d.%d.%d, temp storage allocated "
+              "CUB = `cub::DeviceReduce::Sum/Min/Max` (CCCL %s, temp storage allocated "
               "beforehand; bfloat16/float16: `cub::DeviceReduce::Reduce` with a float accumulator, "
               "`cuda::std::plus<float>` from 0.0f, `cuda::minimum<float>`/`cuda::maximum<float>` from -+inf, the "
               "result written as the element type%s); ceiling = a streaming-read kernel (16-byte loads, the faster of plain and evict-first, grid-stride, %d "
@@ -325,7 +327,7 @@ int run(const Options& o) {
               "rt/CUB = CUB time / reduce-tune time, rt/ceiling = ceiling time / reduce-tune time, "
               "rt/CUB, all calls = the same from the medians of every timed call (all chunks) "
               "(above 1: reduce-tune faster).\n",
-              CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION,
+              rt_bench::cccl_version(),
               o.float_result ? "; with --float-result, reduce-tune (`reduce_async(..., DType::f32)`) "
                                "and CUB write it as float32, unrounded, checked with float32's "
                                "tolerance" : "",

@@ -8,6 +8,7 @@
 // host's enqueue -> event -> the call -> event; the lowest of the chunks' medians. Every result of
 // every contestant is checked against a CPU reference (tuner/reference.h) after it is timed.
 // Exit code: 0 all checks passed, 1 a check FAILED, 2 no CUDA device, 3 error.
+#include "bench/cccl.h"
 #include "bench/ceiling.cuh"
 #include "bench/common.h"
 #include "bench/data.h"
@@ -350,6 +351,7 @@ int run(const Options& o) {
               dev.prop.name, dev.sm_count, dev.l2_bytes / 1048576.0, dev.peak_gbps,
               dev.driver_version / 1000, dev.driver_version % 1000 / 10, dev.runtime_version / 1000,
               dev.runtime_version % 1000 / 10);
+  std::printf("- **CUB**: %s\n", rt_bench::cub_line().c_str());
   std::printf("- **Date**: %s\n- **Command**: `%s`\n- **Tuning store**: %s\n", today().c_str(),
               o.command.c_str(), store.c_str());
   std::printf("- **Method**: CUDA events around one call, %d warm-up + %d timed calls per contestant "
@@ -370,13 +372,8 @@ int run(const Options& o) {
                            : ("a " + std::to_string(int(o.timer.spin_us)) +
                               " us spin kernel hides the host's enqueue").c_str());
   std::printf("- **Contestants**: reduce-tune = `Reducer::reduce_rows / reduce_columns / "
-              "reduce_segments` (results on the device; reduce_segments %s); CUB = `cub::DeviceSegmentedReduce::Sum/Min/Max` "
-              "(CCCL %s; temp storage allocated beforehand) with int64 offsets in device memory for rows and "
-              "segments, and for columns a gather iterator (element (r, c) at position c * rows + r) "
-              "with counting-iterator offsets; CUB-iter (rows) = the same with counting-iterator "
-              "offsets i * cols (no offsets read). The fixed-segment-size overload of "
-              "DeviceSegmentedReduce is not in this CCCL (only the offsets overloads), so CUB-iter "
-              "stands in for it. Ceiling = a streaming-read kernel (16-byte loads, the faster of "
+              "reduce_segments` (results on the device; reduce_segments %s); CUB = %s "
+              "Ceiling = a streaming-read kernel (16-byte loads, the faster of "
               "plain and evict-first, grid-stride, %d loads in flight per thread) summing the "
               "problem's input bytes (elements, and the offsets for segments) as uint32 words. "
               "1-D (one-d) = the library's tuned 1-D reduction of the same elements to one value "
@@ -389,7 +386,7 @@ int run(const Options& o) {
               o.count_only ? "without the element count: the lookup by segment count alone, or by "
                              "the extent of an input allocation below 2^22 elements"
                            : "given the element count, as the Python package gives x's size",
-              cccl_version(), kCeilUnroll);
+              cub_method().c_str(), kCeilUnroll);
   std::fflush(stdout);
 
   Timer timer(dev, o.timer);
@@ -399,7 +396,8 @@ int run(const Options& o) {
     csv.open(o.csv);
     if (!csv) throw std::runtime_error("cannot write " + o.csv);
     csv << "# device=" << dev.prop.name << ";peak_gbps=" << dev.peak_gbps << ";l2_bytes=" << dev.l2_bytes
-        << ";source=reduce_bench_segmented;cccl=" << cccl_version() << "\n"
+        << ";source=reduce_bench_segmented;cccl=" << cccl_version()
+        << ";cub_fixed_size=" << cub_fixed_size_segments() << "\n"
         << kCsvHeader << "\n";
   }
   Tables tables;
@@ -425,7 +423,10 @@ int run(const Options& o) {
         d.off_at = (c.n * es + 255) / 256 * 256;
         d.in_bytes = p == Problem::segments ? d.off_at + (c.segments + 1) * sizeof(std::int64_t) : c.n * es;
         d.out_bytes = std::max<std::size_t>(c.count() * es, 8);
-        const std::size_t cub_offsets = p == Problem::rows && o.who[CUB] ? (c.rows + 1) * sizeof(std::int64_t) : 0;
+        // CUB's row offsets, where rows take the offsets overload (no fixed-size one in this CCCL).
+        const bool cub_row_offsets = o.who[CUB] && p == Problem::rows &&
+                                     cub_kind(p, false, c.rows, c.cols) == CubKind::offsets;
+        const std::size_t cub_offsets = cub_row_offsets ? (c.rows + 1) * sizeof(std::int64_t) : 0;
         std::size_t free_b = 0, total_b = 0;
         CK(cudaMemGetInfo(&free_b, &total_b));
         const std::size_t need = d.in_bytes + d.out_bytes + cub_offsets + (std::size_t(512) << 20);
@@ -507,9 +508,7 @@ int run(const Options& o) {
                 } else if (w == ONE_D) {
                   measure([&] { reducer->reduce_async(dt, op, in.get(), c.n, out.get(), s); });
                 } else if (w == CUB || w == CUB_ITER) {
-                  const CubKind kind = w == CUB_ITER ? CubKind::row_iterator
-                                       : p == Problem::columns ? CubKind::column_gather
-                                                               : CubKind::offsets;
+                  const CubKind kind = cub_kind(p, w == CUB_ITER, c.rows, c.cols);
                   const std::int64_t* offs = p == Problem::rows ? rowoff.get<const std::int64_t>() : d_offsets;
                   std::size_t tmp_bytes = 0;
                   CK(cub_segmented(kind, dt, op, nullptr, tmp_bytes, in.get(), offs, c.count(), c.rows, c.cols, out.get(), s));

@@ -26,7 +26,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-CUB = ("cub", "cub-iter")  # rows run CUB twice: offsets array and counting iterator; the faster counts
+CUB = ("cub", "cub-iter")  # rows run CUB twice (fixed-size or offsets; iterator offsets): the faster counts
 PROBLEMS = ("rows", "columns", "segments")
 NAMES = {"rows": "rows", "columns": "columns", "segments": "offsets"}
 

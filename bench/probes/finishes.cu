@@ -306,6 +306,8 @@ int main(int argc, char **argv) {
   // flush; "self" the memset baselines and the self-initialising finish, memset flush, twice.
   const std::string mode = argc > 1 ? argv[1] : "";
   const bool pdl_only = mode == "pdl", self_only = mode == "self";
+  printf("CUB: CCCL %d.%d.%d (CUB_VERSION %d)\n", CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION,
+         CCCL_PATCH_VERSION, CUB_VERSION);
   int sms;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   int l2;
