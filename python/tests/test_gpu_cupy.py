@@ -113,8 +113,10 @@ def test_graph_capture_and_replay(cupy):
         calls()  # warm-up, as for any capture (the kernels of these sizes compiled and loaded)
         s.synchronize()
         s.begin_capture()
-        got = calls()
-        graph = s.end_capture()
+        try:
+            got = calls()
+        finally:  # a failed call must not leave the stream capturing for the tests after this one
+            graph = s.end_capture()
         # Memory of the strided sum's partial results, freed during the capture, must stay the
         # graph's: arrays allocated now on the same stream must never be written by a replay.
         others = [cupy.full(k, 7.0, dtype=cupy.float32) for k in (700, 768, 1024, 4096)]
