@@ -94,10 +94,12 @@ void remember_checked(CUdeviceptr start, std::size_t size, int ordinal) {
   Checked::Range kept[Checked::kRanges];
   int k = 0;
   kept[k++] = {start, end, ordinal};
-  // The others, less one, without any that overlaps the new range (its addresses say otherwise now).
+  // The others, less one, without any that overlaps the new range (its addresses say otherwise
+  // now).
   for (const Checked::Range& r : t_checked.ranges)
     if (k < Checked::kRanges && r.end && (r.end <= start || r.start >= end)) kept[k++] = r;
-  for (int i = 0; i < Checked::kRanges; ++i) t_checked.ranges[i] = i < k ? kept[i] : Checked::Range{};
+  for (int i = 0; i < Checked::kRanges; ++i)
+    t_checked.ranges[i] = i < k ? kept[i] : Checked::Range{};
 }
 
 bool checked_before(const void* p, std::uint64_t count, DType dtype, int ordinal) {
@@ -125,12 +127,14 @@ std::optional<std::uint64_t> check_pointer(const char* what, const void* p, std:
   unsigned long long managed = 0; // a boolean of unspecified width: read into a zeroed word
   CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
                                  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
   void* values[] = {&f.type, &managed, &f.device, &f.start, &f.size};
   counters.pointer_queries.fetch_add(1, std::memory_order_relaxed);
   RT_CU(cuPointerGetAttributes(5, attrs, values, ptr));
   f.managed = managed != 0;
-  const std::optional<std::uint64_t> room = judge_pointer(what, ptr, count, dtype, ordinal, capturing, f);
+  const std::optional<std::uint64_t> room =
+      judge_pointer(what, ptr, count, dtype, ordinal, capturing, f);
   // What a later call may take on trust: memory the driver knows, with its extent.
   if (!capturing && f.type != 0 && room) remember_checked(f.start, f.size, ordinal);
   return room;
@@ -222,7 +226,8 @@ Shape segments_shape(DType dtype, const void* d_in, std::uint64_t segments, std:
     throw InvalidArgument("reduce_tune: reduce_segments: " + std::to_string(segments) +
                           " segments: at most 2^40 are supported");
   // The lengths are in device memory: the input's extent is checked against `elements` only.
-  const std::optional<std::uint64_t> room = check_pointer("d_in", d_in, elements, dtype, ordinal, capturing);
+  const std::optional<std::uint64_t> room =
+      check_pointer("d_in", d_in, elements, dtype, ordinal, capturing);
   if (!elements && room && *room < kExtentStandsInBelow) elements = *room;
   // The mean length, at least 1 (fewer elements than segments: the shortest tuned mean).
   return {segments, elements ? std::max<std::uint64_t>(elements / segments, 1) : 0};

@@ -154,7 +154,8 @@ bool Reducer::Impl::run_warm(const WarmKey& key, const void* in, void* out, CUst
   if (c.problem == Problem::array) {
     const LaunchPlan& p = w->plan;
     launch(
-        k, cap, stream, [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, c.dtype, n, zero_on); },
+        k, cap, stream,
+        [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, c.dtype, n, zero_on); },
         [&](const Kernel& kk, Workspace& ws) {
           prepare(kk, p, a.in, n, ws, stream);
           enqueue(kk, p, a.in, n, ws, stream, a.out);

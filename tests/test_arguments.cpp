@@ -56,7 +56,8 @@ TEST_CASE("pointers: what the driver knows is judged alike inside and outside a 
     INFO("capturing " << capturing);
     PointerFacts pinned;
     pinned.type = CU_MEMORYTYPE_HOST;
-    CHECK_THAT(refusal(kBase, 1, capturing, pinned), Catch::Contains("is host memory (page-locked)"));
+    CHECK_THAT(refusal(kBase, 1, capturing, pinned),
+               Catch::Contains("is host memory (page-locked)"));
     CHECK_THAT(refusal(kBase, 1, capturing, device_memory(1)),
                Catch::Contains("is memory of GPU 1; this reducer runs on GPU 0"));
     // Managed memory: any device, either memory type.

@@ -84,7 +84,8 @@ TEST_CASE("warm calls: no pointer query or lookup after the first, the same resu
   RT_CU(cuMemcpyDtoH(sums.data(), row_sums.get(), rows * 4));
   for (std::uint64_t i = 0; i < rows; ++i) {
     std::uint32_t want = 0; // int32 sums wrap
-    for (std::uint64_t j = 0; j < cols; ++j) want += std::uint32_t(m.data<std::int32_t>()[i * cols + j]);
+    for (std::uint64_t j = 0; j < cols; ++j)
+      want += std::uint32_t(m.data<std::int32_t>()[i * cols + j]);
     CHECK(sums[i] == std::int32_t(want));
   }
 }
@@ -105,7 +106,8 @@ TEST_CASE("warm calls: new or bad pointers and other threads take the full path,
   std::thread([&] {
     g.ctx.make_current(); // for the test's own copies
     r.reduce_async(DType::f32, Op::sum, at(in), n, at_out(out), s.get());
-    // Another allocation: checked (the output's allocation is known, the input's is not), then warm.
+    // Another allocation: checked (the output's allocation is known, the input's is not), then
+    // warm.
     Count c0;
     r.reduce_async(DType::f32, Op::sum, at(in2), n, at_out(out), s.get());
     Count c1;
@@ -116,7 +118,8 @@ TEST_CASE("warm calls: new or bad pointers and other threads take the full path,
     float got = 0;
     RT_CU(cuStreamSynchronize(s.get()));
     RT_CU(cuMemcpyDtoH(&got, out.get(), 4));
-    CHECK(mismatch(g, r.async_config_for(DType::f32, Op::sum, n), b, Op::sum, Scalar::of(got)).empty());
+    CHECK(mismatch(g, r.async_config_for(DType::f32, Op::sum, n), b, Op::sum, Scalar::of(got))
+              .empty());
     // The same call on host memory: refused as ever (the extent rule: tests/test_arguments.cpp).
     std::vector<float> host(n);
     CHECK_THROWS_WITH(r.reduce_async(DType::f32, Op::sum, host.data(), n, at_out(out), s.get()),
@@ -133,6 +136,7 @@ TEST_CASE("warm calls: new or bad pointers and other threads take the full path,
     }).join();
     RT_CU(cuStreamSynchronize(s.get()));
     RT_CU(cuMemcpyDtoH(&got, out.get(), 4));
-    CHECK(mismatch(g, r.async_config_for(DType::f32, Op::sum, n), a, Op::sum, Scalar::of(got)).empty());
+    CHECK(mismatch(g, r.async_config_for(DType::f32, Op::sum, n), a, Op::sum, Scalar::of(got))
+              .empty());
   }).join();
 }

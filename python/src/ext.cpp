@@ -450,7 +450,7 @@ nb::dict nvrtc_info(const std::string& arch) {
   return d;
 }
 
-// ---- the eager torch call's entry ----------------------------------------------------------------
+// ---- the eager torch call's entry -------------------------------------------------------------
 
 /// _ext.hot(kind, device, dtype, op, d_in, a, b, d_out, stream): reduce_async of a = n elements
 /// (kind 0; b unused), or reduce_rows (1) or reduce_columns (2) of a dense a x b matrix, results
