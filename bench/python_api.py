@@ -15,7 +15,9 @@ reduce_tune.sum(x, out=o, stream=s) (the general path: protocols, plan, stream c
 reduce_tune against torch.sum at 2^10 float32 elements, whole (a vector) and dim=-1 (a 32 x 32
 matrix), measured side by side (the two alternate within each trial), with their ratio (the
 package's aim: at most 0.8), and where the package's time goes: the C++ call in a C++ loop, the
-same call from Python, and a torch result tensor (as the package makes it, and the usual way).
+same call from Python (the eager path's entry and nanobind's), a torch result tensor (as the
+package makes it, and two other ways), the driver queries the call path may make, and how many
+warm calls took the library's full path.
 
 Prints Markdown. Exit code: 0 all checks passed, 1 a check failed, 4 torch or a GPU not available.
 """
@@ -218,11 +220,16 @@ def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
              "dim=-1 (32 x 32)": (lambda: rt.sum(m, -1), lambda: torch.sum(m, -1))}
     o = torch.empty((), device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
-    parts = {"C++ reduce_async (C++ loop)": None,
-             "_ext.reduce from Python": lambda: _ext.reduce(dev, f32, op_sum, x.data_ptr(), 1 << 10,
-                                                            o.data_ptr(), stream),
+    xp, op_ = x.data_ptr(), o.data_ptr()
+    parts = {"C++ reduce_async (C++ loop; the warm path)": None,
+             "_ext.hot from Python (the eager torch call's entry, METH_FASTCALL)":
+                 lambda: _ext.hot(0, dev, f32, op_sum, xp, 1 << 10, 0, op_, stream),
+             "_ext.reduce from Python (the same call through nanobind's dispatch)":
+                 lambda: _ext.reduce(dev, f32, op_sum, xp, 1 << 10, op_, stream),
              "torch.empty_like(o) (the result tensor, made as the package makes it)":
                  lambda: torch.empty_like(o),
+             "torch.empty((), dtype=, device=) (the same with the kwargs preset)":
+                 lambda: torch.empty((), dtype=torch.float32, device=o.device),
              "x.new_empty(()) (the same, the usual way)": lambda: x.new_empty(())}
 
     def enqueue_us(fn):
@@ -257,6 +264,20 @@ def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
     print("\nWhere reduce_tune.sum(x)'s time goes (the same loop, per call):\n")
     for k, v in ptimes.items():
         print(f"- {k}: {statistics.median(v):.2f} us")
+    # The driver's answers that the warm path no longer asks for (the pointers) or still does.
+    q = [_ext.time_queries(dev, xp, stream, K) for _ in range(trials)]
+    print("\nDriver queries, per query (C++ loop): a pointer's attributes (twice per call where the "
+          "pointers were not checked before) "
+          f"{statistics.median(d['pointer_query_us'] for d in q):.3f} us; the stream's capture state "
+          f"(every call) {statistics.median(d['capture_query_us'] for d in q):.3f} us; the current "
+          f"context (every call) {statistics.median(d['context_query_us'] for d in q):.3f} us")
+    before = _ext.stats()
+    for _ in range(K):
+        rt.sum(x)
+    after = _ext.stats()
+    print(f"- {K} calls of reduce_tune.sum(x) after the first: "
+          f"{after['cold_calls'] - before['cold_calls']} took the library's full path, "
+          f"{after['pointer_queries'] - before['pointer_queries']} pointer queries")
     failed = 0
     r, rr = rt.sum(x), rt.sum(m, -1)
     if abs(r.item() - x.double().sum().item()) > 1e-6 * x.abs().sum().item() + 1e-6 or \

@@ -44,11 +44,12 @@ class NoDevice : public std::runtime_error {
   X(cuStreamWaitEvent) X(cuStreamGetCtx) X(cuStreamIsCapturing) X(cuThreadExchangeStreamCaptureMode)
 // Entry points used where present (null on older drivers): cuLaunchKernelEx (CUDA 12.0) for
 // programmatic dependent launch; stream capture and user objects (CUDA 11.4) for calls on a stream
-// that is being captured into a graph (runtime/capture.h), and the graph calls the tests use.
+// that is being captured into a graph (runtime/capture.h), and the graph and stream-ordered
+// allocation calls the tests use.
 #define RT_DRIVER_OPTIONAL_FUNCTIONS(X)                                                          \
   X(cuLaunchKernelEx) X(cuUserObjectCreate) X(cuUserObjectRelease) X(cuGraphRetainUserObject)  \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)   \
-  X(cuGraphDestroy) X(cuGraphExecDestroy)
+  X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuMemAllocAsync) X(cuMemFreeAsync)
 
 /// cuStreamGetCaptureInfo_v2 (CUDA 11.3) and _v3 (12.3), by their own names and signatures: which
 /// one cuda.h maps cuStreamGetCaptureInfo to depends on its version (_v3's edge data is declared

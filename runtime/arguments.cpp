@@ -2,6 +2,7 @@
 #include "runtime/arguments.h"
 
 #include "kernels/driver.h"
+#include "runtime/counters.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -43,44 +44,99 @@ void check_problem(Problem problem) {
                           "): array, rows, columns and segments are supported");
 }
 
-std::optional<std::uint64_t> check_pointer(const char* what, const void* p, std::uint64_t count,
-                                           DType dtype, int ordinal) {
-  if (!p) throw InvalidArgument(std::string("reduce_tune: ") + what + " is null");
-  const CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+std::optional<std::uint64_t> judge_pointer(const char* what, CUdeviceptr ptr, std::uint64_t count,
+                                           DType dtype, int ordinal, bool capturing,
+                                           const PointerFacts& f) {
   const auto bad = [&](const std::string& problem) {
     return InvalidArgument(std::string("reduce_tune: ") + what + " (" + hex(ptr) + ") " + problem);
   };
-  const std::size_t es = size_of(dtype);
-  if (ptr % es)
-    throw bad("is not aligned to its " + std::to_string(es) + "-byte " + std::string(name(dtype)) +
-              " elements");
-  // One driver call for everything: unlike cuPointerGetAttribute, cuPointerGetAttributes answers
-  // for a pointer CUDA does not know with zeroed values instead of an error.
-  unsigned type = 0;
-  unsigned long long managed = 0; // a boolean of unspecified width: read into a zeroed word
-  int device = -1;
-  CUdeviceptr start = 0;
-  std::size_t size = 0;
-  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-  void* values[] = {&type, &managed, &device, &start, &size};
-  RT_CU(cuPointerGetAttributes(5, attrs, values, ptr));
-  if (type == 0) throw bad("is not memory CUDA knows (a host pointer?): pass device memory");
+  if (f.type == 0) {
+    if (capturing) return std::nullopt; // a stream-ordered allocation of the capture (see header)
+    throw bad("is not memory CUDA knows (a host pointer?): pass device memory");
+  }
   // Managed memory may report either memory type and is accessible from any device.
-  if (!managed) {
-    if (type != CU_MEMORYTYPE_DEVICE) throw bad("is host memory (page-locked), not device memory");
-    if (device != ordinal)
-      throw bad("is memory of GPU " + std::to_string(device) + "; this reducer runs on GPU " +
+  if (!f.managed) {
+    if (f.type != CU_MEMORYTYPE_DEVICE) throw bad("is host memory (page-locked), not device memory");
+    if (f.device != ordinal)
+      throw bad("is memory of GPU " + std::to_string(f.device) + "; this reducer runs on GPU " +
                 std::to_string(ordinal));
   }
   // The allocation's extent, where the driver knows it.
-  if (size == 0 || ptr < start || ptr - start >= size) return std::nullopt;
-  const std::uint64_t room = (size - (ptr - start)) / es;
+  if (f.size == 0 || ptr < f.start || ptr - f.start >= f.size) return std::nullopt;
+  const std::size_t es = size_of(dtype);
+  const std::uint64_t room = (f.size - (ptr - f.start)) / es;
   if (count > room)
     throw bad("has room for " + std::to_string(room) + " " + std::string(name(dtype)) +
-              " (in an allocation of " + std::to_string(size) + " bytes at " + hex(start) +
+              " (in an allocation of " + std::to_string(f.size) + " bytes at " + hex(f.start) +
               "), fewer than n = " + std::to_string(count));
+  return room;
+}
+
+namespace {
+
+/// The allocations of device memory that check_pointer accepted on this thread, most recent
+/// first: a call whose pointers lie in them asks the driver nothing (checked_before). Constant-
+/// initialised and trivially destructible: no guard on access, nothing to run at thread exit.
+struct Checked {
+  struct Range {
+    CUdeviceptr start = 0, end = 0; // [start, end); end 0: empty
+    int ordinal = -1;
+  };
+  static constexpr int kRanges = 8;
+  Range ranges[kRanges] = {};
+};
+constinit thread_local Checked t_checked;
+
+} // namespace
+
+void remember_checked(CUdeviceptr start, std::size_t size, int ordinal) {
+  const CUdeviceptr end = start + size;
+  Checked::Range kept[Checked::kRanges];
+  int k = 0;
+  kept[k++] = {start, end, ordinal};
+  // The others, less one, without any that overlaps the new range (its addresses say otherwise
+  // now).
+  for (const Checked::Range& r : t_checked.ranges)
+    if (k < Checked::kRanges && r.end && (r.end <= start || r.start >= end)) kept[k++] = r;
+  for (int i = 0; i < Checked::kRanges; ++i)
+    t_checked.ranges[i] = i < k ? kept[i] : Checked::Range{};
+}
+
+bool checked_before(const void* p, std::uint64_t count, DType dtype, int ordinal) {
+  const CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+  const std::size_t es = size_of(dtype);
+  if (!ptr || ptr % es || count > (~CUdeviceptr(0) - ptr) / es) return false;
+  const CUdeviceptr end = ptr + count * es;
+  for (const Checked::Range& r : t_checked.ranges)
+    if (r.ordinal == ordinal && ptr >= r.start && end <= r.end) return true;
+  return false;
+}
+
+std::optional<std::uint64_t> check_pointer(const char* what, const void* p, std::uint64_t count,
+                                           DType dtype, int ordinal, bool capturing) {
+  if (!p) throw InvalidArgument(std::string("reduce_tune: ") + what + " is null");
+  const CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+  const std::size_t es = size_of(dtype);
+  if (ptr % es)
+    throw InvalidArgument(std::string("reduce_tune: ") + what + " (" + hex(ptr) +
+                          ") is not aligned to its " + std::to_string(es) + "-byte " +
+                          std::string(name(dtype)) + " elements");
+  // One driver call for everything: unlike cuPointerGetAttribute, cuPointerGetAttributes answers
+  // for a pointer CUDA does not know with zeroed values instead of an error.
+  PointerFacts f;
+  unsigned long long managed = 0; // a boolean of unspecified width: read into a zeroed word
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* values[] = {&f.type, &managed, &f.device, &f.start, &f.size};
+  counters.pointer_queries.fetch_add(1, std::memory_order_relaxed);
+  RT_CU(cuPointerGetAttributes(5, attrs, values, ptr));
+  f.managed = managed != 0;
+  const std::optional<std::uint64_t> room =
+      judge_pointer(what, ptr, count, dtype, ordinal, capturing, f);
+  // What a later call may take on trust: memory the driver knows, with its extent.
+  if (!capturing && f.type != 0 && room) remember_checked(f.start, f.size, ordinal);
   return room;
 }
 
@@ -101,7 +157,7 @@ void refuse_capture(const capture::State& cap) {
 }
 
 Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out, Result result,
-                int ordinal) {
+                int ordinal, bool capturing) {
   Call c;
   c.problem = Problem::array;
   c.dtype = dtype;
@@ -110,20 +166,23 @@ Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_o
   c.args.shape = {1, n};
   if (result != Result::host) { // the result's pointer first: n = 0 writes it
     const DType out_dtype = result == Result::wide ? accumulator_of(dtype) : dtype;
-    check_pointer("d_out", d_out, 1, out_dtype, ordinal);
+    check_pointer("d_out", d_out, 1, out_dtype, ordinal, capturing);
     c.args.out = reinterpret_cast<CUdeviceptr>(d_out);
+    c.out_count = 1;
   }
   if (n == 0) {
     c.work = Call::Work::identity;
     return c;
   }
-  check_pointer("d_in", d_in, n, dtype, ordinal);
+  check_pointer("d_in", d_in, n, dtype, ordinal, capturing);
   c.args.in = reinterpret_cast<CUdeviceptr>(d_in);
+  c.in_count = n;
   return c;
 }
 
 Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
-                 std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal) {
+                 std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal,
+                 bool capturing) {
   const char* what = problem == Problem::rows ? "reduce_rows" : "reduce_columns";
   const std::uint64_t stride = row_stride ? row_stride : cols;
   if (stride < cols)
@@ -136,9 +195,11 @@ Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uin
                           " overflow a 64-bit byte count");
   const std::uint64_t elements = rows == 0 ? 0 : (rows - 1) * stride + cols;
   const std::uint64_t results = problem == Problem::rows ? rows : cols;
-  check_pointer("d_in", d_in, elements, dtype, ordinal);
-  check_pointer("d_out", d_out, results, dtype, ordinal);
+  check_pointer("d_in", d_in, elements, dtype, ordinal, capturing);
+  check_pointer("d_out", d_out, results, dtype, ordinal, capturing);
   Call c;
+  c.in_count = elements;
+  c.out_count = results;
   c.problem = problem;
   c.dtype = dtype;
   c.op = op;
@@ -160,26 +221,30 @@ Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uin
 }
 
 Shape segments_shape(DType dtype, const void* d_in, std::uint64_t segments, std::uint64_t elements,
-                     int ordinal) {
+                     int ordinal, bool capturing) {
   if (segments >= (std::uint64_t(1) << 40))
     throw InvalidArgument("reduce_tune: reduce_segments: " + std::to_string(segments) +
                           " segments: at most 2^40 are supported");
   // The lengths are in device memory: the input's extent is checked against `elements` only.
-  const std::optional<std::uint64_t> room = check_pointer("d_in", d_in, elements, dtype, ordinal);
+  const std::optional<std::uint64_t> room =
+      check_pointer("d_in", d_in, elements, dtype, ordinal, capturing);
   if (!elements && room && *room < kExtentStandsInBelow) elements = *room;
   // The mean length, at least 1 (fewer elements than segments: the shortest tuned mean).
   return {segments, elements ? std::max<std::uint64_t>(elements / segments, 1) : 0};
 }
 
 Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
-                   std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal) {
+                   std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal,
+                   bool capturing) {
   Call c;
   c.problem = Problem::segments;
   c.dtype = dtype;
   c.op = op;
-  c.args.shape = segments_shape(dtype, d_in, segments, elements, ordinal);
-  check_pointer("d_offsets", d_offsets, segments + 1, DType::i64, ordinal);
-  check_pointer("d_out", d_out, segments, dtype, ordinal);
+  c.args.shape = segments_shape(dtype, d_in, segments, elements, ordinal, capturing);
+  check_pointer("d_offsets", d_offsets, segments + 1, DType::i64, ordinal, capturing);
+  check_pointer("d_out", d_out, segments, dtype, ordinal, capturing);
+  c.in_count = elements;
+  c.out_count = segments;
   c.args.in = reinterpret_cast<CUdeviceptr>(d_in);
   c.args.offsets = reinterpret_cast<CUdeviceptr>(d_offsets);
   c.args.out = reinterpret_cast<CUdeviceptr>(d_out);

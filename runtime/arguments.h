@@ -18,12 +18,47 @@ void check_problem(DType dtype, Op op);
 /// Throws InvalidArgument for a problem outside the enum.
 void check_problem(Problem problem);
 
+/// What the driver says of a pointer (cuPointerGetAttributes, which answers zeroes for a pointer it
+/// does not know).
+struct PointerFacts {
+  unsigned type = 0;     ///< CU_MEMORYTYPE_*; 0: not memory CUDA knows
+  bool managed = false;
+  int device = -1;       ///< the GPU of device memory
+  CUdeviceptr start = 0; ///< the allocation's range; size 0 where the driver does not say
+  std::size_t size = 0;
+};
+
+/// The rule check_pointer applies to what the driver says of `p` (already checked not null and
+/// aligned): device memory of GPU `ordinal` or managed memory and, where the driver knows the
+/// allocation's extent, room for `count` elements of `dtype`. Where the call's stream is being
+/// captured (`capturing`), memory CUDA does not know is accepted: a stream-ordered allocation made
+/// during the capture (cudaMallocAsync, as CuPy's and other pools do) is a node of the graph,
+/// unknown to the driver's pointer queries until the graph runs; what the kernels read and write
+/// is then the graph's business, as for any captured kernel. Everything else is refused as outside
+/// a capture. Throws InvalidArgument naming `what` and the problem; returns the elements of
+/// `dtype` from `p` to the allocation's end where the driver knows it.
+std::optional<std::uint64_t> judge_pointer(const char* what, CUdeviceptr p, std::uint64_t count,
+                                           DType dtype, int ordinal, bool capturing,
+                                           const PointerFacts& facts);
+
 /// Checks that the kernels can access `count` elements of `dtype` at `p`: not null, aligned to the
-/// element, device memory of GPU `ordinal` or managed memory, and, where the driver knows the
-/// allocation's extent, large enough. Throws InvalidArgument naming `what` and the problem.
-/// Returns the elements of `dtype` from `p` to the allocation's end where the driver knows it.
+/// element, then judge_pointer of the driver's answer (one cuPointerGetAttributes). Throws
+/// InvalidArgument naming `what` and the problem. Returns the elements of `dtype` from `p` to the
+/// allocation's end where the driver knows it. Outside a capture, the calling thread remembers the
+/// allocation of device memory it found (the last few: see checked_before).
 std::optional<std::uint64_t> check_pointer(const char* what, const void* p, std::uint64_t count,
-                                           DType dtype, int ordinal);
+                                           DType dtype, int ordinal, bool capturing = false);
+
+/// Whether `count` elements of `dtype` at `p` (aligned) lie in an allocation of GPU `ordinal` that
+/// check_pointer accepted on this thread: no driver call. An allocation is remembered until
+/// another pushes it out or a later check finds something else at its addresses; memory freed
+/// and its addresses reused for host memory or another GPU's before this thread checks them again
+/// is not noticed (the calls then fail as the kernels' accesses do).
+bool checked_before(const void* p, std::uint64_t count, DType dtype, int ordinal);
+/// What check_pointer does with an allocation it accepted outside a capture: the calling thread
+/// remembers [start, start + size) as memory of GPU `ordinal` (the most recent first, 8 at most),
+/// dropping any it remembered that overlaps it.
+void remember_checked(CUdeviceptr start, std::size_t size, int ordinal);
 
 /// The Result of an asynchronous call that writes `result`: Result::device for the element type,
 /// Result::wide for float32 from bf16 or f16; InvalidArgument for anything else.
@@ -47,25 +82,30 @@ struct Call {
   Result result = Result::device;
   /// in, offsets, out (0 for a host result), shape ({1, n} for the array problem) and stride.
   SegmentedArgs args;
+  /// Elements of dtype from args.in, and of the result's dtype from args.out, that the call
+  /// reads and writes (what its pointers were checked for).
+  std::uint64_t in_count = 0, out_count = 0;
 };
 
 /// sum/min/max (Result::host: `d_out` unused) or reduce_async of n elements. dtype and op checked.
 Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out, Result result,
-                int ordinal);
+                int ordinal, bool capturing = false);
 /// reduce_rows or reduce_columns (`problem`) of a rows x cols matrix, row_stride 0 meaning cols,
 /// at least one result. dtype and op checked. One element per result (rows of one dense column,
 /// columns of one row) is a copy (a sum of one element is the element, NaN and -0.0 included);
 /// one result over contiguous elements (one row, or the column of a dense n x 1 matrix) is the
 /// array problem.
 Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
-                 std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal);
+                 std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal,
+                 bool capturing = false);
 /// reduce_segments of at least one segment. dtype and op checked.
 Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
-                   std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal);
+                   std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal,
+                   bool capturing = false);
 /// The shape an offsets call is looked up by, d_in checked against `elements`: {segments, mean
 /// length} of `elements`, or where that is 0 and d_in's allocation holds fewer than 2^22 elements
 /// (the call spans no more), of that extent; else {segments, 0}, the count-only lookup.
 Shape segments_shape(DType dtype, const void* d_in, std::uint64_t segments, std::uint64_t elements,
-                     int ordinal);
+                     int ordinal, bool capturing = false);
 
 } // namespace reduce_tune::detail

@@ -3,7 +3,11 @@
 // what runs; eagerly on a lease, or into the graph of a stream being captured.
 #include "runtime/reducer_state.h"
 
+#include "runtime/counters.h"
+
 namespace reduce_tune {
+
+using cuda::driver;
 
 Target Reducer::Impl::target(DType dtype, Op op) const {
   Target t;
@@ -62,19 +66,23 @@ void Reducer::Impl::launch(const Kernel& kernel, const capture::State& cap, CUst
 
 // ---- the call path ---------------------------------------------------------------------------
 
-void Reducer::Impl::run(const Call& c, CUstream stream) {
+void Reducer::Impl::run(const Call& c, CUstream stream, const capture::State& cap,
+                        const WarmKey* warm) {
+  counters.cold_calls.fetch_add(1, std::memory_order_relaxed);
   const SegmentedArgs& a = c.args;
   if (c.work == Call::Work::copy) {
     RT_CU(cuMemcpyDtoDAsync(a.out, a.in, a.shape.count * size_of(c.dtype), stream));
     return;
   }
-  const capture::State cap = capture::state(stream);
   if (c.work == Call::Work::identity) {
     // A memset, not a launch (a graph node when captured).
     set_identity(a.out, c.result == Result::wide ? accumulator_of(c.dtype) : c.dtype, c.op, stream);
     return;
   }
   const Entry& e = ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result));
+  WarmCall w;
+  w.call = c;
+  w.entry = &e;
   Target t = target(c.dtype, c.op);
   if (c.problem == Problem::array) {
     const std::uint64_t n = a.shape.length;
@@ -86,13 +94,79 @@ void Reducer::Impl::run(const Call& c, CUstream stream) {
           prepare(k, p, a.in, n, ws, stream);
           enqueue(k, p, a.in, n, ws, stream, a.out);
         });
-    return;
+    w.plan = p;
+    w.workspace = needs_workspace(p);
+  } else {
+    t.problem = c.problem;
+    const SegmentedPlan p = segmented_plan(e.kernel.config, t, a.shape);
+    launch(
+        e.kernel, cap, stream, [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, zero_on); },
+        [&](const Kernel& k, Workspace& ws) { enqueue(k, p, a, ws, stream); });
+    w.segmented = p;
+    w.workspace = needs_workspace(p);
   }
-  t.problem = c.problem;
-  const SegmentedPlan p = segmented_plan(e.kernel.config, t, a.shape);
-  launch(
-      e.kernel, cap, stream, [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, zero_on); },
-      [&](const Kernel& k, Workspace& ws) { enqueue(k, p, a, ws, stream); });
+  // Remembered once it ran: a warm call repeats what just worked. A captured call is not (the
+  // warm path never runs on a capturing stream; its pointers may be the capture's).
+  if (warm && !cap.active) {
+    w.key = *warm;
+    remember_warm(w);
+  }
+}
+
+bool Reducer::Impl::run_warm(const WarmKey& key, const void* in, void* out, CUstream stream) {
+  const WarmCall* w = find_warm(key);
+  if (!w) return false;
+  const Call& c = w->call;
+  const DType out_dtype = c.result == Result::wide ? accumulator_of(c.dtype) : c.dtype;
+  if (!checked_before(in, c.in_count, c.dtype, ordinal) ||
+      !checked_before(out, c.out_count, out_dtype, ordinal))
+    return false;
+  // The reducer's context current for the call (a thread-local read where it already is), the
+  // caller's made current again after.
+  struct Current {
+    CUcontext caller = nullptr;
+    bool switched = false;
+    ~Current() {
+      if (switched) driver().cuCtxSetCurrent(caller);
+    }
+  } current;
+  RT_CU(cuCtxGetCurrent(&current.caller));
+  if (current.caller != ctx) {
+    RT_CU(cuCtxSetCurrent(ctx));
+    current.switched = true;
+  }
+  const capture::State cap = capture::state(stream);
+  if (cap.active) return false; // the graph must hold the call's kernels and workspace: see launch
+  const Kernel& k = w->entry->kernel;
+  SegmentedArgs a = c.args;
+  a.in = reinterpret_cast<CUdeviceptr>(in);
+  a.out = reinterpret_cast<CUdeviceptr>(out);
+  const std::uint64_t n = a.shape.length;
+  if (!w->workspace) {
+    // No lease, so no event marks the kernels' end: the reducer's destruction waits for them.
+    if (!unleased.load(std::memory_order_relaxed)) unleased.store(true, std::memory_order_relaxed);
+    Workspace none; // no memory: the plan's kernels touch none (needs_workspace)
+    if (c.problem == Problem::array) enqueue(k, w->plan, a.in, n, none, stream, a.out);
+    else enqueue(k, w->segmented, a, none, stream);
+    return true;
+  }
+  const capture::Relaxed relaxed; // a new lease allocates: never into another thread's capture
+  if (c.problem == Problem::array) {
+    const LaunchPlan& p = w->plan;
+    launch(
+        k, cap, stream,
+        [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, c.dtype, n, zero_on); },
+        [&](const Kernel& kk, Workspace& ws) {
+          prepare(kk, p, a.in, n, ws, stream);
+          enqueue(kk, p, a.in, n, ws, stream, a.out);
+        });
+  } else {
+    const SegmentedPlan& p = w->segmented;
+    launch(
+        k, cap, stream, [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, zero_on); },
+        [&](const Kernel& kk, Workspace& ws) { enqueue(kk, p, a, ws, stream); });
+  }
+  return true;
 }
 
 Scalar Reducer::Impl::run_to_host(const Call& c, CUstream stream) {

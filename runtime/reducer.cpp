@@ -1,6 +1,8 @@
 // reduce-tune: the runtime library's public calls. Each checks its arguments into a Call
 // (runtime/arguments.h) and hands it to the one call path (runtime/reducer_state.h): entry ->
-// lookup, once per (problem, shape bucket, dtype, op, result) -> plan -> launch.
+// lookup, once per (problem, shape bucket, dtype, op, result) -> plan -> launch. An asynchronous
+// call that the thread made before, on pointers in allocations it checked before, first tries the
+// warm path (runtime/warm.h): the decision remembered, no check or lookup, only the launch.
 #include "runtime/reducer_state.h"
 
 #include "kernels/values.h"
@@ -69,6 +71,8 @@ Reducer::~Reducer() {
   try {
     const capture::Relaxed relaxed; // frees must not invalidate another thread's capture
     impl_->leases.wait_idle();
+    // Warm calls that took no lease left no event to wait for: their kernels may still be queued.
+    if (impl_->unleased.load()) driver().cuCtxSynchronize();
     impl_->home->close(); // graphs that outlive the reducer free their workspaces themselves
     impl_.reset();
   } catch (...) {
@@ -145,10 +149,14 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
 
 void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
                            DType result, CUstream stream) {
+  const WarmKey key{impl_->serial, n, 0, 0, Problem::array, dtype, op, result};
+  if (impl_->run_warm(key, d_in, d_out, stream)) return;
   check_problem(dtype, op);
   const Result r = result_kind(dtype, result);
   const CallScope scope(impl_->ctx);
-  impl_->run(array_call(dtype, op, d_in, n, d_out, r, impl_->ordinal), stream);
+  const capture::State cap = capture::state(stream); // first: a capture's pointers are its own
+  impl_->run(array_call(dtype, op, d_in, n, d_out, r, impl_->ordinal, cap.active), stream, cap,
+             &key);
 }
 
 // ---- segmented reductions ---------------------------------------------------------------------
@@ -156,23 +164,29 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
 void Reducer::reduce_rows(DType dtype, Op op, const void* d_in, std::uint64_t rows,
                           std::uint64_t cols, void* d_out, CUstream stream,
                           std::uint64_t row_stride) {
+  const WarmKey key{impl_->serial, rows, cols, row_stride, Problem::rows, dtype, op, dtype};
+  if (impl_->run_warm(key, d_in, d_out, stream)) return;
   check_problem(dtype, op);
   if (rows == 0) return;
   const CallScope scope(impl_->ctx);
+  const capture::State cap = capture::state(stream);
   impl_->run(matrix_call(Problem::rows, dtype, op, d_in, rows, cols, d_out, row_stride,
-                         impl_->ordinal),
-             stream);
+                         impl_->ordinal, cap.active),
+             stream, cap, &key);
 }
 
 void Reducer::reduce_columns(DType dtype, Op op, const void* d_in, std::uint64_t rows,
                              std::uint64_t cols, void* d_out, CUstream stream,
                              std::uint64_t row_stride) {
+  const WarmKey key{impl_->serial, rows, cols, row_stride, Problem::columns, dtype, op, dtype};
+  if (impl_->run_warm(key, d_in, d_out, stream)) return;
   check_problem(dtype, op);
   if (cols == 0) return;
   const CallScope scope(impl_->ctx);
+  const capture::State cap = capture::state(stream);
   impl_->run(matrix_call(Problem::columns, dtype, op, d_in, rows, cols, d_out, row_stride,
-                         impl_->ordinal),
-             stream);
+                         impl_->ordinal, cap.active),
+             stream, cap, &key);
 }
 
 void Reducer::reduce_segments(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
@@ -181,8 +195,10 @@ void Reducer::reduce_segments(DType dtype, Op op, const void* d_in, const std::i
   check_problem(dtype, op);
   if (segments == 0) return;
   const CallScope scope(impl_->ctx);
-  impl_->run(segments_call(dtype, op, d_in, d_offsets, segments, d_out, elements, impl_->ordinal),
-             stream);
+  const capture::State cap = capture::state(stream);
+  impl_->run(segments_call(dtype, op, d_in, d_offsets, segments, d_out, elements, impl_->ordinal,
+                           cap.active),
+             stream, cap);
 }
 
 } // namespace reduce_tune

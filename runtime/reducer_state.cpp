@@ -4,6 +4,7 @@
 
 #include "runtime/shipped.h"
 
+#include <atomic>
 #include <filesystem>
 
 namespace reduce_tune {
@@ -20,6 +21,11 @@ CompileCache open_cache() {
 }
 
 } // namespace
+
+std::uint64_t Reducer::Impl::next_serial() {
+  static std::atomic<std::uint64_t> next{1}; // 0: no reducer (an empty warm-call slot)
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 Reducer::Impl::Impl(int gpu, Options opts)
     : options(std::move(opts)), info(cuda::device_info(gpu)), device(device_key(info)),

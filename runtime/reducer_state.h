@@ -17,7 +17,9 @@
 #include "runtime/entry_cache.h"
 #include "runtime/leases.h"
 #include "runtime/lookup.h"
+#include "runtime/warm.h"
 
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -29,12 +31,15 @@ namespace reduce_tune {
 using namespace detail;
 
 struct Reducer::Impl {
+  static std::uint64_t next_serial();
   Options options;
   cuda::DeviceInfo info;
   DeviceKey device;      ///< the lookup's key for this GPU
   cuda::Context context; // declared before everything that holds device resources
   CUcontext ctx = nullptr;
   int ordinal = 0;       ///< the GPU's ordinal
+  /// Unique in the process (never reused): what the threads' warm calls know the reducer by.
+  const std::uint64_t serial = next_serial();
   std::mutex store_mu;   ///< a Store is one SQLite connection: one user at a time
   std::unique_ptr<db::Store> store;
   std::string no_store;  ///< why there is no store
@@ -47,6 +52,9 @@ struct Reducer::Impl {
   LeasePool leases;
   /// Where captured graphs' workspaces come back to (runtime/capture.h).
   std::shared_ptr<capture::Home> home = std::make_shared<capture::Home>();
+  /// A warm call enqueued kernels without a lease (runtime/launch.cpp, run_warm): no event marks
+  /// their end, so the destructor synchronizes the context before unloading the kernels.
+  std::atomic<bool> unleased{false};
   std::mutex side_mu;
   std::optional<cuda::Stream> side; ///< zeroes a captured call's workspace, outside the graph
 
@@ -64,9 +72,19 @@ struct Reducer::Impl {
 
   // ---- plan and launch (runtime/launch.cpp) --------------------------------------------------
   /// Enqueues a checked call with a device result on `stream`, ordered after its earlier work: on
-  /// a lease, or into the graph `stream` is being captured into. Needs the context current, in
-  /// relaxed capture mode (as every public call has it).
-  void run(const Call& call, CUstream stream);
+  /// a lease, or into the graph `stream` is being captured into (`cap`, the stream's state,
+  /// queried before the call's arguments were checked). Needs the context current, in relaxed
+  /// capture mode (as every public call has it). `warm`: the public call's key, under which the
+  /// calling thread remembers the decision (not for a capturing stream).
+  void run(const Call& call, CUstream stream, const capture::State& cap,
+           const WarmKey* warm = nullptr);
+  /// The call of `key` with these pointers on `stream`, where the calling thread made it before
+  /// (find_warm), its pointers lie in allocations it checked before (checked_before) and the
+  /// stream is not being captured: then it is enqueued with no other driver call than the
+  /// current context (made the reducer's for the call where it is not), the stream's capture
+  /// state and the launches (a workspace's lease where the plan needs one), and true is returned.
+  /// Else false, having enqueued nothing: the full path takes the call.
+  bool run_warm(const WarmKey& key, const void* in, void* out, CUstream stream);
   /// Runs a checked array call with a host result (Result::host, n > 0) on `stream` and waits for
   /// it. The same needs, on a stream that is not being captured.
   Scalar run_to_host(const Call& call, CUstream stream);

@@ -472,3 +472,63 @@ TEST_CASE("graphs: another thread's eager calls, compiling and allocating, leave
   CHECK(Scalar::of(got[0]) == reference(a, Op::min).value);
   CHECK(Scalar::of(got[1]) == reference(a, Op::max).value);
 }
+
+TEST_CASE("graphs: calls on memory allocated during the capture (stream-ordered), and a host "
+          "pointer still refused outside one",
+          "[gpu][graphs]") {
+  if (!graphs_supported() || !driver().cuMemAllocAsync || !driver().cuMemFreeAsync) {
+    WARN("skipped: the driver lacks stream capture, user objects or stream-ordered allocation");
+    return;
+  }
+  const Gpu g;
+  const testing::TempDir dir;
+  Options o;
+  o.store_path = dir.file("absent.db");
+  Reducer r(0, o);
+  const cuda::Stream cs;
+  const std::uint64_t rows = 700, cols = 300, n = rows * cols;
+  const HostArray a = make_input(DType::f32, n, 11);
+  const cuda::Buffer in(a.bytes.size()), out(8);
+  RT_CU(cuMemcpyHtoD(in.get(), a.bytes.data(), a.bytes.size()));
+  const auto* in_p = reinterpret_cast<const void*>(in.get());
+  // Warm: compiled and loaded before the capture, and the same calls made eagerly on these sizes.
+  {
+    const cuda::Buffer partial(rows * 4);
+    r.reduce_rows(DType::f32, Op::max, in_p, rows, cols, reinterpret_cast<void*>(partial.get()),
+                  cs.get());
+    r.reduce_async(DType::f32, Op::max, reinterpret_cast<const void*>(partial.get()), rows,
+                   reinterpret_cast<void*>(out.get()), cs.get());
+    RT_CU(cuStreamSynchronize(cs.get()));
+  }
+  Graph graph;
+  RT_CU(cuStreamBeginCapture(cs.get(), CU_STREAM_CAPTURE_MODE_GLOBAL));
+  // The row maxima into memory of the graph, then their maximum into more of it, copied out:
+  // neither pointer is known to cuPointerGetAttributes while the capture is under way.
+  CUdeviceptr partial = 0, result = 0;
+  RT_CU(cuMemAllocAsync(&partial, rows * 4, cs.get()));
+  RT_CU(cuMemAllocAsync(&result, 4, cs.get()));
+  r.reduce_rows(DType::f32, Op::max, in_p, rows, cols, reinterpret_cast<void*>(partial), cs.get());
+  r.reduce_async(DType::f32, Op::max, reinterpret_cast<const void*>(partial), rows,
+                 reinterpret_cast<void*>(result), cs.get());
+  RT_CU(cuMemcpyDtoDAsync(out.get(), result, 4, cs.get()));
+  RT_CU(cuMemFreeAsync(partial, cs.get()));
+  RT_CU(cuMemFreeAsync(result, cs.get()));
+  RT_CU(cuStreamEndCapture(cs.get(), &graph.graph));
+  REQUIRE(graph.graph != nullptr);
+  RT_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    RT_CU(cuMemsetD32Async(out.get(), 0, 1, cs.get()));
+    RT_CU(cuGraphLaunch(graph.exec, cs.get()));
+    RT_CU(cuStreamSynchronize(cs.get()));
+    float got = 0;
+    RT_CU(cuMemcpyDtoH(&got, out.get(), 4));
+    CHECK(Scalar::of(got) == reference(a, Op::max).value);
+  }
+  // Outside a capture, memory CUDA does not know is refused as before, for either pointer.
+  std::vector<float> host(rows);
+  CHECK_THROWS_WITH(r.reduce_async(DType::f32, Op::max, host.data(), rows,
+                                   reinterpret_cast<void*>(out.get()), cs.get()),
+                    Catch::Contains("is not memory CUDA knows"));
+  CHECK_THROWS_WITH(r.reduce_rows(DType::f32, Op::max, in_p, rows, cols, host.data(), cs.get()),
+                    Catch::Contains("is not memory CUDA knows"));
+}

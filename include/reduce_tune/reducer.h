@@ -79,7 +79,12 @@ bool gpu_available(std::string* why = nullptr);
 ///
 /// Runs in the primary context of device `ordinal` (the context the CUDA runtime uses), made
 /// current only for the duration of each call: the caller's current context is left as it was.
-/// Input pointers must be device (or managed) memory of that device.
+/// Input pointers must be device (or managed) memory of that device. Each call checks its
+/// pointers with the driver, except where the calling thread checked their allocations before
+/// (the last eight it saw): an asynchronous call that the thread made before with the same
+/// arguments but its pointers and stream then only enqueues its kernels (a warm call). Memory
+/// freed and its addresses taken by host memory or another GPU's before the thread passes them
+/// again is not noticed.
 ///
 /// The configuration for n is looked up once per size bucket [2^k, 2^(k+1)), at 2^k, and kept.
 /// A store that does not exist is not created: lookups then use the shipped tuning (Match), else
@@ -168,8 +173,14 @@ public:
   ///   reset by the kernels themselves, an atomic finish's result is set by a memset node, the
   ///   two-pass finish keeps its programmatic launch (CUDA 12.3+ drivers; plain before).
   /// - The first call of a size bucket may happen under capture: compiling, loading and
-  ///   allocating run in relaxed capture mode (cuThreadExchangeStreamCaptureMode), as do all of
-  ///   the Reducer's calls, so they never invalidate a capture of this or another thread.
+  ///   allocating run in relaxed capture mode (cuThreadExchangeStreamCaptureMode), as every
+  ///   allocation of the Reducer's calls does, so they never invalidate a capture of this or
+  ///   another thread.
+  /// - On a capturing stream, `d_in` and `d_out` may be memory CUDA does not know yet: a
+  ///   stream-ordered allocation made during the capture (cuMemAllocAsync, cudaMallocAsync, as
+  ///   CuPy's and others' pools make) is a node of the graph until it runs. Memory the driver
+  ///   knows is checked as outside a capture; outside one, unknown memory (a host pointer) is
+  ///   refused.
   /// - Nothing the Reducer does depends on how a capture ends: after a capture that was ended,
   ///   aborted or invalidated, the Reducer serves every stream as before. On a stream whose capture
   ///   was invalidated, calls throw cuda errors (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) until it

@@ -3,13 +3,13 @@ sum(x, dim) / sum(x, dim, out=o) with x a plain contiguous CUDA tensor, on torch
 Everything else (stream=, dtype=, strides, empty arrays, autograd, tracing, dispatch modes) returns
 None here and takes the general route, which also reports errors.
 
-Where the time goes (per call, 2^10 float32 elements, on the hosts of an H100 and an H200;
-bench/python_api.py prints it): the C++ call (Reducer::reduce_async) 4.0-4.3 us, half of torch.sum's
-whole call; calling it from Python 0.4-0.6 us more; the result tensor 1.7-1.9 us
-(``torch.empty_like`` of a kept tensor of the result's dtype, device and shape:
-``Tensor.new_empty(shape)`` parses more and costs 0.5 us more, and tensors made 32 at a time by
-one torch call cost as much each); and about ten reads of the tensor's attributes at 0.07-0.12 us
-each.
+Where the time goes (bench/python_api.py prints it per step): the C++ call (Reducer::reduce_async),
+which for a call this thread made before on pointers in allocations it checked before is the warm
+path (runtime/warm.h: no pointer query, lookup or planning; the stream's capture state and the
+launch); calling it from Python through ``_ext.hot``, a METH_FASTCALL function of nine ints; the
+result tensor (``torch.empty_like`` of a kept tensor of the result's dtype, device and shape:
+``Tensor.new_empty(shape)`` parses more and costs 0.5 us more, and tensors made 32 at a time by one
+torch call cost as much each); and about ten reads of the tensor's attributes at 0.07-0.12 us each.
 """
 from typing import Any, Dict, Optional, Tuple
 
@@ -25,7 +25,8 @@ _dispatch_modes = torch._C._len_torch_dispatch_stack
 _stream_of = torch._C._cuda_getCurrentRawStream
 _capturing = torch._C._cuda_isCurrentStreamCapturing
 _empty_like = torch.empty_like
-_reduce, _rows, _columns = _ext.reduce, _ext.reduce_rows_dense, _ext.reduce_columns_dense
+_hot = _ext.hot
+_ARRAY, _ROWS, _COLUMNS = 0, 1, 2  #: _ext.hot's kinds
 
 #: torch dtype -> the library's DType value, for the dtypes the library reduces.
 DTYPES: Dict[Any, int] = {getattr(torch, d.name): d.value for d in _dtypes.BY_NAME.values()
@@ -67,22 +68,22 @@ def fast(opv: int, x: Tensor, dim: Optional[int], out: Any) -> Any:
     if n == 0:
         return None  # the identity: the general route
     if dim is None:
-        kind, count, rshape = _reduce, 1, ()
+        kind, a, b, count, rshape = _ARRAY, n, 0, 1, ()
     else:
         nd = x.dim()
         if type(dim) is not int or not -nd <= dim < max(nd, 1):
             return None
         d = dim % nd if nd else 0
         if nd <= 1:
-            kind, count, rshape = _reduce, 1, ()
+            kind, a, b, count, rshape = _ARRAY, n, 0, 1, ()
         elif d == nd - 1:
             shape = x.shape
-            kind, cols, rshape = _rows, shape[-1], shape[:-1]
-            rows = count = n // cols
+            kind, b, rshape = _ROWS, shape[-1], shape[:-1]
+            a = count = n // b
         elif d == 0:
             shape = x.shape
-            kind, rows, rshape = _columns, shape[0], shape[1:]
-            cols = count = n // rows
+            kind, a, rshape = _COLUMNS, shape[0], shape[1:]
+            b = count = n // a
         else:
             return None
     s = _stream_of(dev)
@@ -93,8 +94,5 @@ def fast(opv: int, x: Tensor, dim: Optional[int], out: Any) -> Any:
         o = out
     else:
         return None
-    if kind is _reduce:
-        _reduce(dev, dt, opv, x.data_ptr(), n, o.data_ptr(), s)
-    else:
-        kind(dev, dt, opv, x.data_ptr(), rows, cols, o.data_ptr(), s)
+    _hot(kind, dev, dt, opv, x.data_ptr(), a, b, o.data_ptr(), s)
     return o

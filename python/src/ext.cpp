@@ -6,6 +6,8 @@
 
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
+#include "runtime/capture.h"
+#include "runtime/counters.h"
 
 #include <dlfcn.h>
 #include <sqlite3.h>
@@ -39,7 +41,8 @@ using Ptr = std::uintptr_t;
 
 /// Counted since import: Reducers created, SQLite statements run by the library's connections (the
 /// tuning store and the shipped tuning: a lookup), and the extension's own allocations, stream
-/// waits and pointer queries. A warm call of the package does none of these.
+/// waits and pointer queries (stats() adds the library's: runtime/counters.h). A warm call of the
+/// package does none of these.
 struct Stats {
   std::atomic<std::uint64_t> reducers{0}, store_statements{0}, allocations{0}, stream_waits{0},
       pointer_queries{0};
@@ -382,6 +385,42 @@ std::pair<double, double> time_calls(int ordinal, int dtype, int op, Ptr in, std
   return {us(t1 - t0).count() / calls, us(t2 - t0).count() / calls};
 }
 
+/// Host microseconds per driver query that the call path may make, `calls` back to back: the
+/// pointer query of a pointer not checked before (cuPointerGetAttributes of five attributes, as
+/// runtime/arguments.cpp asks), the stream's capture state (every asynchronous call:
+/// capture::state) and the current context (every call).
+nb::dict time_queries(int ordinal, Ptr ptr, Ptr stream, int calls) {
+  reducer(ordinal);
+  const InPrimary ctx(ordinal);
+  calls = std::max(calls, 1);
+  using clock = std::chrono::steady_clock;
+  const auto per_call = [&](auto&& f) {
+    const auto t0 = clock::now();
+    for (int i = 0; i < calls; ++i) f();
+    return std::chrono::duration<double, std::micro>(clock::now() - t0).count() / calls;
+  };
+  nb::dict d;
+  d["pointer_query_us"] = per_call([&] {
+    unsigned type = 0;
+    unsigned long long managed = 0;
+    int device = -1;
+    CUdeviceptr start = 0;
+    std::size_t size = 0;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void* values[] = {&type, &managed, &device, &start, &size};
+    RT_CU(cuPointerGetAttributes(5, attrs, values, CUdeviceptr(ptr)));
+  });
+  d["capture_query_us"] = per_call([&] { capture::state(to_stream(stream)); });
+  d["context_query_us"] = per_call([&] {
+    CUcontext c = nullptr;
+    RT_CU(cuCtxGetCurrent(&c));
+  });
+  return d;
+}
+
 /// The NVRTC the reducers use (see nvrtc_path): its path, version and targets; with `arch`
 /// ("sm_90"), a small kernel compiled for it too. Needs no driver or GPU.
 nb::dict nvrtc_info(const std::string& arch) {
@@ -410,6 +449,66 @@ nb::dict nvrtc_info(const std::string& arch) {
   }
   return d;
 }
+
+// ---- the eager torch call's entry -------------------------------------------------------------
+
+/// _ext.hot(kind, device, dtype, op, d_in, a, b, d_out, stream): reduce_async of a = n elements
+/// (kind 0; b unused), or reduce_rows (1) or reduce_columns (2) of a dense a x b matrix, results
+/// of the input's dtype. The eager torch call's entry (reduce_tune._torch_fast): a METH_FASTCALL
+/// function of nine ints, with no more parsing than their conversion (nanobind's dispatch of the
+/// same call costs more). Errors as nanobind gives them: ValueError for InvalidArgument and other
+/// std::invalid_argument, RuntimeError for the rest.
+PyObject* hot(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 9) {
+    PyErr_SetString(PyExc_TypeError, "reduce_tune._ext.hot takes 9 ints: kind, device, dtype, op, "
+                                     "d_in, a, b, d_out, stream");
+    return nullptr;
+  }
+  const long long kind = PyLong_AsLongLong(args[0]), dev = PyLong_AsLongLong(args[1]),
+                  dtype = PyLong_AsLongLong(args[2]), op = PyLong_AsLongLong(args[3]);
+  const unsigned long long in = PyLong_AsUnsignedLongLong(args[4]),
+                           a = PyLong_AsUnsignedLongLong(args[5]),
+                           b = PyLong_AsUnsignedLongLong(args[6]),
+                           out = PyLong_AsUnsignedLongLong(args[7]),
+                           stream = PyLong_AsUnsignedLongLong(args[8]);
+  if (PyErr_Occurred()) return nullptr; // a conversion failed: TypeError or OverflowError set
+  if (kind < 0 || kind > 2 || dev < 0 || dev > 0xffff || dtype < 0 || dtype > 0xff || op < 0 ||
+      op > 0xff) {
+    PyErr_SetString(PyExc_ValueError, "reduce_tune._ext.hot: kind, device, dtype or op out of range");
+    return nullptr;
+  }
+  try {
+    Reducer& r = reducer(int(dev));
+    const DType dt = to_dtype(int(dtype));
+    const Op o = to_op(int(op));
+    if (kind == kArray) {
+      g_warm.run(WarmCalls::key(kArray, int(dev), int(dtype), int(op), a, 0, int(dtype)), [&] {
+        r.reduce_async(dt, o, in_ptr(in), a, out_ptr(out), dt, to_stream(stream));
+      });
+    } else if (kind == kRows) {
+      g_warm.run(WarmCalls::key(kRows, int(dev), int(dtype), int(op), a, b, 0), [&] {
+        r.reduce_rows(dt, o, in_ptr(in), a, b, out_ptr(out), to_stream(stream), b);
+      });
+    } else {
+      g_warm.run(WarmCalls::key(kColumns, int(dev), int(dtype), int(op), a, b, 0), [&] {
+        r.reduce_columns(dt, o, in_ptr(in), a, b, out_ptr(out), to_stream(stream), b);
+      });
+    }
+  } catch (const std::invalid_argument& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+    return nullptr;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef g_hot_def = {"hot", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&hot)),
+                         METH_FASTCALL,
+                         "hot(kind, device, dtype, op, d_in, a, b, d_out, stream): reduce_async "
+                         "(kind 0: a = n), reduce_rows (1) or reduce_columns (2) of a dense a x b "
+                         "matrix; the eager torch call's entry."};
 
 } // namespace
 
@@ -450,10 +549,13 @@ NB_MODULE(_ext, m) {
     d["store_statements"] = g_stats.store_statements.load();
     d["allocations"] = g_stats.allocations.load();
     d["stream_waits"] = g_stats.stream_waits.load();
-    d["pointer_queries"] = g_stats.pointer_queries.load();
+    d["pointer_queries"] = g_stats.pointer_queries.load() + detail::counters.pointer_queries.load();
+    d["cold_calls"] = detail::counters.cold_calls.load();
     return d;
   }, "Counts since import: Reducers created, SQLite statements of the library's connections "
-     "(store lookups), and the extension's allocations, stream waits and pointer queries.");
+     "(store lookups), allocations and stream waits of the extension, pointer queries of the "
+     "extension and the library, and asynchronous calls that took the library's full path (not "
+     "the same call again on the same thread on pointers it checked before).");
   m.def("gpu_available", [] {
     std::string why;
     const bool ok = gpu_available(&why);
@@ -505,26 +607,9 @@ NB_MODULE(_ext, m) {
     });
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a, "row_stride"_a,
      "Reducer::reduce_columns: one result per column.");
-  // The same for a dense matrix (row_stride = cols), in eight arguments: nanobind's quicker
-  // dispatch takes at most eight (the eager torch path calls these).
-  m.def("reduce_rows_dense", [](int dev, int dtype, int op, Ptr in, std::uint64_t rows,
-                                std::uint64_t cols, Ptr out, Ptr stream) {
-    Reducer& r = reducer(dev);
-    g_warm.run(WarmCalls::key(kRows, dev, dtype, op, rows, cols, 0), [&] {
-      r.reduce_rows(to_dtype(dtype), to_op(op), in_ptr(in), rows, cols, out_ptr(out),
-                    to_stream(stream), cols);
-    });
-  }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a,
-     "reduce_rows of a dense matrix.");
-  m.def("reduce_columns_dense", [](int dev, int dtype, int op, Ptr in, std::uint64_t rows,
-                                   std::uint64_t cols, Ptr out, Ptr stream) {
-    Reducer& r = reducer(dev);
-    g_warm.run(WarmCalls::key(kColumns, dev, dtype, op, rows, cols, 0), [&] {
-      r.reduce_columns(to_dtype(dtype), to_op(op), in_ptr(in), rows, cols, out_ptr(out),
-                       to_stream(stream), cols);
-    });
-  }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a,
-     "reduce_columns of a dense matrix.");
+  PyObject* hot_function = PyCFunction_NewEx(&g_hot_def, nullptr, nullptr);
+  if (!hot_function) throw nb::python_error();
+  m.attr("hot") = nb::steal(hot_function);
   m.def("reduce_segments", [](int dev, int dtype, int op, Ptr in, Ptr offsets, std::uint64_t segments,
                               Ptr out, Ptr stream, std::uint64_t elements) {
     Reducer& r = reducer(dev);
@@ -565,6 +650,11 @@ NB_MODULE(_ext, m) {
   m.def("free", &release, "device"_a, "ptr"_a, "Frees alloc's memory.");
   m.def("copy_to_host", &copy_to_host, "device"_a, "src"_a, "dst"_a, "stream"_a,
         "Copies len(dst) bytes from device memory after stream's work, and waits.");
+  m.def("time_queries", [](int dev, Ptr ptr, Ptr stream, int calls) {
+    return time_queries(dev, ptr, stream, calls);
+  }, "device"_a, "ptr"_a, "stream"_a, "calls"_a,
+     "Host microseconds per driver query of the call path: {'pointer_query_us', "
+     "'capture_query_us', 'context_query_us'}.");
   m.def("time_calls", [](int dev, int dtype, int op, Ptr in, std::uint64_t n, Ptr out, Ptr stream, int calls) {
     nb::gil_scoped_release nogil;
     return time_calls(dev, dtype, op, in, n, out, stream, calls);

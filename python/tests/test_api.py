@@ -372,3 +372,28 @@ def test_no_gpu_is_a_runtime_error():
     with pytest.raises(RuntimeError, match="no CUDA driver or GPU"):
         rt.DeviceArray((3,), "float32", 0)
     assert rt.devices() == []
+
+
+def test_hot_entry_arguments():
+    """The eager torch call's entry (_ext.hot) parses its nine ints itself: wrong arguments are
+    refused before the driver is asked anything."""
+    args = [0, 0, _dtypes.BY_NAME["float32"].value, _dtypes.OPS["sum"], 0x7F0000000000, 1024, 0,
+            0x7F0000001000, 0]
+    with pytest.raises(TypeError, match="9 ints"):
+        _ext.hot(*args[:8])
+    with pytest.raises(TypeError):
+        _ext.hot(*args[:4], "0x7f00", *args[5:])
+    with pytest.raises(TypeError):
+        _ext.hot(*args[:5], 1024.0, *args[6:])
+    with pytest.raises(OverflowError):
+        _ext.hot(*args[:4], -1, *args[5:])
+    for i, bad in ((0, 3), (0, -1), (1, -1), (2, 256), (3, -2)):
+        with pytest.raises(ValueError, match="out of range"):
+            _ext.hot(*args[:i], bad, *args[i + 1:])
+
+
+@pytest.mark.skipif(GPU_OK, reason="this machine has a GPU")
+def test_hot_entry_without_a_gpu_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="no CUDA driver or GPU"):
+        _ext.hot(0, 0, _dtypes.BY_NAME["float32"].value, _dtypes.OPS["sum"], 0x7F0000000000, 1024,
+                 0, 0x7F0000001000, 0)

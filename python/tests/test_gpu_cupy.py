@@ -7,6 +7,7 @@ import math
 import pytest
 
 import reduce_tune as rt
+from reduce_tune import _dtypes, _ext
 
 np = pytest.importorskip("numpy")
 pytestmark = pytest.mark.gpu
@@ -113,8 +114,10 @@ def test_graph_capture_and_replay(cupy):
         calls()  # warm-up, as for any capture (the kernels of these sizes compiled and loaded)
         s.synchronize()
         s.begin_capture()
-        got = calls()
-        graph = s.end_capture()
+        try:
+            got = calls()
+        finally:  # a failed call must not leave the stream capturing for the tests after this one
+            graph = s.end_capture()
         # Memory of the strided sum's partial results, freed during the capture, must stay the
         # graph's: arrays allocated now on the same stream must never be written by a replay.
         others = [cupy.full(k, 7.0, dtype=cupy.float32) for k in (700, 768, 1024, 4096)]
@@ -138,6 +141,41 @@ def test_graph_capture_and_replay(cupy):
         assert bool((t_max == m.max(0)).all())
         for o in others:
             assert bool((o == 7.0).all())
+
+
+def test_capture_accepts_the_captures_own_memory(cupy):
+    # Memory allocated during the capture (stream-ordered, MemoryAsyncPool) is a node of the graph,
+    # unknown to the driver's pointer queries until the graph runs: a captured call may use it.
+    x = cupy.arange(1000, dtype=cupy.float32)
+    got = cupy.zeros((), dtype=cupy.float32)
+    s = cupy.cuda.Stream(non_blocking=True)
+    pool = cupy.cuda.MemoryAsyncPool()
+    with s:
+        rt.sum(x, out=got)  # warm: compiled, and the same call made outside the capture
+        got[...] = cupy.zeros((), dtype=cupy.float32)  # CuPy's copy kernel compiled too
+        s.synchronize()
+        s.begin_capture()
+        try:
+            mem = pool.malloc(4)
+            o = cupy.ndarray((), dtype=cupy.float32, memptr=mem)
+            rt.sum(x, out=o)
+            got[...] = o
+            del o, mem  # freed in the graph
+        finally:
+            graph = s.end_capture()
+        got.fill(0)
+        graph.launch(s)
+    s.synchronize()
+    assert float(got) == 999 * 1000 / 2
+    # Outside a capture, the library refuses memory CUDA does not know as ever, also for the call
+    # just made warm (the package refuses host arrays before; the library is asked directly).
+    host = np.ones(1000, dtype=np.float32)
+    f32, op, dev = _dtypes.BY_NAME["float32"].value, _dtypes.OPS["sum"], x.device.id
+    for call in (lambda: _ext.reduce(dev, f32, op, host.ctypes.data, 1000, got.data.ptr, s.ptr),
+                 lambda: _ext.reduce(dev, f32, op, x.data.ptr, 1000, host.ctypes.data, s.ptr),
+                 lambda: _ext.hot(0, dev, f32, op, host.ctypes.data, 1000, 0, got.data.ptr, s.ptr)):
+        with pytest.raises(ValueError, match="not memory CUDA knows"):
+            call()
 
 
 class RecordingDLPack:
