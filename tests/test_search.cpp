@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "tuner/search.h"
+#include "tuner/sweep_search.h"
 
 #include <cmath>
 #include <set>
@@ -101,4 +102,39 @@ TEST_CASE("search: guided climbs from a poor seed to the optimum within its budg
   at.seeds.push_back(cs[best]);
   auto g2 = make_search(Strategy::guided, cs, at, *parse_budget("3"));
   CHECK(g2->next() == best);
+}
+
+TEST_CASE("search: a sweep's point loop keeps the run's budget and seeds each point from the last", "[search]") {
+  const auto cs = grid();
+  std::vector<std::pair<PointId, std::size_t>> points;
+  for (std::uint64_t n : {1u << 20, 1u << 22, 1u << 24})
+    points.emplace_back(PointId{DType::f32, Op::sum, Problem::array, Shape{1, n}}, cs.size());
+  SweepSearch s(Strategy::guided, *parse_budget("10%"), points);
+  std::size_t total = 0;
+  std::vector<std::string> first_of_point;
+  for (const auto& [p, n] : points) {
+    std::size_t calls = 0;
+    const std::size_t visited = s.run(p, cs, [&](std::size_t i) {
+      if (calls++ == 0) first_of_point.push_back(key(cs[i]));
+      return cost(cs[i]);
+    });
+    CHECK(visited == calls);
+    CHECK(visited <= s.limit(p, cs.size()));
+    total += visited;
+  }
+  CHECK(double(total) <= 0.10 * double(cs.size() * points.size()));
+  // The later points start where the first one ended: the optimum of the shared landscape.
+  Config optimum;
+  optimum.variant = "vectorized", optimum.block = 512, optimum.unroll = 4, optimum.vec = 4;
+  REQUIRE(first_of_point.size() == 3);
+  CHECK(first_of_point[0] != key(optimum));
+  CHECK(first_of_point[1] == key(optimum));
+  CHECK(first_of_point[2] == key(optimum));
+
+  // Exhaustive: every candidate in order, until stop says so.
+  SweepSearch e(Strategy::exhaustive, Budget{}, points);
+  std::vector<std::size_t> order;
+  e.run(points[0].first, cs, [&](std::size_t i) { return order.push_back(i), cost(cs[i]); },
+        [&] { return order.size() == 5; });
+  CHECK(order == std::vector<std::size_t>{0, 1, 2, 3, 4});
 }

@@ -111,7 +111,7 @@ struct TuneCommand {
 TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   po::options_description desc(worker ? "reduce-tune worker options" : "reduce-tune [tune] options");
   std::string device = "0", dtypes = "int32,float32", ops = "sum", sizes, vars, blocks, unrolls,
-              tails, finishes, keys, format = "md", problem = "array", shapes;
+              tails, finishes, keys, format = "md", problem = "array", shapes, search = "exhaustive", budget;
   TuneCommand t;
   SweepOptions& o = t.sweep;
   desc.add_options()
@@ -132,6 +132,10 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("keys", po::value(&keys), "exact configuration keys (overrides the filters)")
     ("material", po::value(&t.material), "measure the kernels of one document of the material (e.g. 000, 004) "
                                          "at their own configurations and print its table in its order")
+    ("search", po::value(&search)->default_value(search),
+     "exhaustive (every valid configuration), guided or random (within --budget)")
+    ("budget", po::value(&budget), "guided and random: measurements a point (e.g. 40), or the run's share of "
+                                   "all its points' configurations (e.g. 5%; the default)")
     ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions (median)")
     ("hot", po::bool_switch(&o.hot), "do not flush L2 before each repetition")
     ("unsafe-tails", po::bool_switch(&o.allow_unsafe), "admit the volatile tail on sm_70+ (study)")
@@ -225,6 +229,18 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
         o.keys.emplace_back(k.key);
     if (o.keys.empty()) throw Usage("no document of the material starts with '" + t.material + "'");
     o.allow_unsafe = true; // the material's own volatile tails: measured, checked and reported
+  }
+  const auto strategy = parse_strategy(search);
+  if (!strategy) throw Usage("--search: unknown strategy '" + search + "' (exhaustive, guided or random)");
+  o.search = *strategy;
+  if (!budget.empty()) {
+    if (o.search == Strategy::exhaustive) throw Usage("--budget is for --search guided or random");
+    std::string why;
+    const auto b = parse_budget(budget, &why);
+    if (!b) throw Usage("--budget '" + budget + "': " + why);
+    o.budget = *b;
+  } else if (o.search != Strategy::exhaustive) {
+    o.budget.percent = 5;
   }
   if (o.reps < 1) throw Usage("--reps must be at least 1");
   if (t.timeout_s <= 0) throw Usage("--timeout must be positive");

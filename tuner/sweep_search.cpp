@@ -1,6 +1,12 @@
 // reduce-tune: the sweep's search at each point (tuner/sweep_search.h).
 #include "tuner/sweep_search.h"
 
+#include "runtime/defaults.h"
+#include "runtime/lookup.h"
+#include "runtime/shipped.h"
+
+#include <memory>
+
 namespace reduce_tune {
 
 SweepSearch::SweepSearch(Strategy strategy, const Budget& budget,
@@ -28,6 +34,8 @@ std::size_t SweepSearch::run(const PointId& p, const std::vector<Config>& candid
     }
     return visited;
   }
+  if (known_)
+    if (const std::optional<Config> c = known_(p)) book_.elsewhere(p, {*c});
   auto search = make_search(strategy_, candidates, book_.hints(p), limit(p, candidates.size()),
                             p.shape.count * 0x9e3779b97f4a7c15ull ^ p.shape.length ^ std::uint64_t(p.dtype));
   std::vector<std::pair<Config, double>> measured;
@@ -41,6 +49,22 @@ std::size_t SweepSearch::run(const PointId& p, const std::vector<Config>& candid
   }
   book_.found(p, measured);
   return visited;
+}
+
+SweepSearch sweep_search(Strategy strategy, const Budget& budget,
+                         const std::vector<std::pair<PointId, std::size_t>>& points, const db::Store* store,
+                         const DeviceKey& device) {
+  SweepSearch s(strategy, budget, points);
+  if (strategy == Strategy::exhaustive) return s;
+  std::string why;
+  std::shared_ptr<db::Store> shipped(open_shipped_store(&why));
+  s.known([store, shipped, device](const PointId& p) -> std::optional<Config> {
+    const Choice c = lookup(store, shipped.get(), device, p.dtype, p.op, p.problem, p.shape, {});
+    if (c.match == Match::builtin) return std::nullopt;
+    return c.config;
+  });
+  s.seeds().defaults([device](const PointId& p) { return builtin_config(p.problem, p.dtype, p.op, p.shape, {}, device); });
+  return s;
 }
 
 } // namespace reduce_tune

@@ -31,6 +31,10 @@ public:
   std::size_t run(const PointId& p, const std::vector<Config>& candidates,
                   const std::function<double(std::size_t)>& measure, const std::function<bool()>& stop = {});
 
+  /// What is known of a point without measuring it (the runtime's lookup), a seed beside the
+  /// points searched before; nullopt: nothing.
+  void known(std::function<std::optional<Config>(const PointId&)> f) { known_ = std::move(f); }
+
   /// The limit of `p` (its candidates when the point was not planned).
   std::size_t limit(const PointId& p, std::size_t candidates) const;
 
@@ -39,6 +43,17 @@ private:
   Budget budget_;
   std::map<PointId, std::size_t> limits_;
   SeedBook book_;
+  std::function<std::optional<Config>(const PointId&)> known_;
 };
+
+struct DeviceKey;
+namespace db { class Store; }
+
+/// The search of a sweep with strategy `strategy` and `budget` over `points` on `device`: the
+/// runtime's lookup over `store` (the user's, may be null) and the shipped tuning seeds each point
+/// (unless it gives the built-in default, which is a seed of its own).
+SweepSearch sweep_search(Strategy strategy, const Budget& budget,
+                         const std::vector<std::pair<PointId, std::size_t>>& points, const db::Store* store,
+                         const DeviceKey& device);
 
 } // namespace reduce_tune
