@@ -105,8 +105,14 @@ int cmd_replay(const std::vector<std::string>& args) {
                   100.0 * double(b.used) / double(b.recorded));
     std::printf("\n");
   }
+  // What the guided search started from: never the replayed GPU's own answer at a point.
+  std::string seeds = "the best of the nearest points searched before in the run";
+  if (!no_other) seeds += ", the exhaustive best of the store's other GPU models";
+  if (hints) seeds += ", the rows of " + hints_path + " for GPU models other than the one replayed";
+  if (!no_defaults) seeds += ", the built-in defaults";
+  std::printf("\nseeds: %s\n", seeds.c_str());
   if (baseline)
-    std::printf("\n%s at the same budget: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n",
+    std::printf("%s at the same budget: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n",
                 baseline_text.c_str(), second.median, second.worst, 100 * second.share);
   std::printf("replay: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n", main.median,
               main.worst, 100 * main.share);
