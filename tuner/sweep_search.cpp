@@ -59,9 +59,13 @@ SweepSearch sweep_search(Strategy strategy, const Budget& budget,
   std::string why;
   std::shared_ptr<db::Store> shipped(open_shipped_store(&why));
   s.known([store, shipped, device](const PointId& p) -> std::optional<Config> {
-    const Choice c = lookup(store, shipped.get(), device, p.dtype, p.op, p.problem, p.shape, {});
-    if (c.match == Match::builtin) return std::nullopt;
-    return c.config;
+    try {
+      const Choice c = lookup(store, shipped.get(), device, p.dtype, p.op, p.problem, p.shape, {});
+      if (c.match == Match::builtin) return std::nullopt;
+      return c.config;
+    } catch (const db::StoreError&) {
+      return std::nullopt; // a seed the less; the sweep itself reports a store it cannot write
+    }
   });
   s.seeds().defaults([device](const PointId& p) { return builtin_config(p.problem, p.dtype, p.op, p.shape, {}, device); });
   return s;
