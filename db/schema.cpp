@@ -125,6 +125,23 @@ INSERT INTO best_v3 SELECT device_uuid, dtype, op, 'array', 1, n, measurement_id
 DROP TABLE best;
 ALTER TABLE best_v3 RENAME TO best;
 )sql",
+    // 4: the call points a program made without an exact tuning (Options::record), one row a
+    // point; n is 0 for offsets looked up by their segment count alone.
+    R"sql(
+CREATE TABLE recorded (
+  device_uuid TEXT NOT NULL,
+  device_name TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  op TEXT NOT NULL,
+  problem TEXT NOT NULL,
+  count INTEGER NOT NULL CHECK (count > 0),
+  n INTEGER NOT NULL CHECK (n >= 0),
+  grade TEXT NOT NULL,
+  first_seen TEXT NOT NULL,
+  last_seen TEXT NOT NULL,
+  PRIMARY KEY (device_uuid, dtype, op, problem, count, n)
+) WITHOUT ROWID;
+)sql",
 };
 
 } // namespace
@@ -164,9 +181,10 @@ Store::Impl::Impl(const std::string& path, Store::Mode mode) {
 
   if (read_only) {
     const int version = refuse_unusable();
-    if (version != schema_version())
+    if (version < kOldestReadable)
       throw StoreError("reduce-tune store: " + path + " has schema version " + std::to_string(version) +
-                       "; read-only, it can be read at version " + std::to_string(schema_version()) + " only");
+                       "; read-only, it can be read at versions " + std::to_string(kOldestReadable) + " to " +
+                       std::to_string(schema_version()) + " only");
     return;
   }
   // Decide on the database as found, before anything (the WAL switch included) writes to it.
@@ -196,9 +214,10 @@ Store::Impl::Impl(std::span<const unsigned char> image, const std::string& label
                             SQLITE_DESERIALIZE_READONLY),
         "deserialize " + label);
   const int version = refuse_unusable();
-  if (version != schema_version())
+  if (version < kOldestReadable)
     throw StoreError("reduce-tune store: " + label + " has schema version " + std::to_string(version) +
-                     "; read-only, it can be read at version " + std::to_string(schema_version()) + " only");
+                     "; read-only, it can be read at versions " + std::to_string(kOldestReadable) + " to " +
+                     std::to_string(schema_version()) + " only");
 }
 
 /// Throws unless the database is empty or a reduce-tune one this build can read; returns its

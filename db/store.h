@@ -139,6 +139,19 @@ struct PublishedRecord {
   std::string note;
 };
 
+/// A call point the library served without an exact tuning (Options::record): where a program's
+/// calls went that the store had not tuned for, for `reduce-tune tune --recorded`.
+struct RecordedPoint {
+  std::string device_uuid;
+  std::string device_name;  ///< the GPU model
+  DType dtype = DType::f32;
+  Op op = Op::sum;
+  Problem problem = Problem::array;
+  Shape shape{1, 1};        ///< where the call was looked up (its size bucket's lower end)
+  std::string grade;        ///< the lookup's Match (name(Match)): what the call ran with
+  std::string first_seen, last_seen; ///< set by the store (UTC, ISO 8601)
+};
+
 /// What Store::merge_from brought in.
 struct MergeStats {
   std::size_t devices = 0;      ///< devices new to this store
@@ -174,6 +187,9 @@ public:
   Store& operator=(const Store&) = delete;
 
   static int schema_version();              ///< the version this build writes
+  /// The oldest version a read-only store may have (its reads need nothing newer: the tables a
+  /// later version added read as empty).
+  static constexpr int kOldestReadable = 3;
   int user_version() const;                 ///< the version of the open database
 
   /// Inserts the device or updates its descriptive fields; keyed by uuid.
@@ -213,6 +229,16 @@ public:
                                         Problem problem, Shape shape) const;
   /// Every best row of a device.
   std::vector<Best> bests(const std::string& device_uuid) const;
+
+  /// Notes a call point (RecordedPoint): inserted, or, for a point already noted, its grade and
+  /// last_seen updated. Throws StoreError for a shape of no results.
+  void record_point(const RecordedPoint& p);
+  /// The recorded points, of one device (uuid) or all (empty), ordered by device, dtype, op,
+  /// problem and shape. Rows of a dtype, op or problem this build does not know are skipped; a
+  /// store older than the table has none.
+  std::vector<RecordedPoint> recorded(const std::string& device_uuid = {}) const;
+  /// Forgets a device's recorded points.
+  void forget_recorded(const std::string& device_uuid);
 
   /// Brings the devices, runs and measurements (and published rows) of another store file into
   /// this one, in one transaction, and recomputes the best rows it touched. Idempotent: a run is

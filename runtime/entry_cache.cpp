@@ -92,6 +92,7 @@ const Entry& Reducer::Impl::ready(const EntryKey& k) {
   } catch (const cuda::CudaError& err) {
     fall_back(e, k, err);
   }
+  if (record) note_point(k, *e.choice); // once an entry: the calls after it find it ready
   e.ready.store(true, std::memory_order_release);
   return e;
 }

@@ -2,6 +2,7 @@
 // the compile cache.
 #include "runtime/reducer_state.h"
 
+#include "runtime/record.h"
 #include "runtime/shipped.h"
 
 #include <atomic>
@@ -37,6 +38,7 @@ Reducer::Impl::Impl(int gpu, Options opts)
   std::string no_shipped;
   shipped = open_shipped_store(&no_shipped, options.shipped_path);
   if (!shipped) no_store += "; " + no_shipped;
+  record = options.record || record_from_env();
 }
 
 } // namespace reduce_tune

@@ -48,6 +48,8 @@ struct Reducer::Impl {
   CompileCache cache;
   KernelLoader loader;
 
+  bool record = false;   ///< Options::record or $REDUCE_TUNE_RECORD=1 (runtime/record.cpp)
+  bool no_store_for_records = false; ///< the store could not be created for recording (store_mu)
   EntryCache entries;
   LeasePool leases;
   /// Where captured graphs' workspaces come back to (runtime/capture.h).
@@ -69,6 +71,10 @@ struct Reducer::Impl {
   /// context current). A stored configuration that no longer compiles or loads (another NVRTC or
   /// driver than the tuner's) is replaced by the built-in default, and the note says why.
   const Entry& ready(const EntryKey& key);
+
+  /// Notes the call point of an entry served without an exact tuning in the store (creating it
+  /// where there is none); never throws: a store that cannot be written loses the note only.
+  void note_point(const EntryKey& key, const Choice& choice);
 
   // ---- plan and launch (runtime/launch.cpp) --------------------------------------------------
   /// Enqueues a checked call with a device result on `stream`, ordered after its earlier work: on

@@ -1,6 +1,7 @@
 # `reduce-tune coverage --uuid`: the grades per problem, dtype and op without a GPU, the shipped
 # tuning's state, and the command that tunes the rest; a corrupt shipped file is reported, not fatal.
-# Run as: cmake -DCLI=path/to/reduce-tune -DSHIPPED=share/reduce-tune/tuning.db -DWORK=dir -P cli_coverage.cmake
+# Run as: cmake -DCLI=path/to/reduce-tune -DSHIPPED=share/reduce-tune/tuning.db -DWRITER=rt_store_writer
+# -DWORK=dir -P cli_coverage.cmake
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(h100 "model:NVIDIA H100 80GB HBM3")
@@ -39,6 +40,18 @@ file(WRITE "${WORK}/corrupt.db" "not a database")
 run(out 0 "${WORK}/corrupt.db" --uuid ${h100} --db ${WORK}/mine.db)
 expect("${out}" "shipped tuning: +none: the shipped tuning ${WORK}/corrupt.db cannot be used: .*not a SQLite database")
 expect("${out}" "\nrows +float32 +sum +exact [0-9]+/[0-9]+[,\n]")
+if(NOT "${out}" MATCHES "recorded without an exact tuning")
+else()
+  message(SEND_ERROR "coverage lists recorded points where none were recorded:\n${out}")
+endif()
+# A call point a program recorded on a GPU of this model: listed with its grades then and now.
+execute_process(COMMAND ${WRITER} record ${WORK}/mine.db GPU-elsewhere "NVIDIA H100 80GB HBM3" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(SEND_ERROR "rt_store_writer record: exit ${rc}")
+endif()
+run(out 0 "${SHIPPED}" --uuid ${h100} --db ${WORK}/mine.db)
+expect("${out}" "\n1 call points recorded without an exact tuning \\(reduce-tune tune --recorded tunes them\\):\n")
+expect("${out}" "\n  rows +float64 +max +1024 x 4096: related when recorded, [a-z_]+ now\n")
 
 # Bad input: exit 2 with the reason; an unknown GPU exit 1.
 run(out 2 "${SHIPPED}" --db ${WORK}/absent.db)

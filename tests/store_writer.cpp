@@ -4,6 +4,8 @@
 //   rt_store_writer write PATH UUID COUNT BATCH   register GPU UUID, begin a run, add COUNT
 //                                                 measurements in batches of BATCH, end the run
 //   rt_store_writer count PATH UUID               print: <measurements> <runs> <best rows>
+//   rt_store_writer record PATH UUID MODEL        note the call point rows float64 max 1024 x 4096
+//                                                 (graded related) as the library records one
 // Exit 0 on success, 1 with a one-line message on any error (a "database is locked" included).
 #include "db/store.h"
 
@@ -62,6 +64,16 @@ int count(const std::string& path, const std::string& uuid) {
   return 0;
 }
 
+int record(const std::string& path, const std::string& uuid, const std::string& model) {
+  Store s(path);
+  RecordedPoint p;
+  p.device_uuid = uuid, p.device_name = model;
+  p.dtype = DType::f64, p.op = Op::max, p.problem = Problem::rows, p.shape = {1024, 4096};
+  p.grade = "related";
+  s.record_point(p);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -69,10 +81,11 @@ int main(int argc, char** argv) {
   try {
     if (a.size() == 5 && a[0] == "write") return write(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]));
     if (a.size() == 3 && a[0] == "count") return count(a[1], a[2]);
+    if (a.size() == 4 && a[0] == "record") return record(a[1], a[2], a[3]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rt_store_writer: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: rt_store_writer write PATH UUID COUNT BATCH | count PATH UUID\n");
+  std::fprintf(stderr, "usage: rt_store_writer write PATH UUID COUNT BATCH | count PATH UUID | record PATH UUID MODEL\n");
   return 2;
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "tuner/search.h"
+#include "tuner/sweep_search.h"
 
 #include <cmath>
 #include <set>
@@ -49,6 +50,16 @@ TEST_CASE("search: budgets as counts or shares", "[search]") {
   CHECK(parse_budget("40")->limit(10) == 10);
   CHECK(parse_budget("5%")->limit(1000) == 50);
   CHECK(parse_budget("5%")->limit(20) == 3); // at least 3
+  // A run's share: dealt by the square root of each point's candidates, within the share.
+  const std::vector<std::size_t> points = {1000, 1000, 60, 60, 60, 60, 60, 60, 60, 60, 4};
+  const std::vector<std::size_t> plan = parse_budget("5%")->plan(points);
+  std::size_t sum = 0, all = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) sum += plan[i], all += points[i];
+  CHECK(double(sum) <= 0.05 * double(all));
+  CHECK(plan[0] < 50);          // less than 5% of a large point ...
+  CHECK(plan[2] > 3);           // ... for more than 5% of a small one
+  CHECK(plan.back() == 3);      // the floor
+  CHECK(parse_budget("7")->plan({1000, 4}) == std::vector<std::size_t>{7, 4});
   std::string why;
   for (const char* bad : {"", "0", "-3", "2.5", "101%", "x", "5%%"}) {
     CHECK_FALSE(parse_budget(bad, &why));
@@ -91,4 +102,39 @@ TEST_CASE("search: guided climbs from a poor seed to the optimum within its budg
   at.seeds.push_back(cs[best]);
   auto g2 = make_search(Strategy::guided, cs, at, *parse_budget("3"));
   CHECK(g2->next() == best);
+}
+
+TEST_CASE("search: a sweep's point loop keeps the run's budget and seeds each point from the last", "[search]") {
+  const auto cs = grid();
+  std::vector<std::pair<PointId, std::size_t>> points;
+  for (std::uint64_t n : {1u << 20, 1u << 22, 1u << 24})
+    points.emplace_back(PointId{DType::f32, Op::sum, Problem::array, Shape{1, n}}, cs.size());
+  SweepSearch s(Strategy::guided, *parse_budget("10%"), points);
+  std::size_t total = 0;
+  std::vector<std::string> first_of_point;
+  for (const auto& [p, n] : points) {
+    std::size_t calls = 0;
+    const std::size_t visited = s.run(p, cs, [&](std::size_t i) {
+      if (calls++ == 0) first_of_point.push_back(key(cs[i]));
+      return cost(cs[i]);
+    });
+    CHECK(visited == calls);
+    CHECK(visited <= s.limit(p, cs.size()));
+    total += visited;
+  }
+  CHECK(double(total) <= 0.10 * double(cs.size() * points.size()));
+  // The later points start where the first one ended: the optimum of the shared landscape.
+  Config optimum;
+  optimum.variant = "vectorized", optimum.block = 512, optimum.unroll = 4, optimum.vec = 4;
+  REQUIRE(first_of_point.size() == 3);
+  CHECK(first_of_point[0] != key(optimum));
+  CHECK(first_of_point[1] == key(optimum));
+  CHECK(first_of_point[2] == key(optimum));
+
+  // Exhaustive: every candidate in order, until stop says so.
+  SweepSearch e(Strategy::exhaustive, Budget{}, points);
+  std::vector<std::size_t> order;
+  e.run(points[0].first, cs, [&](std::size_t i) { return order.push_back(i), cost(cs[i]); },
+        [&] { return order.size() == 5; });
+  CHECK(order == std::vector<std::size_t>{0, 1, 2, 3, 4});
 }

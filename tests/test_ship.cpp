@@ -51,6 +51,9 @@ TEST_CASE("ship: two GPUs of one model become the model, failed checks and slow 
     b.push_back(row("interleaved.b128.host", 1.0, false)); // failed its check: never shipped
     tune(s, "GPU-aaaa", "node1", a);
     tune(s, "GPU-bbbb", "node2", b);
+    db::RecordedPoint p; // a program's call point: the user's, named by GPU UUID
+    p.device_uuid = "GPU-aaaa", p.device_name = "NVIDIA H100 80GB HBM3", p.grade = "builtin";
+    s.record_point(p);
   }
   const db::ShipStats st = db::write_shipped(from, out, 4);
   CHECK(st.models == 1);
@@ -74,6 +77,7 @@ TEST_CASE("ship: two GPUs of one model become the model, failed checks and slow 
   REQUIRE(best);
   CHECK(best->m.key == "vectorized.b512.u0.v4.g0.shfl.atomic");
   CHECK(shipped.runs().size() == 2); // the provenance of both
+  CHECK(shipped.recorded().empty());  // no call points, no GPU UUIDs
   // A rollback journal: the file alone is the database (the library embeds it).
   std::ifstream f(out, std::ios::binary);
   char header[20] = {};

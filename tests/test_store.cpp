@@ -108,7 +108,7 @@ TEST_CASE("a new store gets the current schema", "[store]") {
   const std::string mode = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
   sqlite3_finalize(st);
   sqlite3_close(db);
-  CHECK(tables == "best,devices,measurements,published,runs");
+  CHECK(tables == "best,devices,measurements,published,recorded,runs");
   CHECK(mode == "wal");
 }
 
@@ -488,4 +488,60 @@ TEST_CASE("store: segmented bests per problem and shape, nearest by shape", "[st
   CHECK(f.store.measurements("GPU-a", MeasurementFilter{std::nullopt, std::nullopt, Problem::rows, Shape{256, 1 << 16}}).size() == 1);
   CHECK(f.store.measured_keys("GPU-a", DType::f32, Op::sum, Problem::rows, {1 << 16, 256}).size() == 2);
   CHECK(f.store.bests("GPU-a").size() == 3);
+}
+
+TEST_CASE("recorded call points: noted once a point, listed, forgotten; a store of version 3 migrates "
+          "keeping its rows, and reads as having recorded nothing read-only", "[store][record]") {
+  TempPath tmp;
+  {
+    Store s(tmp.str());
+    s.upsert_device(gpu("GPU-a"));
+    const auto run = s.begin_run({0, "GPU-a", "0.1", "13.0", "", "", "", "", ""});
+    s.add_measurements(run, {meas("k", 4096, 2.5)});
+    s.end_run(run, "done");
+  }
+  // What a build of schema 3 wrote: no recorded table.
+  raw_exec(tmp.str(), "DROP TABLE recorded; PRAGMA user_version = 3;");
+  {
+    Store ro(tmp.str(), Store::Mode::read_only);
+    CHECK(ro.user_version() == 3);
+    CHECK(ro.recorded().empty());
+    CHECK(ro.measurements("GPU-a").size() == 1);
+  }
+  Store s(tmp.str());
+  CHECK(s.user_version() == Store::schema_version());
+  CHECK(s.measurements("GPU-a").size() == 1); // the migration kept the rows
+  RecordedPoint p;
+  p.device_uuid = "GPU-a", p.device_name = "NVIDIA H100 80GB HBM3";
+  p.dtype = DType::f64, p.op = Op::max, p.problem = Problem::rows, p.shape = {1024, 4096};
+  p.grade = "related";
+  s.record_point(p);
+  p.grade = "nearest_size";
+  s.record_point(p); // the same point again: one row, the latest grade
+  RecordedPoint q = p;
+  q.problem = Problem::segments, q.shape = {512, 0}; // offsets looked up by their count alone
+  s.record_point(q);
+  RecordedPoint other = p;
+  other.device_uuid = "GPU-b";
+  s.record_point(other);
+  const auto all = s.recorded();
+  CHECK(all.size() == 3);
+  const auto mine = s.recorded("GPU-a");
+  REQUIRE(mine.size() == 2);
+  CHECK(mine[0].problem == Problem::rows);
+  CHECK(mine[0].shape == Shape{1024, 4096});
+  CHECK(mine[0].grade == "nearest_size");
+  CHECK(mine[0].dtype == DType::f64);
+  CHECK(mine[0].op == Op::max);
+  CHECK_FALSE(mine[0].first_seen.empty());
+  CHECK(mine[1].shape == Shape{512, 0});
+  RecordedPoint none = p;
+  none.shape = {0, 8};
+  CHECK_THROWS_AS(s.record_point(none), StoreError);
+  // A row of a dtype this build does not know is skipped, not an error, and not lost.
+  raw_exec(tmp.str(), "INSERT INTO recorded VALUES ('GPU-a', 'x', 'float8', 'sum', 'array', 1, 64, 'builtin', '', '')");
+  CHECK(s.recorded("GPU-a").size() == 2);
+  s.forget_recorded("GPU-a");
+  CHECK(s.recorded("GPU-a").empty());
+  CHECK(s.recorded().size() == 1);
 }

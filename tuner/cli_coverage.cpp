@@ -118,6 +118,25 @@ int cmd_coverage(const std::vector<std::string>& args) {
         }
       }
   }
+  // The call points programs made here without an exact tuning (Options::record), with the grade
+  // they ran with and the one they would get now.
+  std::vector<db::RecordedPoint> recorded;
+  if (store)
+    for (db::RecordedPoint& r : store->recorded())
+      if (r.device_uuid == gpu.uuid || r.device_name == gpu.name) recorded.push_back(std::move(r));
+  if (!recorded.empty()) {
+    std::printf("\n%zu call points recorded without an exact tuning (reduce-tune tune --recorded tunes them):\n",
+                recorded.size());
+    for (const db::RecordedPoint& r : recorded) {
+      Requirements req;
+      req.device_result = r.problem != Problem::array;
+      const Choice now = lookup(store.get(), shipped.get(), gpu, r.dtype, r.op, r.problem, r.shape, req);
+      std::printf("  %-9s %-9s %-4s %llu x %llu: %s when recorded, %s now\n", std::string(name(r.problem)).c_str(),
+                  std::string(name(r.dtype)).c_str(), std::string(name(r.op)).c_str(),
+                  (unsigned long long)r.shape.count, (unsigned long long)r.shape.length, r.grade.c_str(),
+                  std::string(name(now.match)).c_str());
+    }
+  }
   if (untuned.empty()) {
     std::printf("\nEverything is tuned on this GPU.\n");
     return 0;

@@ -27,7 +27,8 @@ int cmd_replay(const std::vector<std::string>& args) {
   po::options_description desc("reduce-tune replay options");
   std::string db_path, search_text = "guided", budget_text = "5%", baseline_text = "random";
   std::uint64_t seed = 1;
-  bool no_other = false, points = false;
+  std::string hints_path;
+  bool no_other = false, no_defaults = false, points = false;
   desc.add_options()
     ("help,h", "this help")
     ("db", po::value(&db_path), "a store of exhaustive sweeps (.db, or .db.gz)")
@@ -38,6 +39,9 @@ int cmd_replay(const std::vector<std::string>& args) {
      "a second strategy replayed at the same budget, shown beside ('none': no second)")
     ("seed", po::value(&seed)->default_value(seed), "seed of the random strategy")
     ("no-other-gpus", po::bool_switch(&no_other), "no hints from the other GPUs of the store")
+    ("hints", po::value(&hints_path),
+     "another store (e.g. the shipped tuning.db) whose rows of other GPU models seed the search")
+    ("no-defaults", po::bool_switch(&no_defaults), "no seed from the built-in defaults")
     ("points", po::bool_switch(&points), "print every point");
   auto vm = cli::parse(args, desc);
   if (cli::help_asked(vm, desc)) return 0;
@@ -55,8 +59,13 @@ int cmd_replay(const std::vector<std::string>& args) {
   std::vector<unsigned char> image;
   const db::Store store = open_replay_store(db_path, image);
 
+  std::vector<unsigned char> hints_image;
+  std::optional<db::Store> hints;
+  if (!hints_path.empty()) hints.emplace(open_replay_store(hints_path, hints_image));
+
   ReplayOptions o;
   o.strategy = *strategy, o.budget = *budget, o.seed = seed, o.hints_from_other_gpus = !no_other;
+  o.hints = hints ? &*hints : nullptr, o.defaults = !no_defaults;
   const ReplaySummary main = replay(store, o);
   if (main.points.empty()) {
     std::fprintf(stderr, "replay: %s holds no point with two or more valid measurements\n", db_path.c_str());
@@ -96,8 +105,14 @@ int cmd_replay(const std::vector<std::string>& args) {
                   100.0 * double(b.used) / double(b.recorded));
     std::printf("\n");
   }
+  // What the guided search started from: never the replayed GPU's own answer at a point.
+  std::string seeds = "the best of the nearest points searched before in the run";
+  if (!no_other) seeds += ", the exhaustive best of the store's other GPU models";
+  if (hints) seeds += ", the rows of " + hints_path + " for GPU models other than the one replayed";
+  if (!no_defaults) seeds += ", the built-in defaults";
+  std::printf("\nseeds: %s\n", seeds.c_str());
   if (baseline)
-    std::printf("\n%s at the same budget: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n",
+    std::printf("%s at the same budget: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n",
                 baseline_text.c_str(), second.median, second.worst, 100 * second.share);
   std::printf("replay: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n", main.median,
               main.worst, 100 * main.share);

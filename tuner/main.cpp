@@ -15,6 +15,7 @@
 #include "tuner/eta.h"
 #include "tuner/fleet.h"
 #include "tuner/material.h"
+#include "tuner/recorded.h"
 #include "tuner/report.h"
 #include "tuner/segmented_sweep.h"
 #include "tuner/sizes.h"
@@ -105,13 +106,15 @@ struct TuneCommand {
   std::string progress_file;           // each GPU's points done of planned, for fleet status
   std::vector<std::string> sweep_args; // the arguments that define the sweep, for workers
   std::vector<std::string> asked_keys; // --keys as given (sweep.keys adds --material's own)
+  bool recorded = false;               // tune the recorded call points (tuner/recorded.h)
+  bool search_given = false;
   bool help = false;
 };
 
 TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   po::options_description desc(worker ? "reduce-tune worker options" : "reduce-tune [tune] options");
   std::string device = "0", dtypes = "int32,float32", ops = "sum", sizes, vars, blocks, unrolls,
-              tails, finishes, keys, format = "md", problem = "array", shapes;
+              tails, finishes, keys, format = "md", problem = "array", shapes, search = "exhaustive", budget;
   TuneCommand t;
   SweepOptions& o = t.sweep;
   desc.add_options()
@@ -132,6 +135,12 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("keys", po::value(&keys), "exact configuration keys (overrides the filters)")
     ("material", po::value(&t.material), "measure the kernels of one document of the material (e.g. 000, 004) "
                                          "at their own configurations and print its table in its order")
+    ("search", po::value(&search)->default_value(search),
+     "exhaustive (every valid configuration), guided or random (within --budget)")
+    ("budget", po::value(&budget), "guided and random: measurements a point (e.g. 40), or the run's share of "
+                                   "all its points' configurations (e.g. 5%; the default)")
+    ("recorded", po::bool_switch(&t.recorded), "tune the call points programs recorded on the GPU "
+                                               "(REDUCE_TUNE_RECORD=1), guided unless --search says otherwise")
     ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions (median)")
     ("hot", po::bool_switch(&o.hot), "do not flush L2 before each repetition")
     ("unsafe-tails", po::bool_switch(&o.allow_unsafe), "admit the volatile tail on sm_70+ (study)")
@@ -226,6 +235,25 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     if (o.keys.empty()) throw Usage("no document of the material starts with '" + t.material + "'");
     o.allow_unsafe = true; // the material's own volatile tails: measured, checked and reported
   }
+  if (t.recorded) {
+    if (worker) throw Usage("--recorded is for tune");
+    for (const char* own : {"sizes", "shapes", "problem", "dtypes", "ops", "keys", "material", "variants"})
+      if (vm.count(own) && !vm[own].defaulted())
+        throw Usage(std::string("--recorded tunes the recorded points: it takes no --") + own);
+  }
+  t.search_given = vm.count("search") && !vm["search"].defaulted();
+  const auto strategy = parse_strategy(search);
+  if (!strategy) throw Usage("--search: unknown strategy '" + search + "' (exhaustive, guided or random)");
+  o.search = *strategy;
+  if (!budget.empty()) {
+    if (o.search == Strategy::exhaustive) throw Usage("--budget is for --search guided or random");
+    std::string why;
+    const auto b = parse_budget(budget, &why);
+    if (!b) throw Usage("--budget '" + budget + "': " + why);
+    o.budget = *b;
+  } else if (o.search != Strategy::exhaustive) {
+    o.budget.percent = 5;
+  }
   if (o.reps < 1) throw Usage("--reps must be at least 1");
   if (t.timeout_s <= 0) throw Usage("--timeout must be positive");
   if (t.in_process && t.devices.size() > 1) throw Usage("--in-process measures one GPU");
@@ -283,6 +311,9 @@ std::vector<db::Measurement> run_measurements(const SweepOptions& o, const std::
 int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
   TuneCommand t = parse_tune(args, false);
   if (t.help) return 0;
+  if (t.recorded)
+    return tune_recorded(args, t.devices, t.sweep.db_path, t.search_given,
+                         [&](const std::vector<std::string>& a) { return cmd_tune(a, cmdline); });
   t.sweep.command_line = cmdline;
   // Refuse what cannot fit before compiling or allocating anything.
   for (int d : t.devices) {

@@ -5,6 +5,7 @@
 #include "runtime/defaults.h"
 #include "runtime/lookup.h"
 #include "tuner/measure.h"
+#include "tuner/sweep_search.h"
 
 #include <zlib.h>
 
@@ -26,9 +27,9 @@ struct Recorded {
 
 using PointKey = std::tuple<DType, Op, Problem, std::uint64_t, std::uint64_t>;
 
-double log_distance(Shape a, Shape b) {
-  return std::abs(std::log2(double(std::max<std::uint64_t>(a.count, 1)) / double(std::max<std::uint64_t>(b.count, 1)))) +
-         std::abs(std::log2(double(std::max<std::uint64_t>(a.length, 1)) / double(std::max<std::uint64_t>(b.length, 1))));
+PointId point_of(const PointKey& k) {
+  const auto [dtype, op, problem, count, length] = k;
+  return {dtype, op, problem, Shape{count, length}};
 }
 
 } // namespace
@@ -58,58 +59,60 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
   for (const auto& [uuid, points] : all) {
     const db::DeviceRecord& dev = devices[uuid];
     const DeviceKey gpu = device_key(dev);
-    // What the search measured so far on this GPU, fastest first per point, for the next points'
-    // seeds.
-    std::map<PointKey, std::vector<Config>> found;
-    for (const auto& [k, rec] : points) {
-      const auto [dtype, op, problem, count, length] = k;
-      const Shape shape{count, length};
-      Hints hints;
-      // 1. Another GPU's best at this point (the shipped or carried tuning of a GPU being tuned).
-      if (o.hints_from_other_gpus)
-        for (const auto& [other, their] : all) {
-          if (other == uuid) continue;
-          if (auto it = their.find(k); it != their.end()) {
-            const auto b = std::min_element(it->second.us.begin(), it->second.us.end());
-            hints.seeds.push_back(it->second.configs[std::size_t(b - it->second.us.begin())]);
-          }
+    // The sweep's order: a problem's shapes by their element count, then their length.
+    std::vector<const std::pair<const PointKey, Recorded>*> order;
+    for (const auto& entry : points) order.push_back(&entry);
+    std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+      const auto [d1, o1, p1, c1, l1] = a->first;
+      const auto [d2, o2, p2, c2, l2] = b->first;
+      return std::tuple(p1, d1, c1 * l1, l1, o1) < std::tuple(p2, d2, c2 * l2, l2, o2);
+    });
+    std::vector<std::pair<PointId, std::size_t>> planned;
+    for (const auto* entry : order) planned.emplace_back(point_of(entry->first), entry->second.us.size());
+    SweepSearch search(o.strategy, o.budget, planned);
+    SeedBook& book = search.seeds();
+    // Other GPUs' tuning: the exhaustive best of the store's other GPUs, and the rows of another
+    // store (the shipped tuning) of every GPU model but this one.
+    if (o.hints_from_other_gpus)
+      for (const auto& [other, their] : all) {
+        if (other == uuid || devices[other].name == dev.name) continue;
+        for (const auto& [k, rec] : their) {
+          const auto b = std::size_t(std::min_element(rec.us.begin(), rec.us.end()) - rec.us.begin());
+          book.elsewhere(point_of(k), {rec.configs[b]});
         }
-      // 2. This search's choices at the nearest points searched before (same dtype and op first).
-      // Their three fastest each, the nearest point's first.
-      std::vector<std::pair<double, const std::vector<Config>*>> near;
-      for (const auto& [pk, cs] : found) {
-        const auto [d2, o2, p2, c2, l2] = pk;
-        if (p2 != problem) continue;
-        near.emplace_back(log_distance(shape, {c2, l2}) + (d2 == dtype && o2 == op ? 0 : 0.5), &cs);
       }
-      std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (std::size_t rank = 0; rank < 3; ++rank)
-        for (std::size_t i = 0; i < std::min<std::size_t>(near.size(), 2); ++i)
-          if (rank < near[i].second->size()) hints.seeds.push_back((*near[i].second)[rank]);
-      // 3. The built-in default for the point.
-      hints.seeds.push_back(builtin_config(problem, dtype, op, shape, {}, gpu));
-
-      auto search = make_search(o.strategy, rec.configs, hints, o.budget, o.seed ^ (count * 0x9e37u) ^ length);
-      std::size_t measured = 0, best_at = rec.us.size();
-      std::vector<std::size_t> tried;
-      while (auto i = search->next()) {
-        ++measured;
-        tried.push_back(*i);
-        search->observe(*i, rec.us[*i], std::isfinite(rec.us[*i]));
-        if (std::isfinite(rec.us[*i]) && (best_at == rec.us.size() || rec.us[*i] < rec.us[best_at])) best_at = *i;
+    if (o.hints)
+      for (const db::DeviceRecord& d : o.hints->devices()) {
+        if (d.name == dev.name) continue;
+        std::map<PointKey, std::vector<std::pair<double, Config>>> rows;
+        for (const db::Measurement& m : o.hints->measurements(d.uuid))
+          if (m.valid && std::isfinite(m.median_us))
+            if (auto c = parse_key(m.key)) rows[{m.dtype, m.op, m.problem, m.count, m.n}].emplace_back(m.median_us, *c);
+        for (auto& [k, list] : rows) {
+          std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+          std::vector<Config> cs;
+          for (auto& [us, c] : list) cs.push_back(c);
+          book.elsewhere(point_of(k), std::move(cs));
+        }
       }
+    if (o.defaults)
+      book.defaults([&gpu](const PointId& p) { return builtin_config(p.problem, p.dtype, p.op, p.shape, {}, gpu); });
+    for (std::size_t at = 0; at < order.size(); ++at) {
+      const auto* entry = order[at];
+      const PointKey& k = entry->first;
+      const Recorded& rec = entry->second;
+      const PointId point = point_of(k);
+      std::size_t best_at = rec.us.size();
+      const std::size_t measured = search.run(point, rec.configs, [&](std::size_t i) {
+        if (std::isfinite(rec.us[i]) && (best_at == rec.us.size() || rec.us[i] < rec.us[best_at])) best_at = i;
+        return rec.us[i];
+      });
       const auto truth = std::size_t(std::min_element(rec.us.begin(), rec.us.end()) - rec.us.begin());
       ReplayPoint p;
-      p.device = dev.name, p.dtype = dtype, p.op = op, p.problem = problem, p.shape = shape;
+      p.device = dev.name, p.dtype = point.dtype, p.op = point.op, p.problem = point.problem, p.shape = point.shape;
       p.candidates = rec.us.size(), p.measured = measured;
       p.best_us = rec.us[truth], p.best_key = rec.keys[truth];
-      if (best_at < rec.us.size()) {
-        p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
-        const std::vector<double>& us = rec.us; // a structured binding: not capturable before C++20 in clang 14
-        std::stable_sort(tried.begin(), tried.end(), [&us](std::size_t a, std::size_t b) { return us[a] < us[b]; });
-        auto& mine = found[k];
-        for (std::size_t i : tried) mine.push_back(rec.configs[i]);
-      }
+      if (best_at < rec.us.size()) p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
       used += measured;
       recorded += rec.us.size();
       out.points.push_back(p);

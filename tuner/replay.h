@@ -19,6 +19,11 @@ struct ReplayOptions {
   std::uint64_t seed = 1;        ///< random strategy
   bool hints_from_other_gpus = true; ///< seed with other GPUs' best at the point (as a GPU being
                                      ///< tuned has the shipped or carried tuning)
+  /// Another store (the shipped tuning): its rows of GPU models other than the one replayed seed
+  /// the search at their points, fastest first. Never the replayed model's own rows: they would
+  /// be the answer.
+  const db::Store* hints = nullptr;
+  bool defaults = true;          ///< seed with the built-in default
   ReplayOptions() { budget.percent = 5; }
 };
 

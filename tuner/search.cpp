@@ -1,6 +1,8 @@
 // reduce-tune: the search strategies (exhaustive, random, guided).
 #include "tuner/search.h"
 
+#include "kernels/segmented.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -35,6 +37,30 @@ std::size_t Budget::limit(std::size_t candidates) const {
   return candidates;
 }
 
+std::vector<std::size_t> Budget::plan(const std::vector<std::size_t>& candidates) const {
+  std::vector<std::size_t> out(candidates.size());
+  if (!(percent > 0)) {
+    for (std::size_t i = 0; i < candidates.size(); ++i) out[i] = limit(candidates[i]);
+    return out;
+  }
+  double total = 0, roots = 0;
+  for (std::size_t c : candidates) total += double(c), roots += std::sqrt(double(c));
+  const double allowed = total * percent / 100;
+  // The largest scale whose limits (with the floor) stay within the run's share; the floor alone
+  // may exceed it, for runs of points of few configurations.
+  double k = roots > 0 ? allowed / roots : 0;
+  for (int round = 0; round < 200; ++round, k *= 0.98) {
+    double sum = 0;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const auto share = std::size_t(std::llround(k * std::sqrt(double(candidates[i]))));
+      out[i] = std::min(candidates[i], std::max(share, floor));
+      sum += double(out[i]);
+    }
+    if (sum <= allowed) break;
+  }
+  return out;
+}
+
 std::optional<Budget> parse_budget(std::string_view text, std::string* why) {
   const bool percent = !text.empty() && text.back() == '%';
   if (percent) text.remove_suffix(1);
@@ -53,17 +79,24 @@ std::optional<Budget> parse_budget(std::string_view text, std::string* why) {
 
 namespace {
 
-constexpr std::size_t kParams = 8;
+constexpr std::size_t kParams = 9;
 
-/// A configuration's parameters as numbers, for neighbourhoods: variant (by name), then the
-/// numeric ones, then tail and finish.
+/// A configuration's parameters as numbers, for neighbourhoods: variant (by name; an evict-first
+/// twin by its plain variant's, and a last parameter, 1, set), then the numeric ones, then tail
+/// and finish.
 struct Params {
   std::array<double, kParams> v{};
 };
 
+std::string family(const Config& c) {
+  const std::optional<Config> plain = evict_first_twin_of(c);
+  return plain ? plain->variant : c.variant;
+}
+
 Params params_of(const Config& c, const std::vector<std::string>& variants) {
   Params p;
-  p.v[0] = double(std::find(variants.begin(), variants.end(), c.variant) - variants.begin());
+  p.v[0] = double(std::find(variants.begin(), variants.end(), family(c)) - variants.begin());
+  p.v[8] = evict_first_twin_of(c) ? 1 : 0;
   p.v[1] = std::log2(double(std::max(c.block, 1)));
   p.v[2] = std::log2(double(std::max(c.unroll, 1)));
   p.v[3] = std::log2(double(std::max(c.vec, 1)));
@@ -130,7 +163,7 @@ public:
   Guided(const std::vector<Config>& candidates, const Hints& hints, std::size_t limit) : limit_(limit) {
     std::vector<std::string> variants;
     for (const Config& c : candidates)
-      if (std::find(variants.begin(), variants.end(), c.variant) == variants.end()) variants.push_back(c.variant);
+      if (std::find(variants.begin(), variants.end(), family(c)) == variants.end()) variants.push_back(family(c));
     for (const Config& c : candidates) params_.push_back(params_of(c, variants));
     variant_count_ = variants.size();
     time_.assign(candidates.size(), kUnmeasured);
@@ -151,14 +184,27 @@ public:
 
   std::optional<std::size_t> next() override {
     if (taken_ >= limit_) return std::nullopt;
-    while (!queue_.empty()) {
+    // Seeds, but not the whole budget: at least a quarter of it (one, at least) is kept for moves
+    // from the best of them.
+    const std::size_t seed_cap = limit_ - std::max<std::size_t>(1, limit_ * kMoveShare / 100);
+    while (!queue_.empty() && (seeded_ < seed_cap || limit_ == 1)) {
       const std::size_t i = queue_.front();
       queue_.erase(queue_.begin());
-      if (time_[i] == kUnmeasured) return take(i);
+      if (time_[i] == kUnmeasured) return ++seeded_, take(i);
     }
     // Every move starts from the best so far (or the last measured, while none was valid).
     const std::size_t from = best_ < time_.size() ? best_ : last_;
-    if (from >= time_.size()) return std::nullopt;
+    if (from >= time_.size()) {
+      if (!queue_.empty()) return take(pop());
+      return std::nullopt;
+    }
+    // The best's evict-first twin (or plain one) first: a twin differs only in its loads' cache
+    // policy, and which policy wins turns with the shape more often than any other parameter.
+    for (std::size_t i = 0; i < time_.size(); ++i) {
+      if (time_[i] != kUnmeasured) continue;
+      const Difference d = difference(params_[from], params_[i]);
+      if (d.params == 1 && d.which == 8) return take(i);
+    }
     // Variants not tried yet, while half the budget is left: each one's candidate nearest to the
     // best so far (another variant's parameters only partly match: the nearest by the others).
     if (2 * taken_ < limit_) {
@@ -186,7 +232,10 @@ public:
       const double score = 100.0 * (d.params - 1) + d.size - paid;
       if (score < pick_score) pick = i, pick_score = score;
     }
-    if (pick == time_.size()) return std::nullopt;
+    if (pick == time_.size()) {
+      if (!queue_.empty()) return take(pop());
+      return std::nullopt;
+    }
     return take(pick);
   }
 
@@ -204,6 +253,15 @@ public:
 
 private:
   static constexpr double kUnmeasured = -1;
+  static constexpr std::size_t kMoveShare = 25; ///< percent of the budget kept from the seeds
+  /// The next unmeasured seed (the queue may hold measured ones).
+  std::size_t pop() {
+    while (true) {
+      const std::size_t i = queue_.front();
+      queue_.erase(queue_.begin());
+      if (time_[i] == kUnmeasured || queue_.empty()) return i;
+    }
+  }
   std::size_t take(std::size_t i) {
     ++taken_;
     time_[i] = -2; // asked for, not yet observed
@@ -213,14 +271,18 @@ private:
   std::vector<double> time_;
   std::vector<std::size_t> queue_;
   std::array<double, kParams> gains_{};
-  std::size_t limit_, taken_ = 0, best_ = std::size_t(-1), last_ = std::size_t(-1), variant_count_ = 0;
+  std::size_t limit_, taken_ = 0, seeded_ = 0, best_ = std::size_t(-1), last_ = std::size_t(-1), variant_count_ = 0;
 };
 
 } // namespace
 
 std::unique_ptr<Search> make_search(Strategy strategy, const std::vector<Config>& candidates,
                                     const Hints& hints, const Budget& budget, std::uint64_t seed) {
-  const std::size_t limit = budget.limit(candidates.size());
+  return make_search(strategy, candidates, hints, budget.limit(candidates.size()), seed);
+}
+
+std::unique_ptr<Search> make_search(Strategy strategy, const std::vector<Config>& candidates,
+                                    const Hints& hints, std::size_t limit, std::uint64_t seed) {
   switch (strategy) {
   case Strategy::exhaustive: return std::make_unique<Exhaustive>(candidates.size(), limit);
   case Strategy::random: return std::make_unique<Random>(candidates.size(), limit, seed);

@@ -27,8 +27,13 @@ struct Budget {
   std::size_t count = 0;
   double percent = 0;
   std::size_t floor = 3;
-  /// The limit for a point of `candidates` configurations.
+  /// The limit for a point of `candidates` configurations, alone.
   std::size_t limit(std::size_t candidates) const;
+  /// The limits of a run's points of `candidates` configurations each. A share is the run's: the
+  /// run may take `percent` of all its points' configurations, dealt out in proportion to the
+  /// square root of each point's (at least `floor`, at most all of them), as a point of many
+  /// configurations needs a smaller share of them than one of few. A count is each point's.
+  std::vector<std::size_t> plan(const std::vector<std::size_t>& candidates) const;
 };
 /// "40" (measurements a point) or "5%" (of each point's valid configurations); nullopt, with the
 /// reason in *why, otherwise.
@@ -57,5 +62,8 @@ public:
 /// spent or no neighbour is left untried.
 std::unique_ptr<Search> make_search(Strategy strategy, const std::vector<Config>& candidates,
                                     const Hints& hints, const Budget& budget, std::uint64_t seed = 1);
+/// The same with the point's limit given (from Budget::plan).
+std::unique_ptr<Search> make_search(Strategy strategy, const std::vector<Config>& candidates,
+                                    const Hints& hints, std::size_t limit, std::uint64_t seed = 1);
 
 } // namespace reduce_tune

@@ -5,9 +5,12 @@
 #include "tuner/eta.h"
 #include "tuner/measure.h"
 #include "tuner/sizes.h"
+#include "tuner/sweep_search.h"
+#include "runtime/lookup.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 
 namespace reduce_tune {
@@ -127,13 +130,24 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   cuda::Buffer flush(o.hot ? 0 : flush_bytes);
   Workspace ws;
 
+  // The points and their candidates, for the search's budget.
+  std::vector<std::pair<PointId, std::size_t>> points;
+  for (DType d : o.dtypes)
+    for (const Shape& sh : shapes)
+      for (Op op : o.ops)
+        points.emplace_back(PointId{d, op, o.problem, sh},
+                            std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) {
+                              return j.dtype == d && j.op == op;
+                            })));
+  SweepSearch search = sweep_search(o.search, o.budget, points, &setup.store, device_key(info));
+  const bool exhaustive = search.strategy() == Strategy::exhaustive;
   // Every point's input is read once by each repetition and the checked launch.
   Eta eta(double(reps + 1) / (std::max(info.peak_gbps(), 1.0) * 1e9));
   std::size_t total = 0, done = 0;
-  for (DType d : o.dtypes) {
-    const auto per = std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) { return j.dtype == d; }));
-    for (const Shape& sh : shapes) eta.plan(double(sh.elements()) * double(size_of(d)), per);
-    total += per * shapes.size();
+  for (const auto& [p, candidates] : points) {
+    const std::size_t planned = search.limit(p, candidates);
+    eta.plan(double(p.shape.elements()) * double(size_of(p.dtype)), planned);
+    total += planned;
   }
   eta.start();
 
@@ -142,7 +156,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     for (const Shape& shape : shapes) {
       if (res.interrupted) break;
       const double bytes = double(shape.elements()) * double(es);
-      const auto of_dtype = std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) { return j.dtype == d; }));
+      std::size_t of_dtype = 0; // the measurements planned at this shape
+      for (const auto& [p, candidates] : points)
+        if (p.dtype == d && p.shape == shape) of_dtype += search.limit(p, candidates);
       std::size_t free_b = 0, total_b = 0;
       RT_CU(cuMemGetInfo(&free_b, &total_b));
       const double need = bytes + double(shape.count) * double(es) + (64 << 20);
@@ -208,26 +224,40 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                             .op = op, .problem = o.problem, .count = shape.count, .n = shape.length,
                             .elapsed_s = now_s() - setup.started_s, .eta_s = eta.remaining_s()});
         };
+        const PointId point{d, op, o.problem, shape};
+        auto skip = [&](const std::string& k, const std::string& why) {
+          res.skipped.push_back({k, std::string(name(d)), std::string(name(op)), shape.elements(),
+                                 "pointless at " + std::to_string(shape.count) + " x " +
+                                     std::to_string(shape.length) + ": " + why});
+        };
+        // A search chooses among the configurations that are not pointless at the shape (and
+        // ranks the twins itself); the exhaustive sweep decides that one by one, in order.
+        std::vector<const CompileJob*> point_jobs;
+        std::vector<Config> candidates;
         for (const CompileJob& j : ordered) {
           if (j.dtype != d || j.op != op) continue;
-          if (setup.stop && setup.stop()) {
-            res.interrupted = true;
-            break;
-          }
+          if (!exhaustive)
+            if (const auto why = pointless(j.config, shape, longest)) {
+              skip(key(j.config), *why);
+              continue;
+            }
+          point_jobs.push_back(&j), candidates.push_back(j.config);
+        }
+        // One candidate: its time (infinity: it failed its check; NaN: not measured).
+        auto measure_one = [&](std::size_t at) -> double {
+          const CompileJob& j = *point_jobs[at];
           const std::string k = key(j.config);
           ++done;
           if (stored.count(k)) {
             eta.skipped(bytes);
-            continue;
+            return NAN;
           }
           std::optional<std::string> why = pointless(j.config, shape, longest);
-          if (!why) why = twins.skip(j.config);
+          if (!why && exhaustive) why = twins.skip(j.config);
           if (why) {
-            res.skipped.push_back({k, std::string(name(d)), std::string(name(op)), shape.elements(),
-                                   "pointless at " + std::to_string(shape.count) + " x " +
-                                       std::to_string(shape.length) + ": " + *why});
+            skip(k, *why);
             eta.skipped(bytes);
-            continue;
+            return NAN;
           }
           if (setup.progress)
             setup.progress({.done = done, .total = total, .phase = "measure", .key = k, .dtype = d,
@@ -264,7 +294,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             res.times.validate_s += std::chrono::duration<double>(Clock::now() - t_val).count();
             if (!record_check(chk, m)) {
               keep(m);
-              continue;
+              return INFINITY;
             }
             const auto t_time = Clock::now();
             std::vector<float> ms;
@@ -294,6 +324,18 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             throw; // the context is lost: the supervisor restarts the worker
           }
           keep(m);
+          return m.median_us;
+        };
+        const std::size_t visited =
+            search.run(point, candidates, measure_one, [&] { return setup.stop && setup.stop(); });
+        if (setup.stop && setup.stop()) res.interrupted = true;
+        // What the search left unmeasured (or found pointless before it began) is done too.
+        const std::size_t planned = search.limit(point, std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) {
+          return j.dtype == d && j.op == op;
+        }));
+        if (visited < planned) {
+          done += planned - visited;
+          eta.skipped(bytes, planned - visited);
         }
         if (res.interrupted) break;
       }

@@ -6,12 +6,15 @@
 #include "tuner/measure.h"
 #include "tuner/segmented_sweep.h"
 #include "tuner/sizes.h"
+#include "tuner/sweep_search.h"
+#include "runtime/lookup.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -245,15 +248,26 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   }
 
   std::vector<std::uint64_t> sizes = o.sizes.empty() ? default_sizes() : o.sizes;
-  const std::size_t total = jobs.size() * sizes.size();
-  std::size_t done = 0;
+  // The points and their candidates, for the search's budget.
+  std::vector<std::pair<PointId, std::size_t>> points;
+  for (DType d : o.dtypes)
+    for (std::uint64_t n : sizes)
+      for (Op op : o.ops)
+        points.emplace_back(PointId{d, op, Problem::array, Shape{1, n}},
+                            std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) {
+                              return j.dtype == d && j.op == op;
+                            })));
+  SweepSearch search = sweep_search(o.search, o.budget, points, &store, device_key(info));
+  auto planned_of = [&](const PointId& p, std::size_t candidates) { return search.limit(p, candidates); };
+  std::size_t total = 0, done = 0;
   // The time left: the points ahead, each its fixed cost plus its bytes' cost, at the rate observed.
   // Until the sizes seen make the bytes' cost measurable, it is the checked launch and every
   // repetition reading the input at the peak bandwidth.
   Eta eta(double(std::max(3, o.reps) + 1) / (std::max(info.peak_gbps(), 1.0) * 1e9));
-  for (DType d : o.dtypes) {
-    const auto per_size = std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.dtype == d; }));
-    for (std::uint64_t n : sizes) eta.plan(double(n) * double(size_of(d)), per_size);
+  for (const auto& [p, candidates] : points) {
+    const std::size_t planned = planned_of(p, candidates);
+    eta.plan(double(p.shape.length) * double(size_of(p.dtype)), planned);
+    total += planned;
   }
   eta.start();
 
@@ -282,7 +296,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
                                "needs " + std::to_string(std::uint64_t(need) >> 20) +
                                    " MiB of GPU memory, " + std::to_string(free_b >> 20) +
                                    " MiB free"});
-        const auto skipped = std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.dtype == d; }));
+        std::size_t skipped = 0;
+        for (const auto& [p, candidates] : points)
+          if (p.dtype == d && p.shape.length == n) skipped += planned_of(p, candidates);
         done += skipped;
         eta.skipped(double(n) * double(es), skipped);
         continue;
@@ -320,18 +336,19 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         };
         // The catalogue runs from the material's slowest kernels to the fastest: measure in
         // reverse, so the best time is known early and slow configurations get few repetitions.
-        for (auto jt = jobs.rbegin(); jt != jobs.rend(); ++jt) {
-          const Job& j = *jt;
-          if (j.dtype != d || j.op != op) continue;
-          if (stop && stop()) {
-            res.interrupted = true;
-            break;
-          }
+        std::vector<const Job*> point_jobs;
+        std::vector<Config> candidates;
+        for (auto jt = jobs.rbegin(); jt != jobs.rend(); ++jt)
+          if (jt->dtype == d && jt->op == op) point_jobs.push_back(&*jt), candidates.push_back(jt->config);
+        const PointId point{d, op, Problem::array, Shape{1, n}};
+        // One candidate: its time (infinity: it failed its check; NaN: not measured).
+        auto measure_one = [&](std::size_t at) -> double {
+          const Job& j = *point_jobs[at];
           const std::string k = key(j.config);
           ++done;
           if (stored.count(k)) {
             eta.skipped(double(n) * double(es));
-            continue;
+            return NAN;
           }
           if (progress)
             progress({.done = done, .total = total, .phase = "measure", .key = k, .dtype = d, .op = op, .n = n,
@@ -382,7 +399,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             res.times.validate_s += seconds_since(t_val);
             if (!record_check(chk, m)) {
               keep(m);
-              continue;
+              return INFINITY;
             }
             const auto t_time = Clock::now();
             std::vector<float> kernel_ms;
@@ -424,6 +441,15 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             throw;
           }
           keep(m);
+          return m.median_us;
+        };
+        const std::size_t visited = search.run(point, candidates, measure_one, [&] { return stop && stop(); });
+        if (stop && stop()) res.interrupted = true;
+        // What the search left unmeasured is done too.
+        const std::size_t planned = planned_of(point, candidates.size());
+        if (visited < planned) {
+          done += planned - visited;
+          eta.skipped(double(n) * double(es), planned - visited);
         }
         if (res.interrupted) break;
       }

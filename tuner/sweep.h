@@ -4,6 +4,7 @@
 
 #include "reduce_tune/config.h"
 #include "db/store.h"
+#include "tuner/search.h"
 
 #include <cstdint>
 #include <functional>
@@ -37,6 +38,11 @@ struct SweepOptions {
   std::string cache_dir;          ///< empty: CompileCache::default_dir()
   std::uint64_t seed = 20261121;
   std::string command_line;       ///< recorded with the run
+  /// What to measure at each point: every valid configuration (exhaustive), or a search within
+  /// `budget` (tuner/sweep_search.h), seeded from the lookup's answer there (this GPU's earlier
+  /// tuning, the shipped or carried tuning), the points searched before and the built-in default.
+  Strategy search = Strategy::exhaustive;
+  Budget budget;                  ///< guided and random (none: every candidate)
 };
 
 /// A point of the space that was not measured, and why.

@@ -68,6 +68,11 @@ struct Options {
   /// none); empty: the one installed with the library (share/reduce-tune/tuning.db). The Python
   /// package passes the copy inside it.
   std::string shipped_path;
+  /// Note each call point (GPU, dtype, op, problem, shape bucket) served without an exact tuning,
+  /// with the grade it ran with, in the store (created if need be), once a point per Reducer and
+  /// without measuring anything: `reduce-tune tune --recorded` tunes them, `reduce-tune coverage`
+  /// lists them. $REDUCE_TUNE_RECORD=1 turns it on too.
+  bool record = false;
 };
 
 /// Whether this machine has a CUDA driver and a GPU; never throws. `why` gets the reason if not.

@@ -1,0 +1,77 @@
+// GPU tests of recording call points (Options::record): a call without an exact tuning notes its
+// point once, in a store made for it; an exactly tuned call notes nothing; without the option
+// nothing is written, not even a store.
+#include <catch2/catch.hpp>
+
+#include "db/store.h"
+#include "kernels/driver.h"
+#include "reduce_tune/reducer.h"
+#include "tests/fixtures.h"
+#include "tests/gpu_fixture.h"
+#include "tests/store_fixture.h"
+
+#include <filesystem>
+#include <vector>
+
+using namespace reduce_tune;
+
+namespace {
+
+cuda::Buffer ones(std::uint64_t n) {
+  const std::vector<float> host(n, 1.0f);
+  cuda::Buffer b(n * sizeof(float));
+  RT_CU(cuMemcpyHtoD(b.get(), host.data(), n * sizeof(float)));
+  return b;
+}
+
+} // namespace
+
+TEST_CASE("record: calls without an exact tuning note their point once; tuned calls do not", "[gpu][record]") {
+  const reduce_tune::testing::GpuContext g;
+  const reduce_tune::testing::TempDir dir;
+  const std::string path = (dir.path / "tuning.db").string();
+  const std::uint64_t k20 = 1ull << 20;
+  cuda::Buffer in = ones(k20);
+  cuda::Buffer out(64 * sizeof(float));
+
+  SECTION("off: no store is made") {
+    Options o;
+    o.store_path = path;
+    Reducer r(0, o);
+    CHECK(r.sum(reinterpret_cast<const float*>(in.get()), 1000) == 1000.0f);
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  SECTION("on, no store yet: made, each bucket noted once") {
+    Options o;
+    o.store_path = path;
+    o.record = true;
+    {
+      Reducer r(0, o);
+      CHECK(r.sum(reinterpret_cast<const float*>(in.get()), 1000) == 1000.0f);
+      CHECK(r.sum(reinterpret_cast<const float*>(in.get()), 700) == 700.0f); // the same bucket [512, 1024)
+      r.reduce_rows(DType::f32, Op::sum, reinterpret_cast<const float*>(in.get()), 64, 1000,
+                    reinterpret_cast<float*>(out.get()));
+      RT_CU(cuCtxSynchronize());
+    }
+    Reducer again(0, o); // another Reducer (a later process): the same point, still one row
+    CHECK(again.sum(reinterpret_cast<const float*>(in.get()), 1000) == 1000.0f);
+    const auto points = db::Store(path).recorded(g.info.uuid);
+    REQUIRE(points.size() == 2);
+    CHECK(points[0].problem == Problem::array);
+    CHECK(points[0].shape == Shape{1, 512});
+    CHECK(points[0].grade != "exact");
+    CHECK(points[0].device_name == g.info.name);
+    CHECK(points[1].problem == Problem::rows);
+    CHECK(points[1].shape == Shape{64, 512});
+  }
+  SECTION("on, tuned exactly at the call's point: nothing noted") {
+    reduce_tune::testing::write_gpu_store(path, g.info, {reduce_tune::testing::stored_row("vectorized.b512.u2.v2.g4.shfl.twopass",
+                                                                DType::f32, Op::sum, 6.0)});
+    Options o;
+    o.store_path = path;
+    o.record = true;
+    Reducer r(0, o);
+    CHECK(r.sum(reinterpret_cast<const float*>(in.get()), k20) == float(k20));
+    CHECK(db::Store(path).recorded().empty());
+  }
+}

@@ -1,0 +1,67 @@
+// reduce-tune: the seeds of a guided search (tuner/seeds.h).
+#include "tuner/seeds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace reduce_tune {
+
+double shape_distance(Shape a, Shape b) {
+  auto lg = [](std::uint64_t v) { return std::log2(double(std::max<std::uint64_t>(v, 1))); };
+  return 2 * std::abs(lg(a.length) - lg(b.length)) + std::abs(lg(a.count) - lg(b.count));
+}
+
+void SeedBook::elsewhere(const PointId& p, std::vector<Config> fastest_first) {
+  auto& list = elsewhere_[p];
+  for (Config& c : fastest_first)
+    if (std::find(list.begin(), list.end(), c) == list.end()) list.push_back(std::move(c));
+}
+
+void SeedBook::found(const PointId& p, const std::vector<std::pair<Config, double>>& measured) {
+  std::vector<std::pair<Config, double>> valid;
+  for (const auto& m : measured)
+    if (std::isfinite(m.second)) valid.push_back(m);
+  std::stable_sort(valid.begin(), valid.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  auto& list = found_[p];
+  list.clear();
+  for (auto& m : valid) list.push_back(m.first);
+}
+
+std::vector<const std::vector<Config>*> SeedBook::nearest(const std::map<PointId, std::vector<Config>>& m,
+                                                          const PointId& p, std::size_t most) const {
+  std::vector<std::pair<double, const std::vector<Config>*>> near;
+  for (const auto& [q, list] : m) {
+    if (q.problem != p.problem || list.empty()) continue;
+    // Another dtype or op of the problem: after every point of p's own within 6 steps.
+    const double other = q.dtype == p.dtype && q.op == p.op ? 0 : size_of(q.dtype) == size_of(p.dtype) && q.op == p.op ? 0.5 : 6;
+    near.emplace_back(shape_distance(p.shape, q.shape) + other, &list);
+  }
+  std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const std::vector<Config>*> out;
+  for (std::size_t i = 0; i < near.size() && i < most; ++i) out.push_back(near[i].second);
+  return out;
+}
+
+Hints SeedBook::hints(const PointId& p) const {
+  Hints h;
+  auto add = [&h](const Config& c) {
+    if (std::find(h.seeds.begin(), h.seeds.end(), c) == h.seeds.end()) h.seeds.push_back(c);
+  };
+  std::vector<const std::vector<Config>*> other;
+  if (auto it = elsewhere_.find(p); it != elsewhere_.end()) other.push_back(&it->second);
+  else other = nearest(elsewhere_, p, 1);
+  const std::vector<const std::vector<Config>*> mine = nearest(found_, p, 3);
+  // Rank by rank: the nearest point's best, elsewhere's best, the default; then the second of
+  // each, and the next nearest points'.
+  for (std::size_t rank = 0; rank < 3; ++rank) {
+    if (!mine.empty() && rank < mine[0]->size()) add((*mine[0])[rank]);
+    if (!other.empty() && rank < other[0]->size()) add((*other[0])[rank]);
+    if (rank == 0 && default_) add(default_(p));
+    for (std::size_t i = 1; i < mine.size(); ++i)
+      if (rank < mine[i]->size()) add((*mine[i])[rank]);
+  }
+  return h;
+}
+
+} // namespace reduce_tune
