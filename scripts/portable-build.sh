@@ -7,12 +7,16 @@
 # GPU host and run scripts/gpu-check.sh there. NVRTC (any CUDA 11.2+ one) is found at run time by
 # $REDUCE_TUNE_NVRTC or --nvrtc, else by the soname of the build's toolkit on the library path or
 # in that toolkit's folder.
-#   usage: scripts/portable-build.sh [BUILD_DIR]   (default: build-portable)
+#   usage: scripts/portable-build.sh [BUILD_DIR [TARGET...]]   (default: build-portable, every target)
+#   With TARGETs, only those are built (e.g. reduce-tune tests/reduce_tune_gpu_tests) and the
+#   install consumer is not.
 # Also builds the benchmarks (bench/, where nvcc is found; CUB from CCCL 3.6, fetched below) and
 # the install + find_package consumer (examples/sum), which gpu-check.sh runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-portable}
+[ $# -gt 0 ] && shift
+targets=("$@")
 # .gitignore lists build*/ too; the exclude entry keeps the build folder untracked in checkouts
 # whose .gitignore does not. In a worktree .git is a file and the exclude file lives in the common
 # git directory; a fresh clone may have no info/ directory at all.
@@ -59,6 +63,10 @@ fi
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDUCE_TUNE_STATIC_DEPS=ON \
   -DREDUCE_TUNE_BUILD_BENCH=ON -DREDUCE_TUNE_CCCL_INCLUDE="$cccl" \
   -DCMAKE_EXE_LINKER_FLAGS="-static-libgcc" >/dev/null
-cmake --build "$B" -j"$(nproc)"
-(cd "$B" && ctest -R install_consumer_build --output-on-failure >/dev/null)
+if [ ${#targets[@]} -gt 0 ]; then
+  cmake --build "$B" -j"$(nproc)" --target "${targets[@]}"
+else
+  cmake --build "$B" -j"$(nproc)"
+  (cd "$B" && ctest -R install_consumer_build --output-on-failure >/dev/null)
+fi
 du -sh "$B" | cut -f1
