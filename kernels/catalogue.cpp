@@ -1,6 +1,7 @@
 // reduce-tune: the variant catalogue, its validity rules, launch geometry and rendering.
 #include "kernels/catalogue.h"
 
+#include "kernels/ops.h"
 #include "kernels/segmented.h"
 #include "kernels/templates.h"
 
@@ -285,7 +286,7 @@ LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {
                                 " elements need more than 2^31-1 blocks");
   p.grid = unsigned(grid);
   p.block = unsigned(c.block);
-  p.smem_bytes = unsigned(c.block * size_of(accumulator_of(t.dtype)));
+  p.smem_bytes = unsigned(c.block * accumulator_bytes(t.op, t.dtype));
   p.init_out = c.finish == Finish::atomic;
   p.partials = c.finish == Finish::host || c.finish == Finish::twopass ||
                c.finish == Finish::lastblock;
@@ -320,24 +321,12 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
 
 std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   const Variant& v = *find_variant(c.variant);
-  // The element type, its macro, the unsigned type signed sums wrap in, and the identities of min
-  // and max in the accumulator (float for bf16 and f16, stored as unsigned short).
-  struct TypeText { const char *t, *macro, *uns, *max, *lowest; };
-  static constexpr std::array<TypeText, 7> kTypes{{
-      {"int", "RT_DTYPE_I32", "unsigned int", "2147483647", "(-2147483647 - 1)"},
-      {"unsigned int", "RT_DTYPE_U32", "unsigned int", "4294967295u", "0u"},
-      {"long long", "RT_DTYPE_I64", "unsigned long long", "9223372036854775807ll",
-       "(-9223372036854775807ll - 1)"},
-      {"float", "RT_DTYPE_F32", "unsigned int", "__int_as_float(0x7f800000)",
-       "__int_as_float(0xff800000)"},
-      {"double", "RT_DTYPE_F64", "unsigned long long",
-       "__longlong_as_double(0x7ff0000000000000ll)", "__longlong_as_double(0xfff0000000000000ull)"},
-      {"unsigned short", "RT_DTYPE_BF16", "unsigned int", "__int_as_float(0x7f800000)",
-       "__int_as_float(0xff800000)"},
-      {"unsigned short", "RT_DTYPE_F16", "unsigned int", "__int_as_float(0x7f800000)",
-       "__int_as_float(0xff800000)"},
-  }};
-  const TypeText& tt = kTypes[static_cast<int>(dtype)];
+  // The element type (bf16 and f16 stored as unsigned short) and its macro.
+  static constexpr std::array<std::pair<const char*, const char*>, 7> kTypes{{
+      {"int", "RT_DTYPE_I32"}, {"unsigned int", "RT_DTYPE_U32"}, {"long long", "RT_DTYPE_I64"},
+      {"float", "RT_DTYPE_F32"}, {"double", "RT_DTYPE_F64"}, {"unsigned short", "RT_DTYPE_BF16"},
+      {"unsigned short", "RT_DTYPE_F16"}}};
+  const auto& [ctype, macro] = kTypes[static_cast<int>(dtype)];
   auto upper = [](std::string_view s) {
     std::string r(s);
     for (char& ch : r) ch = char(std::toupper(static_cast<unsigned char>(ch)));
@@ -346,15 +335,9 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   std::string s;
   s += "// reduce-tune: " + std::string(v.name) + " " + std::string(name(dtype)) + " " +
        std::string(name(op)) + "\n";
-  s += "typedef " + std::string(tt.t) + " T;\n";
-  s += "typedef " + std::string(is_half(dtype) ? "float" : tt.t) + " A;\n";
-  s += wide_result ? "typedef A R;\n#define RT_WIDE_RESULT 1\n" : "typedef T R;\n";
-  s += "#define " + std::string(tt.macro) + " 1\n";
+  s += "typedef " + std::string(ctype) + " T;\n";
+  s += "#define " + std::string(macro) + " 1\n";
   if (is_half(dtype)) s += "#define RT_HALF 1\n";
-  s += "#define RT_UNSIGNED_OF_T " + std::string(tt.uns) + "\n";
-  s += "#define RT_T_MAX " + std::string(tt.max) + "\n";
-  s += "#define RT_T_LOWEST " + std::string(tt.lowest) + "\n";
-  s += "#define RT_OP_" + upper(name(op)) + " 1\n";
   s += "#define RT_TAIL_" + upper(name(c.tail)) + " 1\n";
   s += "#define RT_FINISH_" + upper(name(c.finish)) + " 1\n";
   s += "#define RT_UNROLL " + std::to_string(c.unroll) + "\n";
@@ -368,6 +351,8 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
     d.remove_prefix(std::min(end + 1, d.size()));
   }
   if (v.evict_first) s += "#define RT_EVICT_FIRST 1\n";
+  s += template_source("element.cuh");
+  s += op_source(op, dtype, wide_result);
   s += template_source("common.cuh");
   if (v.problem != Problem::array) s += template_source("segmented/segmented.cuh");
   const ExtraVariant* extra = find_extra(v.name);

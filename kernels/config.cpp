@@ -2,6 +2,7 @@
 #include "reduce_tune/config.h"
 
 #include "kernels/catalogue.h"
+#include "kernels/ops.h"
 
 #include <array>
 #include <charconv>
@@ -28,8 +29,6 @@ constexpr std::array<std::pair<DType, std::string_view>, 7> kDTypes{{
     {DType::i32, "int32"}, {DType::u32, "uint32"}, {DType::i64, "int64"},
     {DType::f32, "float32"}, {DType::f64, "float64"}, {DType::bf16, "bfloat16"},
     {DType::f16, "float16"}}};
-constexpr std::array<std::pair<Op, std::string_view>, 3> kOps{{
-    {Op::sum, "sum"}, {Op::min, "min"}, {Op::max, "max"}}};
 constexpr std::array<std::pair<Tail, std::string_view>, 5> kTails{{
     {Tail::none, "none"}, {Tail::volatile_, "volatile"}, {Tail::syncwarp, "syncwarp"},
     {Tail::shfl, "shfl"}, {Tail::redux, "redux"}}};
@@ -53,12 +52,20 @@ std::optional<int> number_after(std::string_view tok, char prefix) {
 } // namespace
 
 std::string_view name(DType d) { return lookup(kDTypes, d); }
-std::string_view name(Op o) { return lookup(kOps, o); }
+std::string_view name(Op o) {
+  for (const OpDescription& d : op_descriptions())
+    if (d.op == o) return d.name;
+  return "?";
+}
 std::string_view name(Tail t) { return lookup(kTails, t); }
 std::string_view name(Finish f) { return lookup(kFinishes, f); }
 std::string_view name(Problem p) { return lookup(kProblems, p); }
 std::optional<DType> parse_dtype(std::string_view s) { return lookup(kDTypes, s); }
-std::optional<Op> parse_op(std::string_view s) { return lookup(kOps, s); }
+std::optional<Op> parse_op(std::string_view s) {
+  for (const OpDescription& d : op_descriptions())
+    if (d.name == s) return d.op;
+  return std::nullopt;
+}
 std::optional<Tail> parse_tail(std::string_view s) { return lookup(kTails, s); }
 std::optional<Finish> parse_finish(std::string_view s) { return lookup(kFinishes, s); }
 std::optional<Problem> parse_problem(std::string_view s) { return lookup(kProblems, s); }

@@ -171,7 +171,7 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
   cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args);
   if (p.second_pass) {
     unsigned long long parts = p.grid;
-    void* args2[] = {&partials, &out, &parts};
+    void* args2[] = {&partials, &out, &parts, &count}; // count: the elements, for the post-map
     cuda::launch(k.combine, 1, p.block, p.smem_bytes, s, args2, k.programmatic);
   }
 }
