@@ -25,10 +25,10 @@ std::string_view lookup(const std::array<std::pair<E, std::string_view>, N>& tab
   return "?";
 }
 
-constexpr std::array<std::pair<DType, std::string_view>, 7> kDTypes{{
+constexpr std::array<std::pair<DType, std::string_view>, 8> kDTypes{{
     {DType::i32, "int32"}, {DType::u32, "uint32"}, {DType::i64, "int64"},
     {DType::f32, "float32"}, {DType::f64, "float64"}, {DType::bf16, "bfloat16"},
-    {DType::f16, "float16"}}};
+    {DType::f16, "float16"}, {DType::u8, "uint8"}}};
 constexpr std::array<std::pair<Tail, std::string_view>, 5> kTails{{
     {Tail::none, "none"}, {Tail::volatile_, "volatile"}, {Tail::syncwarp, "syncwarp"},
     {Tail::shfl, "shfl"}, {Tail::redux, "redux"}}};
@@ -71,7 +71,7 @@ std::optional<Finish> parse_finish(std::string_view s) { return lookup(kFinishes
 std::optional<Problem> parse_problem(std::string_view s) { return lookup(kProblems, s); }
 
 std::size_t size_of(DType d) {
-  return d == DType::i64 || d == DType::f64 ? 8 : is_half(d) ? 2 : 4;
+  return d == DType::i64 || d == DType::f64 ? 8 : is_half(d) ? 2 : d == DType::u8 ? 1 : 4;
 }
 bool is_float(DType d) { return d == DType::f32 || d == DType::f64 || is_half(d); }
 bool is_half(DType d) { return d == DType::bf16 || d == DType::f16; }

@@ -71,7 +71,7 @@ void Reducer::Impl::run(const Call& c, CUstream stream) {
   const capture::State cap = capture::state(stream);
   if (c.work == Call::Work::identity) {
     // A memset, not a launch (a graph node when captured).
-    set_identity(a.out, c.result == Result::wide ? accumulator_of(c.dtype) : c.dtype, c.op, stream);
+    set_value(a.out, empty_result(c.op, result_dtype(c.op, c.dtype, c.result == Result::wide)), stream);
     return;
   }
   const Entry& e = ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result));
