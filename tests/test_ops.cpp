@@ -237,6 +237,18 @@ TEST_CASE("ops: checks bound the float ops and compare the others exactly", "[op
   CHECK(at.ok);
   CHECK(at.bound < 1e-12 * m.abs_sum);
   CHECK_FALSE(check(m, Scalar::of(m.exact + 4 * at.bound), Op::mean, 12).ok);
+  // A float16 sum of squares past 65504 is +infinity, in the reference and on the GPU.
+  HostArray big;
+  big.dtype = DType::f16;
+  big.n = 2;
+  big.bytes.resize(4);
+  const f16_t k1024(1024.0);
+  std::memcpy(big.bytes.data(), &k1024, 2);
+  std::memcpy(big.bytes.data() + 2, &k1024, 2);
+  const Reference sq = reference(big, Op::sumsq);
+  CHECK(std::isinf(sq.value.to_double()));
+  CHECK(check(sq, sq.value, Op::sumsq, 2).ok);
+  CHECK_FALSE(check(sq, Scalar::of(f16_t(65504.0)), Op::sumsq, 2).ok);
   // Counts and flags: exact.
   const Reference c = reference(a, Op::count_nonzero);
   CHECK(check(c, c.value, Op::count_nonzero, 1).ok);
