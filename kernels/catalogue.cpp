@@ -1,6 +1,7 @@
 // reduce-tune: the variant catalogue, its validity rules, launch geometry and rendering.
 #include "kernels/catalogue.h"
 
+#include "kernels/ops.h"
 #include "kernels/segmented.h"
 #include "kernels/templates.h"
 
@@ -157,6 +158,7 @@ void register_variants(std::span<const ExtraVariant> extra) {
 }
 
 std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
+  if (auto why = op_unsupported(t.op, t.dtype)) return why;
   const Variant* vp = find_variant(c.variant);
   if (!vp) return "unknown variant '" + c.variant + "'";
   const Variant& v = *vp;
@@ -202,9 +204,12 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (c.tail == Tail::volatile_ && t.cc >= 70 && !t.allow_unsafe)
     return "the volatile warp-synchronous tail is unsafe under independent thread scheduling "
            "(sm_70+); --unsafe-tails admits it for study";
+  const OpDescription& op = describe(t.op);
+  const std::string op_name(op.name);
+  const DType acc = accumulator_dtype(t.op, t.dtype), result = result_dtype(t.op, t.dtype, t.wide_result);
   if (c.tail == Tail::redux) {
-    if (t.dtype != DType::i32 && t.dtype != DType::u32)
-      return "__reduce_*_sync takes 32-bit integers only";
+    if (!op.traits.redux) return op_name + " has no __reduce_*_sync";
+    if (acc != DType::i32 && acc != DType::u32) return "__reduce_*_sync takes 32-bit integers only";
     if (t.cc < 80) return "__reduce_*_sync needs sm_80";
   }
   if (!contains(v.finishes, c.finish))
@@ -214,24 +219,38 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (t.wide_result && !is_half(t.dtype))
     return "a float32 result is for bf16 and f16 reductions; " + std::string(name(t.dtype)) +
            " results have the element type";
+  if (t.wide_result && result_dtype(t.op, t.dtype) != t.dtype)
+    return "a float32 result is for ops whose result has the element type; " + op_name + " gives " +
+           std::string(name(result_dtype(t.op, t.dtype)));
   if (t.wide_result && v.problem != Problem::array)
     return "a float32 result of a bf16 or f16 reduction is offered for the array problem only";
+  if (c.finish == Finish::host && !op.traits.host_combine)
+    return "the host finish cannot apply " + op_name + "'s post-map (it needs the count or rounds)";
+  if (v.in_place && !op.traits.plain_map)
+    return op_name + " maps each element: in place, the partials would be mapped again";
+  if (atomic) {
+    if (op.traits.atomic == OpAtomic::none || !op.traits.plain_post)
+      return op_name + " has no atomic combine into its result (its post-map needs the count or rounds)";
+    if (result != acc && !is_half(result))
+      return "the " + op_name + " result (" + std::string(name(result)) + ") is not its accumulator (" +
+             std::string(name(acc)) + "): no atomic combine into it";
+  }
   // bf16 and f16 sums accumulate in float32 and round once; an atomic finish would round the
   // result to the element type at every block's combine (unless the result is the float32
   // accumulator itself), an in-place variant every partial.
-  if (is_half(t.dtype) && t.op == Op::sum && atomic && !t.wide_result)
-    return "a " + std::string(name(t.dtype)) +
-           " sum would round at every atomic combine into the result: it accumulates in float32 "
+  if (is_half(result) && !op.traits.exact && atomic)
+    return "a " + std::string(name(t.dtype)) + " " + op_name +
+           " would round at every atomic combine into the result: it accumulates in float32 "
            "and rounds once (a float32 result may finish atomically)";
-  if (is_half(t.dtype) && t.op == Op::sum && v.in_place)
-    return "a " + std::string(name(t.dtype)) +
-           " sum in place would round every partial to the element type: it accumulates in "
+  if (is_half(t.dtype) && !op.traits.exact && v.in_place)
+    return "a " + std::string(name(t.dtype)) + " " + op_name +
+           " in place would round every partial to the element type: it accumulates in "
            "float32 and rounds once";
-  if (is_half(t.dtype) && atomic && t.cc < 70)
+  if (is_half(result) && atomic && t.cc < 70)
     return "the 16-bit atomicCAS of " + std::string(name(t.dtype)) + " min/max needs sm_70";
-  if (atomic && t.dtype == DType::f64 && t.op == Op::sum && t.cc < 60)
+  if (atomic && acc == DType::f64 && op.traits.atomic == OpAtomic::add && t.cc < 60)
     return "double-precision atomicAdd needs sm_60";
-  if (atomic && t.dtype == DType::i64 && t.op != Op::sum && t.cc < 35)
+  if (atomic && acc == DType::i64 && op.traits.atomic != OpAtomic::add && t.cc < 35)
     return "64-bit atomicMin/atomicMax need sm_35";
   if (v.problem != Problem::array) return segmented_invalid(c, t);
   return std::nullopt;
@@ -285,7 +304,8 @@ LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {
                                 " elements need more than 2^31-1 blocks");
   p.grid = unsigned(grid);
   p.block = unsigned(c.block);
-  p.smem_bytes = unsigned(c.block * size_of(accumulator_of(t.dtype)));
+  p.smem_bytes = unsigned(c.block * accumulator_bytes(t.op, t.dtype));
+  p.accumulator_bytes = unsigned(accumulator_bytes(t.op, t.dtype));
   p.init_out = c.finish == Finish::atomic;
   p.partials = c.finish == Finish::host || c.finish == Finish::twopass ||
                c.finish == Finish::lastblock;
@@ -320,24 +340,12 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
 
 std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   const Variant& v = *find_variant(c.variant);
-  // The element type, its macro, the unsigned type signed sums wrap in, and the identities of min
-  // and max in the accumulator (float for bf16 and f16, stored as unsigned short).
-  struct TypeText { const char *t, *macro, *uns, *max, *lowest; };
-  static constexpr std::array<TypeText, 7> kTypes{{
-      {"int", "RT_DTYPE_I32", "unsigned int", "2147483647", "(-2147483647 - 1)"},
-      {"unsigned int", "RT_DTYPE_U32", "unsigned int", "4294967295u", "0u"},
-      {"long long", "RT_DTYPE_I64", "unsigned long long", "9223372036854775807ll",
-       "(-9223372036854775807ll - 1)"},
-      {"float", "RT_DTYPE_F32", "unsigned int", "__int_as_float(0x7f800000)",
-       "__int_as_float(0xff800000)"},
-      {"double", "RT_DTYPE_F64", "unsigned long long",
-       "__longlong_as_double(0x7ff0000000000000ll)", "__longlong_as_double(0xfff0000000000000ull)"},
-      {"unsigned short", "RT_DTYPE_BF16", "unsigned int", "__int_as_float(0x7f800000)",
-       "__int_as_float(0xff800000)"},
-      {"unsigned short", "RT_DTYPE_F16", "unsigned int", "__int_as_float(0x7f800000)",
-       "__int_as_float(0xff800000)"},
-  }};
-  const TypeText& tt = kTypes[static_cast<int>(dtype)];
+  // The element type (bf16 and f16 stored as unsigned short) and its macro.
+  static constexpr std::array<std::pair<const char*, const char*>, 8> kTypes{{
+      {"int", "RT_DTYPE_I32"}, {"unsigned int", "RT_DTYPE_U32"}, {"long long", "RT_DTYPE_I64"},
+      {"float", "RT_DTYPE_F32"}, {"double", "RT_DTYPE_F64"}, {"unsigned short", "RT_DTYPE_BF16"},
+      {"unsigned short", "RT_DTYPE_F16"}, {"unsigned char", "RT_DTYPE_U8"}}};
+  const auto& [ctype, macro] = kTypes[static_cast<int>(dtype)];
   auto upper = [](std::string_view s) {
     std::string r(s);
     for (char& ch : r) ch = char(std::toupper(static_cast<unsigned char>(ch)));
@@ -346,15 +354,9 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   std::string s;
   s += "// reduce-tune: " + std::string(v.name) + " " + std::string(name(dtype)) + " " +
        std::string(name(op)) + "\n";
-  s += "typedef " + std::string(tt.t) + " T;\n";
-  s += "typedef " + std::string(is_half(dtype) ? "float" : tt.t) + " A;\n";
-  s += wide_result ? "typedef A R;\n#define RT_WIDE_RESULT 1\n" : "typedef T R;\n";
-  s += "#define " + std::string(tt.macro) + " 1\n";
+  s += "typedef " + std::string(ctype) + " T;\n";
+  s += "#define " + std::string(macro) + " 1\n";
   if (is_half(dtype)) s += "#define RT_HALF 1\n";
-  s += "#define RT_UNSIGNED_OF_T " + std::string(tt.uns) + "\n";
-  s += "#define RT_T_MAX " + std::string(tt.max) + "\n";
-  s += "#define RT_T_LOWEST " + std::string(tt.lowest) + "\n";
-  s += "#define RT_OP_" + upper(name(op)) + " 1\n";
   s += "#define RT_TAIL_" + upper(name(c.tail)) + " 1\n";
   s += "#define RT_FINISH_" + upper(name(c.finish)) + " 1\n";
   s += "#define RT_UNROLL " + std::to_string(c.unroll) + "\n";
@@ -368,6 +370,8 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
     d.remove_prefix(std::min(end + 1, d.size()));
   }
   if (v.evict_first) s += "#define RT_EVICT_FIRST 1\n";
+  s += template_source("element.cuh");
+  s += op_source(op, dtype, wide_result);
   s += template_source("common.cuh");
   if (v.problem != Problem::array) s += template_source("segmented/segmented.cuh");
   const ExtraVariant* extra = find_extra(v.name);

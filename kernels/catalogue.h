@@ -95,6 +95,7 @@ struct LaunchPlan {
   bool second_pass = false;     ///< run rt_combine_partials after (twopass over > 1 block)
   bool counter = false;         ///< needs the zeroed finish state (lastblock, firstblock)
   bool host_finish = false;     ///< partials combined on the host
+  unsigned accumulator_bytes = 4; ///< one partial's bytes (the op's accumulator)
   bool scratch = false;         ///< in-place: runs on a copy of the input
 };
 LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n);

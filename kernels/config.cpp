@@ -2,6 +2,7 @@
 #include "reduce_tune/config.h"
 
 #include "kernels/catalogue.h"
+#include "kernels/ops.h"
 
 #include <array>
 #include <charconv>
@@ -24,12 +25,10 @@ std::string_view lookup(const std::array<std::pair<E, std::string_view>, N>& tab
   return "?";
 }
 
-constexpr std::array<std::pair<DType, std::string_view>, 7> kDTypes{{
+constexpr std::array<std::pair<DType, std::string_view>, 8> kDTypes{{
     {DType::i32, "int32"}, {DType::u32, "uint32"}, {DType::i64, "int64"},
     {DType::f32, "float32"}, {DType::f64, "float64"}, {DType::bf16, "bfloat16"},
-    {DType::f16, "float16"}}};
-constexpr std::array<std::pair<Op, std::string_view>, 3> kOps{{
-    {Op::sum, "sum"}, {Op::min, "min"}, {Op::max, "max"}}};
+    {DType::f16, "float16"}, {DType::u8, "uint8"}}};
 constexpr std::array<std::pair<Tail, std::string_view>, 5> kTails{{
     {Tail::none, "none"}, {Tail::volatile_, "volatile"}, {Tail::syncwarp, "syncwarp"},
     {Tail::shfl, "shfl"}, {Tail::redux, "redux"}}};
@@ -53,18 +52,26 @@ std::optional<int> number_after(std::string_view tok, char prefix) {
 } // namespace
 
 std::string_view name(DType d) { return lookup(kDTypes, d); }
-std::string_view name(Op o) { return lookup(kOps, o); }
+std::string_view name(Op o) {
+  for (const OpDescription& d : op_descriptions())
+    if (d.op == o) return d.name;
+  return "?";
+}
 std::string_view name(Tail t) { return lookup(kTails, t); }
 std::string_view name(Finish f) { return lookup(kFinishes, f); }
 std::string_view name(Problem p) { return lookup(kProblems, p); }
 std::optional<DType> parse_dtype(std::string_view s) { return lookup(kDTypes, s); }
-std::optional<Op> parse_op(std::string_view s) { return lookup(kOps, s); }
+std::optional<Op> parse_op(std::string_view s) {
+  for (const OpDescription& d : op_descriptions())
+    if (d.name == s) return d.op;
+  return std::nullopt;
+}
 std::optional<Tail> parse_tail(std::string_view s) { return lookup(kTails, s); }
 std::optional<Finish> parse_finish(std::string_view s) { return lookup(kFinishes, s); }
 std::optional<Problem> parse_problem(std::string_view s) { return lookup(kProblems, s); }
 
 std::size_t size_of(DType d) {
-  return d == DType::i64 || d == DType::f64 ? 8 : is_half(d) ? 2 : 4;
+  return d == DType::i64 || d == DType::f64 ? 8 : is_half(d) ? 2 : d == DType::u8 ? 1 : 4;
 }
 bool is_float(DType d) { return d == DType::f32 || d == DType::f64 || is_half(d); }
 bool is_half(DType d) { return d == DType::bf16 || d == DType::f16; }

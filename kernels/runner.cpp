@@ -104,8 +104,8 @@ void zero_state(CUdeviceptr p, std::size_t bytes, CUstream fill_on) {
 
 void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstream fill_on) {
   const std::size_t es = size_of(dtype);
-  // Partials are accumulators: float32 for bf16 and f16.
-  const std::size_t ps = size_of(accumulator_of(dtype));
+  // Partials are the op's accumulators (float32 for bf16 and f16 sums).
+  const std::size_t ps = p.accumulator_bytes;
   if (out_.size() < 8) out_ = cuda::Buffer(8);
   if (p.partials && partials_.size() < p.grid * ps) partials_ = cuda::Buffer(p.grid * ps);
   if (p.counter && counter_.size() < kFinishStateBytes) {
@@ -120,7 +120,6 @@ void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstr
   if (p.host_finish && host_partials_.bytes.size() < p.grid * ps) {
     host_partials_.bytes.resize(p.grid * ps);
   }
-  host_partials_.dtype = accumulator_of(dtype);
 }
 
 void Workspace::reserve(const SegmentedPlan& p, CUstream fill_on) {
@@ -147,9 +146,16 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 /// docs/METHOD.md, "Four chunks, the lowest median"). 8-byte identities are two 32-bit
 /// words; out is aligned to its element.
 void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s) {
-  const std::uint64_t bits = identity(dtype, op).bits;
+  set_value(out, identity(dtype, op), s);
+}
+
+void set_value(CUdeviceptr out, Scalar v, CUstream s) {
+  const DType dtype = v.dtype;
+  const std::uint64_t bits = v.bits;
   const unsigned lo = unsigned(bits), hi = unsigned(bits >> 32);
-  if (size_of(dtype) == 2) {
+  if (size_of(dtype) == 1) {
+    RT_CU(cuMemsetD8Async(out, static_cast<unsigned char>(lo), 1, s));
+  } else if (size_of(dtype) == 2) {
     RT_CU(cuMemsetD16Async(out, static_cast<unsigned short>(lo), 1, s));
   } else if (size_of(dtype) == 4) {
     RT_CU(cuMemsetD32Async(out, lo, 1, s));
@@ -171,7 +177,7 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
   cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args);
   if (p.second_pass) {
     unsigned long long parts = p.grid;
-    void* args2[] = {&partials, &out, &parts};
+    void* args2[] = {&partials, &out, &parts, &count}; // count: the elements, for the post-map
     cuda::launch(k.combine, 1, p.block, p.smem_bytes, s, args2, k.programmatic);
   }
 }
@@ -202,10 +208,11 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s) {
   const std::size_t es = size_of(k.result_dtype());
   if (p.host_finish) {
-    RT_CU(cuMemcpyDtoHAsync(w.host_partials().bytes.data(), w.partials(),
-                            p.grid * size_of(accumulator_of(k.dtype)), s));
+    HostArray& partials = w.host_partials();
+    partials.dtype = accumulator_dtype(k.op, k.dtype);
+    RT_CU(cuMemcpyDtoHAsync(partials.bytes.data(), w.partials(), p.grid * p.accumulator_bytes, s));
     RT_CU(cuStreamSynchronize(s));
-    return combine_on_host(w.host_partials(), p.grid, k.op, k.result_dtype());
+    return combine_on_host(partials, p.grid, k.op, k.result_dtype());
   }
   Scalar r;
   r.dtype = k.result_dtype();

@@ -32,8 +32,9 @@ struct Kernel {
   bool programmatic = false;
   /// bf16/f16: the result is written as the float32 accumulator (Target::wide_result).
   bool wide_result = false;
-  /// The dtype of the result: the element type, or float32 for a wide result.
-  DType result_dtype() const { return wide_result ? accumulator_of(dtype) : dtype; }
+  /// The dtype of the result (kernels/ops.h): for sum, min and max the element type, or float32
+  /// for a wide result.
+  DType result_dtype() const { return ::reduce_tune::result_dtype(op, dtype, wide_result); }
 };
 
 /// Renders, compiles (through the disk cache) and loads kernels for one device; modules with the
@@ -118,6 +119,8 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 /// Sets one element at `out` to the identity of (dtype, op) on `s`: one or two 32-bit memsets
 /// (capturable in a CUDA graph, unlike a copy from host memory). `out` is aligned to its element.
 void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s);
+/// Sets one element at `out` to `v` (of v.dtype) the same way.
+void set_value(CUdeviceptr out, Scalar v, CUstream s);
 /// Waits for the stream and returns the result: copied from the device, or, for the host finish,
 /// the partials copied back and combined here.
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s);

@@ -2,6 +2,7 @@
 // variants, the sweep's space, launch geometry and rounding depth. The validity rules are the
 // array catalogue's (kernels/catalogue.cpp), which read a variant's parameters from its entry.
 #include "kernels/catalogue.h"
+#include "kernels/ops.h"
 #include "kernels/segmented.h"
 
 #include <algorithm>
@@ -488,7 +489,7 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   const Variant& v = *find_variant(c.variant);
   SegmentedPlan p;
   p.block = unsigned(c.block);
-  p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * size_of(accumulator_of(t.dtype)));
+  p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * accumulator_bytes(t.op, t.dtype));
   p.fill = c.finish == Finish::atomic && !lists_chunks(v);
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count);

@@ -13,6 +13,7 @@ template <typename T> Scalar Scalar::of(T v) {
   else if constexpr (std::is_same_v<T, std::int64_t>) s.dtype = DType::i64;
   else if constexpr (std::is_same_v<T, float>) s.dtype = DType::f32;
   else if constexpr (is_half_float_v<T>) s.dtype = T::dtype;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) s.dtype = DType::u8;
   else s.dtype = DType::f64;
   std::memcpy(&s.bits, &v, sizeof v);
   return s;
@@ -31,6 +32,7 @@ template Scalar Scalar::of(float);
 template Scalar Scalar::of(double);
 template Scalar Scalar::of(bf16_t);
 template Scalar Scalar::of(f16_t);
+template Scalar Scalar::of(std::uint8_t);
 template std::int32_t Scalar::as() const;
 template std::uint32_t Scalar::as() const;
 template std::int64_t Scalar::as() const;
@@ -38,40 +40,51 @@ template float Scalar::as() const;
 template double Scalar::as() const;
 template bf16_t Scalar::as() const;
 template f16_t Scalar::as() const;
+template std::uint8_t Scalar::as() const;
 
 double Scalar::to_double() const {
-  return visit(dtype, [&](auto t) { return double(as<decltype(t)>()); });
+  return visit_value(dtype, [&](auto t) { return double(as<decltype(t)>()); });
 }
 
 std::string Scalar::to_string() const {
-  return visit(dtype, [&](auto t) {
+  return visit_value(dtype, [&](auto t) {
     std::ostringstream o;
     o.precision(std::numeric_limits<decltype(t)>::max_digits10);
-    o << as<decltype(t)>();
+    if constexpr (std::is_same_v<decltype(t), std::uint8_t>) o << unsigned(as<std::uint8_t>());
+    else o << as<decltype(t)>();
     return o.str();
   });
 }
 
 Scalar identity(DType dtype, Op op) {
-  return visit(dtype, [op](auto t) { return Scalar::of(identity<decltype(t)>(op)); });
+  return visit_value(dtype, [op](auto t) { return Scalar::of(identity<decltype(t)>(op)); });
+}
+
+Scalar empty_result(Op op, DType result) {
+  if (op == Op::mean)
+    return visit_value(result, [](auto r) {
+      using R = decltype(r);
+      if constexpr (is_float_like_v<R>) return Scalar::of(R(std::numeric_limits<double>::quiet_NaN()));
+      else return Scalar::of(R(0)); // never: a mean is a float
+    });
+  return identity(result, op);
 }
 
 Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op, DType result) {
   return visit(partials.dtype, [&](auto t) {
     using T = decltype(t);
     const T* p = partials.data<T>();
-    // The result of the partials' combination `acc` (exact for integers and min/max; for float
-    // sums the double sum) as `result`, rounded once.
+    // The partials' combination `acc` (exact for integers and min/max; for float sums the double
+    // sum) as `result`, rounded once.
     auto as_result = [&](auto acc) {
-      if (result == partials.dtype) return Scalar::of(T(acc));
-      return visit(result, [&](auto r) {
+      return visit_value(result, [&](auto r) {
         using R = decltype(r);
         if constexpr (is_half_float_v<R>) return Scalar::of(R(double(acc)));
-        else return Scalar::of(T(acc)); // not a result type of these partials: never asked
+        else return Scalar::of(R(acc));
       });
     };
     if constexpr (is_float_like_v<T>) {
-      if (op == Op::sum) {
+      if (combine_kind(op) == OpAtomic::add) {
         double s = 0;
         for (std::uint64_t i = 0; i < count; ++i) s += double(p[i]);
         return as_result(s);

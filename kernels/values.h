@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/half.h"
+#include "kernels/ops.h"
 #include "reduce_tune/config.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace reduce_tune {
@@ -29,7 +31,8 @@ struct Scalar {
   bool operator==(const Scalar&) const = default;
 };
 
-/// Calls f(T{}) with the C++ type of `d` (bf16_t and f16_t for the 2-byte floats: kernels/half.h).
+/// Calls f(T{}) with the C++ type of element dtype `d` (bf16_t and f16_t for the 2-byte floats:
+/// kernels/half.h).
 template <typename F> decltype(auto) visit(DType d, F&& f) {
   switch (d) {
   case DType::i32: return f(std::int32_t{});
@@ -39,20 +42,39 @@ template <typename F> decltype(auto) visit(DType d, F&& f) {
   case DType::f64: return f(double{});
   case DType::bf16: return f(bf16_t{});
   case DType::f16: return f(f16_t{});
+  case DType::u8: break; // a result type only: visit_value
   }
   return f(float{});
 }
+/// visit over every dtype a value may have: the element types and uint8 (any, all).
+template <typename F> decltype(auto) visit_value(DType d, F&& f) {
+  if (d == DType::u8) return f(std::uint8_t{});
+  return visit(d, std::forward<F>(f));
+}
 
-/// The identity of `op` on T: 0 for sum; for min the type's max (+infinity for floats), for max
-/// its lowest (-infinity), as the kernels' rt_identity().
+/// How `op` combines two accumulators: add (sum, mean, sumsq, norm1, norm2, count_nonzero),
+/// min (min; all, whose accumulators are 0 or 1) or max (max; any).
+inline OpAtomic combine_kind(Op op) {
+  if (op == Op::min || op == Op::all) return OpAtomic::min;
+  if (op == Op::max || op == Op::any) return OpAtomic::max;
+  return OpAtomic::add;
+}
+
+/// The identity of `op`'s combine on T, as the kernels' rt_identity(): 0 for the sums and any, 1
+/// for all; for min the type's max (+infinity for floats), for max its lowest (-infinity).
 template <typename T> T identity(Op op) {
   using L = std::numeric_limits<T>;
-  if (op == Op::sum) return T(0);
+  if (op == Op::all) return T(1);
+  if (op != Op::min && op != Op::max) return T(0);
   if constexpr (L::has_infinity) return op == Op::min ? L::infinity() : -L::infinity();
   else return op == Op::min ? L::max() : L::lowest();
 }
-/// The same for `dtype`, as a Scalar.
+/// The same for `dtype` (the accumulator's, or the result's where an atomic finish starts from
+/// it), as a Scalar.
 Scalar identity(DType dtype, Op op);
+/// The result of reducing no elements (`result`: result_dtype of the op): the identity, except
+/// NaN for mean (0 / 0, as torch.mean of nothing).
+Scalar empty_result(Op op, DType result);
 
 // In their own namespace, which argument-dependent lookup on an Op never reaches: a combine or a
 // float_min_max of a file's own (the bench has both) stays unambiguous.
@@ -71,16 +93,17 @@ template <typename T> T float_min_max(T a, T b, bool min) {
   return (b < a) == min ? b : a;
 }
 
-/// a op b as the kernels combine two values of T (an integer or a C++ float: acc_t of the element
-/// type): integer sums wrap.
+/// a op b as the kernels combine two accumulators of T (an integer or a C++ float): integer sums
+/// wrap.
 template <typename T> T combine(T a, T b, Op op) {
+  const OpAtomic kind = combine_kind(op);
   if constexpr (std::is_floating_point_v<T>) {
-    if (op != Op::sum) return float_min_max(a, b, op == Op::min);
+    if (kind != OpAtomic::add) return float_min_max(a, b, kind == OpAtomic::min);
     return a + b;
   } else {
     using U = std::make_unsigned_t<T>;
-    if (op == Op::min) return std::min(a, b);
-    if (op == Op::max) return std::max(a, b);
+    if (kind == OpAtomic::min) return std::min(a, b);
+    if (kind == OpAtomic::max) return std::max(a, b);
     return T(U(a) + U(b)); // two's-complement wrap
   }
 }
@@ -96,9 +119,9 @@ struct HostArray {
   template <typename T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
 };
 
-/// Combines values on the host as a `host` finish does: floats accumulate in double and round
-/// once to `result` (the partials' dtype, or for bf16 and f16 results their float32 partials:
-/// accumulator_of); integers wrap.
+/// Combines partials (the op's accumulators: accumulator_dtype) on the host as a `host` finish
+/// does, for the ops whose post-map is the plain conversion (OpTraits::host_combine): float sums
+/// accumulate in double and round once to `result` (result_dtype); integers wrap.
 Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op, DType result);
 inline Scalar combine_on_host(const HostArray& partials, std::uint64_t count, Op op) {
   return combine_on_host(partials, count, op, partials.dtype);

@@ -34,7 +34,9 @@ void check_problem(DType dtype, Op op) {
   if (static_cast<unsigned>(op) >= kOps)
     throw InvalidArgument("reduce_tune: unsupported op (enum value " +
                           std::to_string(static_cast<int>(op)) +
-                          "): sum, min and max are supported");
+                          "): sum, min, max, mean, sumsq, norm1, norm2, count_nonzero, any and "
+                          "all are supported");
+  if (auto why = op_unsupported(op, dtype)) throw InvalidArgument("reduce_tune: " + *why);
 }
 
 void check_problem(Problem problem) {
@@ -140,14 +142,15 @@ std::optional<std::uint64_t> check_pointer(const char* what, const void* p, std:
   return room;
 }
 
-Result result_kind(DType dtype, DType result) {
-  check_problem(result, Op::sum);
-  if (result == dtype) return Result::device;
-  if (is_half(dtype) && result == DType::f32) return Result::wide;
-  throw InvalidArgument("reduce_tune: a " + std::string(name(dtype)) + " reduction cannot write a " +
-                        std::string(name(result)) + " result: " +
-                        (is_half(dtype) ? "its result is " + std::string(name(dtype)) + " or float32"
-                                        : "its result has the element type"));
+Result result_kind(DType dtype, Op op, DType result) {
+  const DType own = result_dtype(op, dtype);
+  if (result == own) return Result::device;
+  const bool widens = is_half(dtype) && own == dtype;
+  if (widens && result == DType::f32) return Result::wide;
+  throw InvalidArgument("reduce_tune: a " + std::string(name(dtype)) + " " + std::string(name(op)) +
+                        " cannot write a " + std::string(name(result)) + " result: " +
+                        (widens ? "its result is " + std::string(name(dtype)) + " or float32"
+                                : "its result is " + std::string(name(own))));
 }
 
 void refuse_capture(const capture::State& cap) {
@@ -165,7 +168,7 @@ Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_o
   c.result = result;
   c.args.shape = {1, n};
   if (result != Result::host) { // the result's pointer first: n = 0 writes it
-    const DType out_dtype = result == Result::wide ? accumulator_of(dtype) : dtype;
+    const DType out_dtype = result_dtype(op, dtype, result == Result::wide);
     check_pointer("d_out", d_out, 1, out_dtype, ordinal, capturing);
     c.args.out = reinterpret_cast<CUdeviceptr>(d_out);
     c.out_count = 1;
@@ -196,7 +199,7 @@ Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uin
   const std::uint64_t elements = rows == 0 ? 0 : (rows - 1) * stride + cols;
   const std::uint64_t results = problem == Problem::rows ? rows : cols;
   check_pointer("d_in", d_in, elements, dtype, ordinal, capturing);
-  check_pointer("d_out", d_out, results, dtype, ordinal, capturing);
+  check_pointer("d_out", d_out, results, result_dtype(op, dtype), ordinal, capturing);
   Call c;
   c.in_count = elements;
   c.out_count = results;
@@ -210,7 +213,10 @@ Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uin
   // Shapes that are another problem in disguise take that problem's faster path (see the header).
   const bool dense = stride == cols || rows == 1;
   const std::uint64_t per_result = c.args.shape.length;
-  if (per_result == 1 && (problem == Problem::columns || dense)) {
+  // One element per result is a copy where the op's result of one element is that element.
+  const OpTraits& traits = describe(op).traits;
+  const bool copies = traits.plain_map && traits.plain_post && result_dtype(op, dtype) == dtype;
+  if (per_result == 1 && copies && (problem == Problem::columns || dense)) {
     c.work = Call::Work::copy;
   } else if (results == 1 && dense) {
     c.problem = Problem::array;
@@ -242,7 +248,7 @@ Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_o
   c.op = op;
   c.args.shape = segments_shape(dtype, d_in, segments, elements, ordinal, capturing);
   check_pointer("d_offsets", d_offsets, segments + 1, DType::i64, ordinal, capturing);
-  check_pointer("d_out", d_out, segments, dtype, ordinal, capturing);
+  check_pointer("d_out", d_out, segments, result_dtype(op, dtype), ordinal, capturing);
   c.in_count = elements;
   c.out_count = segments;
   c.args.in = reinterpret_cast<CUdeviceptr>(d_in);

@@ -62,7 +62,7 @@ void remember_checked(CUdeviceptr start, std::size_t size, int ordinal);
 
 /// The Result of an asynchronous call that writes `result`: Result::device for the element type,
 /// Result::wide for float32 from bf16 or f16; InvalidArgument for anything else.
-Result result_kind(DType dtype, DType result);
+Result result_kind(DType dtype, Op op, DType result);
 
 /// Throws InvalidArgument for a synchronous call on a capturing stream, before anything is
 /// enqueued (so the capture stays valid).

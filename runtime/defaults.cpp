@@ -4,6 +4,7 @@
 
 #include "kernels/catalogue.h"
 #include "kernels/segmented.h"
+#include "kernels/values.h"
 
 #include <algorithm>
 #include <bit>
@@ -93,7 +94,7 @@ Config safe_config(Problem problem, DType dtype, const Target& t) {
 bool serialised_atomics(const Config& c, const Target& t) {
   const bool atomic = c.finish == Finish::atomic || c.finish == Finish::firstblock;
   const bool slow_combine =
-      t.op != Op::sum && (size_of(t.dtype) == 8 || (is_half(t.dtype) && !t.wide_result));
+      combine_kind(t.op) != OpAtomic::add && (size_of(t.dtype) == 8 || (is_half(t.dtype) && !t.wide_result));
   return t.problem == Problem::array && c.grid == 0 && atomic && slow_combine;
 }
 

@@ -76,7 +76,7 @@ void Reducer::Impl::run(const Call& c, CUstream stream, const capture::State& ca
   }
   if (c.work == Call::Work::identity) {
     // A memset, not a launch (a graph node when captured).
-    set_identity(a.out, c.result == Result::wide ? accumulator_of(c.dtype) : c.dtype, c.op, stream);
+    set_value(a.out, empty_result(c.op, result_dtype(c.op, c.dtype, c.result == Result::wide)), stream);
     return;
   }
   const Entry& e = ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result));
@@ -117,7 +117,7 @@ bool Reducer::Impl::run_warm(const WarmKey& key, const void* in, void* out, CUst
   const WarmCall* w = find_warm(key);
   if (!w) return false;
   const Call& c = w->call;
-  const DType out_dtype = c.result == Result::wide ? accumulator_of(c.dtype) : c.dtype;
+  const DType out_dtype = result_dtype(c.op, c.dtype, c.result == Result::wide);
   if (!checked_before(in, c.in_count, c.dtype, ordinal) ||
       !checked_before(out, c.out_count, out_dtype, ordinal))
     return false;

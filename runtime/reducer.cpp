@@ -97,7 +97,7 @@ Choice Reducer::async_config_for(DType dtype, Op op, std::uint64_t n) const {
 }
 
 Choice Reducer::async_config_for(DType dtype, Op op, std::uint64_t n, DType result) const {
-  const Result r = result_kind(dtype, result);
+  const Result r = result_kind(dtype, op, result);
   check_problem(dtype, op);
   const Shape shape = array_shape(n);
   return graded(impl_->choice(entry_key(Problem::array, dtype, op, shape, r)), Problem::array, shape);
@@ -127,11 +127,16 @@ Choice Reducer::segments_config_for(DType dtype, Op op, const void* d_in, std::u
 // ---- 1-D reductions ---------------------------------------------------------------------------
 
 void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n, void* h_out,
-                          CUstream stream) {
+                          DType out_dtype, CUstream stream) {
   check_problem(dtype, op);
-  const std::size_t es = size_of(dtype);
+  const DType result = result_dtype(op, dtype);
+  if (result != out_dtype)
+    throw InvalidArgument("reduce_tune: a " + std::string(name(dtype)) + " " + std::string(name(op)) +
+                          " gives " + std::string(name(result)) + ", not " +
+                          std::string(name(out_dtype)) + " (see the typed helpers)");
+  const std::size_t es = size_of(result);
   if (n == 0) {
-    const std::uint64_t bits = identity(dtype, op).bits;
+    const std::uint64_t bits = empty_result(op, result).bits;
     std::memcpy(h_out, &bits, es);
     return;
   }
@@ -144,7 +149,8 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
 
 void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
                            CUstream stream) {
-  reduce_async(dtype, op, d_in, n, d_out, dtype, stream); // the element type: Result::device
+  check_problem(dtype, op);
+  reduce_async(dtype, op, d_in, n, d_out, result_dtype(op, dtype), stream); // Result::device
 }
 
 void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_out,
@@ -152,7 +158,7 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
   const WarmKey key{impl_->serial, n, 0, 0, Problem::array, dtype, op, result};
   if (impl_->run_warm(key, d_in, d_out, stream)) return;
   check_problem(dtype, op);
-  const Result r = result_kind(dtype, result);
+  const Result r = result_kind(dtype, op, result);
   const CallScope scope(impl_->ctx);
   const capture::State cap = capture::state(stream); // first: a capture's pointers are its own
   impl_->run(array_call(dtype, op, d_in, n, d_out, r, impl_->ordinal, cap.active), stream, cap,

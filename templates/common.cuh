@@ -1,66 +1,60 @@
-// reduce-tune: what every reduction template shares. The host prepends a header that defines
-// T (the element type), A (the type elements are combined in), R (the type the result is written
-// in: T, or A with RT_WIDE_RESULT), RT_DTYPE_*, RT_OP_*, RT_TAIL_*, RT_FINISH_*, RT_BLOCK (where
-// compile-time), RT_UNROLL and RT_VEC, then this file, then the variant's template. Every kernel
-// has the same signature:
+// reduce-tune: what every reduction template shares, whatever the op. Rendered after the header
+// (T, RT_DTYPE_*, RT_TAIL_*, RT_FINISH_*, RT_BLOCK where compile-time, RT_UNROLL, RT_VEC),
+// element.cuh and the op's description (kernels/ops.cpp), which defines the accumulator A, the
+// result type R, rt_identity(), rt_map(x) (an element as an accumulator), rt_combine(a, b),
+// rt_post(a, count) (an accumulator of `count` elements as the result) and its traits:
+// RT_ATOMIC_ADD / RT_ATOMIC_MIN / RT_ATOMIC_MAX (the atomic its accumulator combines with, none
+// for the others), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
+// RT_ACC_I32 / _U32 / _I64 / _F32 / _F64 (its scalar accumulator's type). Every kernel has the
+// same signature:
 //   rt_reduce(in, work, partials, out, n, counter)
 // `work` is a scratch copy of `in` for in-place variants; `partials` holds one value per block (of
 // type A); `out` is the final value; `counter` points at 16 zeroed bytes for the last-block and
 // first-block finishes, which leave them as they need them for the next launch.
 //
-// A is T, except for the 2-byte floats (RT_HALF: bf16 and f16, stored as unsigned short): A is
-// float. Every element is widened exactly as it is loaded (rt_to_acc), partials, shared memory
-// and shuffles are float, and the result is rounded once to T where it is written (rt_result):
-// sums accumulate in float32, min and max stay exact. With RT_WIDE_RESULT, R is A: the result is
-// the float32 accumulator itself, not rounded, so the atomic finishes may add into it. No CUDA
-// header is included: the conversions are PTX (and integer rounding for bf16 before sm_80), so any
-// NVRTC compiles them.
-
-typedef unsigned long long rt_size;
+// For bf16 and f16 the scalar ops' accumulator is float: every element is widened exactly as it
+// is mapped, partials, shared memory and shuffles are float, and the result is rounded once where
+// it is written (rt_post): sums accumulate in float32, min and max stay exact. With
+// RT_WIDE_RESULT, R is A: the result is the float32 accumulator itself, not rounded, so the atomic
+// finishes may add into it.
 
 // The one signature of every reduction kernel.
 #define RT_REDUCE_PARAMS                                                                          \
   const T *__restrict__ in, T *__restrict__ work, A *__restrict__ partials, R *__restrict__ out, \
       rt_size n, unsigned *counter
 
-// ---- element <-> accumulator ---------------------------------------------------------------
+// An accumulator as the result of an atomic finish (the identity it starts from, the value it
+// combines into): the post-map of ops whose post-map is the plain conversion, the only ones the
+// catalogue admits there.
+__device__ __forceinline__ R rt_result(A v) { return rt_post(v, 0); }
 
-#if defined(RT_DTYPE_BF16)
-// bf16 is the upper half of a float: widening is a shift.
-__device__ __forceinline__ A rt_to_acc(T x) { return __uint_as_float(unsigned(x) << 16); }
-__device__ __forceinline__ T rt_from_acc(A v) {
-#if __CUDA_ARCH__ >= 800
-  unsigned short r;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(v));
-  return r;
-#else
-  // Round to nearest even on the bit pattern; a NaN stays a (quiet) NaN.
-  const unsigned u = __float_as_uint(v);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
-  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-#endif
+// Shuffles of any accumulator: a scalar as itself, a struct 32-bit word by word.
+template <typename V> __device__ __forceinline__ V rt_shfl_down(V v, unsigned offset, int width = 32) {
+  if constexpr (sizeof(V) == 4 || sizeof(V) == 8) {
+    return __shfl_down_sync(0xffffffffu, v, offset, width);
+  } else {
+    static_assert(sizeof(V) % 4 == 0, "accumulators of whole 32-bit words");
+    unsigned w[sizeof(V) / 4];
+    memcpy(w, &v, sizeof(V));
+#pragma unroll
+    for (int i = 0; i < int(sizeof(V) / 4); ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], offset, width);
+    memcpy(&v, w, sizeof(V));
+    return v;
+  }
 }
-#elif defined(RT_DTYPE_F16)
-__device__ __forceinline__ A rt_to_acc(T x) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-  return f;
+template <typename V> __device__ __forceinline__ V rt_shfl_up(V v, unsigned offset, int width = 32) {
+  if constexpr (sizeof(V) == 4 || sizeof(V) == 8) {
+    return __shfl_up_sync(0xffffffffu, v, offset, width);
+  } else {
+    static_assert(sizeof(V) % 4 == 0, "accumulators of whole 32-bit words");
+    unsigned w[sizeof(V) / 4];
+    memcpy(w, &v, sizeof(V));
+#pragma unroll
+    for (int i = 0; i < int(sizeof(V) / 4); ++i) w[i] = __shfl_up_sync(0xffffffffu, w[i], offset, width);
+    memcpy(&v, w, sizeof(V));
+    return v;
+  }
 }
-__device__ __forceinline__ T rt_from_acc(A v) {
-  unsigned short r;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
-  return r;
-}
-#else
-__device__ __forceinline__ A rt_to_acc(T x) { return x; }
-__device__ __forceinline__ T rt_from_acc(A v) { return v; }
-#endif
-// An accumulator as the result: rounded to T once, or kept as A (RT_WIDE_RESULT).
-#if defined(RT_WIDE_RESULT)
-__device__ __forceinline__ R rt_result(A v) { return v; }
-#else
-__device__ __forceinline__ R rt_result(A v) { return rt_from_acc(v); }
-#endif
 
 // ---- vector loads ----------------------------------------------------------------------------
 
@@ -91,69 +85,7 @@ __device__ __forceinline__ rt_vec rt_load(const rt_vec* p) {
 #endif
 }
 
-// ---- the operator: identity, combine, atomic combine --------------------------------------
-
-// Floating-point min and max are IEEE 754-2019 minimum and maximum: a NaN operand gives a NaN (the
-// first operand's when both are, so a CAS loop that finds a NaN in memory leaves it; on sm_80+ the
-// canonical NaN for float accumulators), and -0.0 is
-// below +0.0 (equal operands: their bits OR-ed for min, AND-ed for max). Every order of combining
-// then gives the same value, whichever kernel, tail or atomic finish (kernels/values.h agrees).
-__device__ __forceinline__ float rt_zero_tie(float a, float b, bool min) {
-  const unsigned x = __float_as_uint(a), y = __float_as_uint(b);
-  return __uint_as_float(min ? x | y : x & y);
-}
-__device__ __forceinline__ double rt_zero_tie(double a, double b, bool min) {
-  const long long x = __double_as_longlong(a), y = __double_as_longlong(b);
-  return __longlong_as_double(min ? x | y : x & y);
-}
-// Selects, not branches: a branch between loads keeps the compiler from issuing them together
-// (float64 max over rows of 4 elements with evict-first loads took 1.6x the plain loads' time on
-// an H100 when this returned early).
-template <bool Min, typename F> __device__ __forceinline__ F rt_float_min_max(F a, F b) {
-  F r = (b < a) == Min ? b : a;
-  r = a == b ? rt_zero_tie(a, b, Min) : r; // equal bits, or +0.0 and -0.0
-  r = b != b ? b : r;
-  return a != a ? a : r;
-}
-#if __CUDA_ARCH__ >= 800
-// sm_80+: one instruction, with the same meaning (PTX min/max.NaN: a NaN operand gives the
-// canonical NaN, and +0.0 is above -0.0), where the code above takes about ten per element.
-template <> __device__ __forceinline__ float rt_float_min_max<true, float>(float a, float b) {
-  float r;
-  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-template <> __device__ __forceinline__ float rt_float_min_max<false, float>(float a, float b) {
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-#endif
-
-#if defined(RT_OP_SUM)
-__device__ __forceinline__ A rt_identity() { return A(0); }
-#if defined(RT_DTYPE_I32) || defined(RT_DTYPE_I64)
-// Signed sums wrap in two's complement, as the CPU reference does: add as unsigned.
-typedef RT_UNSIGNED_OF_T rt_uT;
-__device__ __forceinline__ A rt_combine(A a, A b) { return A(rt_uT(a) + rt_uT(b)); }
-#else
-__device__ __forceinline__ A rt_combine(A a, A b) { return a + b; }
-#endif
-#elif defined(RT_OP_MIN)
-__device__ __forceinline__ A rt_identity() { return RT_T_MAX; }
-#if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64) || defined(RT_HALF)
-__device__ __forceinline__ A rt_combine(A a, A b) { return rt_float_min_max<true>(a, b); }
-#else
-__device__ __forceinline__ A rt_combine(A a, A b) { return b < a ? b : a; }
-#endif
-#elif defined(RT_OP_MAX)
-__device__ __forceinline__ A rt_identity() { return RT_T_LOWEST; }
-#if defined(RT_DTYPE_F32) || defined(RT_DTYPE_F64) || defined(RT_HALF)
-__device__ __forceinline__ A rt_combine(A a, A b) { return rt_float_min_max<false>(a, b); }
-#else
-__device__ __forceinline__ A rt_combine(A a, A b) { return a < b ? b : a; }
-#endif
-#endif
+// ---- atomics ---------------------------------------------------------------------------------
 
 // Atomic combine of accumulators into global or shared memory. Native where the hardware has it,
 // float min/max as integer atomics on the bit pattern (below), else a CAS loop on it (64-bit float
@@ -185,7 +117,7 @@ __device__ __forceinline__ void rt_atomic_float_minmax(A* addr, A v) {
   U bits;
   memcpy(&bits, &v, sizeof(A));
   constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
-#if defined(RT_OP_MAX)
+#if defined(RT_ATOMIC_MAX)
   if (v != v) bits = U(~sign);
   if (bits & sign) atomicMin(reinterpret_cast<U*>(addr), bits);
   else atomicMax(reinterpret_cast<S*>(addr), S(bits));
@@ -197,44 +129,51 @@ __device__ __forceinline__ void rt_atomic_float_minmax(A* addr, A v) {
 }
 
 __device__ __forceinline__ void rt_atomic_combine(A* addr, A v) {
-#if defined(RT_OP_SUM) && (defined(RT_DTYPE_I32) || defined(RT_DTYPE_U32) || defined(RT_DTYPE_F32) || defined(RT_HALF))
+#if defined(RT_ATOMIC_ADD) && (defined(RT_ACC_I32) || defined(RT_ACC_U32) || defined(RT_ACC_F32))
   atomicAdd(addr, v);
-#elif defined(RT_OP_SUM) && defined(RT_DTYPE_F64) && __CUDA_ARCH__ >= 600
+#elif defined(RT_ATOMIC_ADD) && defined(RT_ACC_F64) && __CUDA_ARCH__ >= 600
   atomicAdd(addr, v);
-#elif defined(RT_OP_SUM) && defined(RT_DTYPE_I64)
+#elif defined(RT_ATOMIC_ADD) && defined(RT_ACC_I64)
   atomicAdd(reinterpret_cast<unsigned long long*>(addr), (unsigned long long)v);
-#elif defined(RT_OP_MIN) && (defined(RT_DTYPE_I32) || defined(RT_DTYPE_U32))
+#elif defined(RT_ATOMIC_MIN) && (defined(RT_ACC_I32) || defined(RT_ACC_U32))
   atomicMin(addr, v);
-#elif defined(RT_OP_MAX) && (defined(RT_DTYPE_I32) || defined(RT_DTYPE_U32))
+#elif defined(RT_ATOMIC_MAX) && (defined(RT_ACC_I32) || defined(RT_ACC_U32))
   atomicMax(addr, v);
-#elif defined(RT_OP_MIN) && defined(RT_DTYPE_I64)
+#elif defined(RT_ATOMIC_MIN) && defined(RT_ACC_I64)
   atomicMin(reinterpret_cast<long long*>(addr), (long long)v);
-#elif defined(RT_OP_MAX) && defined(RT_DTYPE_I64)
+#elif defined(RT_ATOMIC_MAX) && defined(RT_ACC_I64)
   atomicMax(reinterpret_cast<long long*>(addr), (long long)v);
-#elif (defined(RT_OP_MIN) || defined(RT_OP_MAX)) && (defined(RT_DTYPE_F32) || defined(RT_HALF))
-  rt_atomic_float_minmax<int, unsigned int>(addr, v); // a float accumulator
-#elif (defined(RT_OP_MIN) || defined(RT_OP_MAX)) && defined(RT_DTYPE_F64)
+#elif (defined(RT_ATOMIC_MIN) || defined(RT_ATOMIC_MAX)) && defined(RT_ACC_F32)
+  rt_atomic_float_minmax<int, unsigned int>(addr, v);
+#elif (defined(RT_ATOMIC_MIN) || defined(RT_ATOMIC_MAX)) && defined(RT_ACC_F64)
   rt_atomic_float_minmax<long long, unsigned long long>(addr, v);
-#else // a float64 sum before sm_60
-  rt_atomic_cas<unsigned long long>(addr, v);
+#else
+  // A float64 sum before sm_60, or an op with no atomic of its own (the catalogue admits no
+  // atomic finish for those; a CAS loop keeps the source compiling where the size allows).
+  if constexpr (sizeof(A) == 8) rt_atomic_cas<unsigned long long>(addr, v);
+  else if constexpr (sizeof(A) == 4) rt_atomic_cas<unsigned int>(addr, v);
+  else __trap();
 #endif
 }
 
-// Atomic combine of an accumulator into a result element. For a bf16 or f16 result a 16-bit CAS
-// loop (sm_70+) that combines in float and rounds: exact for min and max, which is all the
-// catalogue admits (a sum would round at every block, kernels/catalogue.cpp); a float32 result
-// (RT_WIDE_RESULT) is combined as float.
+// Atomic combine of an accumulator into a result element. For a bf16 or f16 result
+// (RT_HALF_RESULT) a 16-bit CAS loop (sm_70+) that combines in float and rounds: exact for min and
+// max, which is all the catalogue admits (a sum would round at every block,
+// kernels/catalogue.cpp); a result of the accumulator's own type (float32 for a wide result) is
+// combined as it.
 __device__ __forceinline__ void rt_atomic_out(R* addr, A v) {
-#if defined(RT_HALF) && !defined(RT_WIDE_RESULT)
+#if defined(RT_HALF_RESULT)
   unsigned short old = *reinterpret_cast<volatile unsigned short*>(addr), assumed;
   do {
     assumed = old;
-    const unsigned short next = rt_from_acc(rt_combine(rt_to_acc(assumed), v));
+    const unsigned short next = rt_narrow(rt_combine(rt_widen(assumed), v));
     if (next == assumed) return;
     old = atomicCAS(addr, assumed, next);
   } while (old != assumed);
 #else
-  rt_atomic_combine(addr, v);
+  // Results of another type than the accumulator have no atomic finish (kernels/catalogue.cpp).
+  if constexpr (sizeof(R) == sizeof(A)) rt_atomic_combine(reinterpret_cast<A*>(addr), v);
+  else __trap();
 #endif
 }
 
@@ -261,18 +200,16 @@ __device__ __forceinline__ void rt_pdl_trigger() {
 
 // Reduces v across the 32 lanes of a full warp; lane 0 gets the result.
 __device__ __forceinline__ A rt_warp_reduce(A v) {
-#if defined(RT_TAIL_REDUX)
-#if defined(RT_OP_SUM)
+#if defined(RT_TAIL_REDUX) && defined(RT_REDUX_ADD)
   return A(__reduce_add_sync(0xffffffffu, (unsigned)v));
-#elif defined(RT_OP_MIN)
+#elif defined(RT_TAIL_REDUX) && defined(RT_REDUX_MIN)
   return __reduce_min_sync(0xffffffffu, v);
-#else
+#elif defined(RT_TAIL_REDUX) && defined(RT_REDUX_MAX)
   return __reduce_max_sync(0xffffffffu, v);
-#endif
 #else
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1)
-    v = rt_combine(v, __shfl_down_sync(0xffffffffu, v, offset));
+    v = rt_combine(v, rt_shfl_down(v, offset));
   return v;
 #endif
 }
@@ -318,7 +255,7 @@ __device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size 
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
     const rt_size idx = base + rt_size(k) * block;
-    if (idx < n) v = rt_combine(v, rt_to_acc(in[idx]));
+    if (idx < n) v = rt_combine(v, rt_map(in[idx]));
   }
   return v;
 }
@@ -337,7 +274,7 @@ __device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ bod
 #pragma unroll
     for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r[k].x[e]));
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_map(r[k].x[e]));
   }
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
@@ -345,7 +282,7 @@ __device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ bod
     if (j < nvec) {
       const rt_vec r = rt_load(body + j);
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_to_acc(r.x[e]));
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_map(r.x[e]));
     }
   }
 }
@@ -467,13 +404,13 @@ __device__ __forceinline__ rt_ticket rt_finish_peek(rt_ticket t, unsigned* count
 // Called by every thread of every block with the block's value in thread 0.
 // `ticket` is the first-block finish's (rt_finish_start, rt_finish_peek); other finishes ignore it.
 __device__ __forceinline__ void rt_finish_block(A v, A* partials, R* out, unsigned* counter,
-                                                rt_ticket ticket = rt_ticket{0, 0}) {
+                                                rt_size n, rt_ticket ticket = rt_ticket{0, 0}) {
 #if defined(RT_FINISH_ATOMIC)
   if (threadIdx.x == 0) rt_atomic_out(out, v);
 #elif defined(RT_FINISH_FIRSTBLOCK)
   if (threadIdx.x != 0) return;
   if (gridDim.x == 1) { // one block: its value is the result, the state is left untouched
-    *out = rt_result(v);
+    *out = rt_post(v, n);
     return;
   }
   const unsigned want = unsigned(ticket.word >> 32) + 1;
@@ -486,7 +423,7 @@ __device__ __forceinline__ void rt_finish_block(A v, A* partials, R* out, unsign
 #elif defined(RT_FINISH_TWOPASS)
   // One block: its value is the result and there is no second pass (LaunchPlan::second_pass).
   if (threadIdx.x == 0) {
-    if (gridDim.x == 1) *out = rt_result(v);
+    if (gridDim.x == 1) *out = rt_post(v, n);
     else partials[blockIdx.x] = v;
   }
 #elif defined(RT_FINISH_LASTBLOCK)
@@ -495,7 +432,7 @@ __device__ __forceinline__ void rt_finish_block(A v, A* partials, R* out, unsign
   // order, so the result does not depend on which block came last.
   __shared__ bool rt_is_last;
   if (gridDim.x == 1) { // one block: its value is the result (small n: no fence, no ticket)
-    if (threadIdx.x == 0) *out = rt_result(v);
+    if (threadIdx.x == 0) *out = rt_post(v, n);
     return;
   }
   if (threadIdx.x == 0) {
@@ -511,7 +448,7 @@ __device__ __forceinline__ void rt_finish_block(A v, A* partials, R* out, unsign
       acc = rt_combine(acc, __ldcg(partials + i));
     acc = rt_block_reduce(acc);
     if (threadIdx.x == 0) {
-      *out = rt_result(acc);
+      *out = rt_post(acc, n);
       *counter = 0; // ready for the next launch
     }
   }
@@ -521,10 +458,10 @@ __device__ __forceinline__ void rt_finish_block(A v, A* partials, R* out, unsign
 // The one-block second pass of the two-pass finish (also used by host code paths that want a
 // device-side combine). Deterministic: a fixed assignment of partials to threads.
 extern "C" __global__ void rt_combine_partials(const A* __restrict__ partials, R* __restrict__ out,
-                                               rt_size count) {
+                                               rt_size count, rt_size n) {
   rt_pdl_wait();
   A acc = rt_identity();
   for (rt_size i = threadIdx.x; i < count; i += blockDim.x) acc = rt_combine(acc, partials[i]);
   acc = rt_block_reduce(acc);
-  if (threadIdx.x == 0) *out = rt_result(acc);
+  if (threadIdx.x == 0) *out = rt_post(acc, n);
 }

@@ -36,37 +36,82 @@ template <typename T> T narrow(acc_t<T> v) {
   else return v;
 }
 
-// Reduces [0, n) in parallel chunks; floats sum in double, the 2-byte floats combine as float.
-template <typename T> Reference reduce_host(const T* x, std::uint64_t n, Op op) {
+// One result's reference, element by element, for any op: the kernels' combine for the exact ops
+// (integers, min/max, counts), double sums of the mapped values for the float ones.
+template <typename T> struct RefAcc {
   using A = acc_t<T>;
-  const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<A> part(slots, identity<A>(op));
-  std::vector<double> dsum(slots, 0.0), dabs(slots, 0.0);
-  parallel_chunks(n, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
-    A acc = identity<A>(op);
-    double s = 0, a = 0;
-    for (std::uint64_t i = lo; i < hi; ++i) {
-      const A v = widen(x[i]);
-      if constexpr (is_float_like_v<T>) {
-        s += double(v);
-        a += std::fabs(double(v));
+  Op op = Op::sum;
+  A acc{};                    // the kernels' accumulator: sum, min, max; integer sumsq
+  double sum = 0, abs = 0;    // the mapped values' double sum and their |.|'s (floats, mean)
+  __int128 isum = 0;          // integer mean: the exact sum
+  std::uint64_t n = 0, nonzero = 0;
+
+  explicit RefAcc(Op o) : op(o), acc(identity<A>(o)) {}
+
+  void add(T x) {
+    const A v = widen(x);
+    ++n;
+    if (v != A(0)) ++nonzero; // a NaN is not zero
+    if constexpr (is_float_like_v<T>) {
+      const double d = double(v);
+      const double m = op == Op::sumsq || op == Op::norm2 ? d * d : op == Op::norm1 ? std::fabs(d) : d;
+      sum += m;
+      abs += std::fabs(m);
+      if (op == Op::min || op == Op::max) acc = host_ops::combine(acc, v, op);
+    } else {
+      using U = std::make_unsigned_t<A>;
+      if (op == Op::mean) {
+        isum += v;
+        abs += std::fabs(double(v));
+      } else if (op == Op::sumsq) {
+        acc = A(U(acc) + U(v) * U(v)); // wraps as the kernels' unsigned product and sum
+      } else {
+        acc = host_ops::combine(acc, v, op);
       }
-      acc = host_ops::combine(acc, v, op);
     }
-    part[t] = acc, dsum[t] = s, dabs[t] = a;
-  });
-  Reference r;
-  A acc = identity<A>(op);
-  for (unsigned t = 0; t < slots; ++t) {
-    acc = host_ops::combine(acc, part[t], op);
-    r.exact += dsum[t];
-    r.abs_sum += dabs[t];
   }
-  T result = narrow<T>(acc);
-  if constexpr (is_float_like_v<T>)
-    if (op == Op::sum) result = T(r.exact);
-  r.value = Scalar::of(result);
-  return r;
+  void merge(const RefAcc& o) {
+    n += o.n, nonzero += o.nonzero, sum += o.sum, abs += o.abs, isum += o.isum;
+    acc = host_ops::combine(acc, o.acc, op); // integer sumsq: a wrapping add, as its combine
+  }
+  Reference finish() const {
+    Reference r;
+    r.count = double(n);
+    switch (op) {
+    case Op::count_nonzero: r.value = Scalar::of(std::int64_t(nonzero)); return r;
+    case Op::any: r.value = Scalar::of(std::uint8_t(nonzero > 0)); return r;
+    case Op::all: r.value = Scalar::of(std::uint8_t(nonzero == n)); return r;
+    case Op::min:
+    case Op::max: r.value = Scalar::of(narrow<T>(acc)); return r;
+    default: break;
+    }
+    if constexpr (is_float_like_v<T>) {
+      r.abs_sum = abs;
+      r.exact = op == Op::mean ? sum / double(n) : op == Op::norm2 ? std::sqrt(sum) : sum;
+      r.value = Scalar::of(T(r.exact)); // rounded once (0 / 0: NaN)
+    } else if (op == Op::mean) {
+      r.abs_sum = abs;
+      r.exact = double(isum) / double(n);
+      r.value = Scalar::of(r.exact);
+    } else {
+      r.value = Scalar::of(T(acc));
+    }
+    return r;
+  }
+};
+
+// Reduces [0, n) in parallel chunks.
+template <typename T> Reference reduce_host(const T* x, std::uint64_t n, Op op) {
+  const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<RefAcc<T>> part(slots, RefAcc<T>(op));
+  parallel_chunks(n, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
+    RefAcc<T> acc(op);
+    for (std::uint64_t i = lo; i < hi; ++i) acc.add(x[i]);
+    part[t] = acc;
+  });
+  RefAcc<T> acc(op);
+  for (unsigned t = 0; t < slots; ++t) acc.merge(part[t]);
+  return acc.finish();
 }
 
 } // namespace
@@ -118,47 +163,22 @@ namespace {
 
 // Reduces x[0], x[step], ... (len elements) as reduce_host does, on the calling thread.
 template <typename T> Reference reduce_strided(const T* x, std::uint64_t len, std::uint64_t step, Op op) {
-  acc_t<T> acc = identity<acc_t<T>>(op);
-  Reference r;
-  for (std::uint64_t i = 0; i < len; ++i) {
-    const acc_t<T> v = widen(x[i * step]);
-    if constexpr (is_float_like_v<T>) {
-      r.exact += double(v);
-      r.abs_sum += std::fabs(double(v));
-    }
-    acc = host_ops::combine(acc, v, op);
-  }
-  T result = narrow<T>(acc);
-  if constexpr (is_float_like_v<T>)
-    if (op == Op::sum) result = T(r.exact);
-  r.value = Scalar::of(result);
-  return r;
+  RefAcc<T> acc(op);
+  for (std::uint64_t i = 0; i < len; ++i) acc.add(x[i * step]);
+  return acc.finish();
 }
 
 // Columns: each thread takes a range of columns and walks the rows, so reads stay row-major.
 template <typename T>
 void reduce_columns_host(const T* x, const Segmentation& s, Op op, std::vector<Reference>& out) {
-  using A = acc_t<T>;
   const std::uint64_t cols = s.shape.count, rows = s.shape.length;
   parallel_chunks(cols, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
-    std::vector<A> acc(hi - lo, identity<A>(op));
+    std::vector<RefAcc<T>> acc(hi - lo, RefAcc<T>(op));
     for (std::uint64_t r = 0; r < rows; ++r) {
       const T* row = x + r * s.stride;
-      for (std::uint64_t c = lo; c < hi; ++c) {
-        const A v = widen(row[c]);
-        if constexpr (is_float_like_v<T>) {
-          out[c].exact += double(v);
-          out[c].abs_sum += std::fabs(double(v));
-        }
-        acc[c - lo] = host_ops::combine(acc[c - lo], v, op);
-      }
+      for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add(row[c]);
     }
-    for (std::uint64_t c = lo; c < hi; ++c) {
-      T v = narrow<T>(acc[c - lo]);
-      if constexpr (is_float_like_v<T>)
-        if (op == Op::sum) v = T(out[c].exact);
-      out[c].value = Scalar::of(v);
-    }
+    for (std::uint64_t c = lo; c < hi; ++c) out[c] = acc[c - lo].finish();
   });
 }
 
@@ -248,6 +268,34 @@ double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exac
 
 namespace {
 
+// Whether a result of `op` on floats is checked against a bound rather than compared exactly:
+// the float sums of mapped values (sum, mean, sumsq, norm1, norm2). `d`: the reference's dtype.
+bool bounded_op(Op op, DType d) {
+  return is_float(d) && combine_kind(op) == OpAtomic::add && op != Op::count_nonzero;
+}
+
+// The bound of a bounded op's result of dtype `d` (the reference's, or float32 for a wide one).
+double op_bound(Op op, DType d, std::uint64_t depth, const Reference& ref) {
+  switch (op) {
+  case Op::sumsq: // each square is rounded once more in the accumulator
+    return float_bound(d, depth + 1, ref.abs_sum, ref.exact);
+  case Op::mean: // the sum's bound over the count, plus integers' conversion and the division
+    return float_bound(d, depth + 2, ref.abs_sum / std::max(1.0, ref.count), ref.exact);
+  case Op::norm2: {
+    // sqrt(s') for a sum of squares s' within e of s: |sqrt(s') - sqrt(s)| <= sqrt(s + e) -
+    // sqrt(s - e), then the square root's rounding and, for bf16 and f16, the element type's.
+    const DType acc = is_half(d) ? DType::f32 : d;
+    const double s = ref.abs_sum, e = float_bound(acc, depth + 1, s, s);
+    const double u = acc == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+    const double hi = std::sqrt(s + e);
+    double b = hi - std::sqrt(std::max(0.0, s - e)) + u * hi;
+    if (is_half(d)) b += half_unit_roundoff(d) * (hi + b) + half_subnormal_error(d);
+    return b;
+  }
+  default: return float_bound(d, depth, ref.abs_sum, ref.exact);
+  }
+}
+
 /// The verdict of check() without its texts (which cost more than the comparison: the segmented
 /// sweep checks millions of results per configuration). error and bound as in Check.
 bool within(const Reference& ref, Scalar got, Op op, std::uint64_t depth, double& error, double& bound) {
@@ -256,15 +304,19 @@ bool within(const Reference& ref, Scalar got, Op op, std::uint64_t depth, double
   // element widened (signed zeros included), a sum has the float32 bound, without the rounding
   // to the element type.
   const bool wide = got.dtype != d;
-  if (!is_float(d) || op != Op::sum) {
+  if (!bounded_op(op, d)) {
     const double g = got.to_double(), r = ref.value.to_double();
     if (is_float(d) && std::isnan(g) && std::isnan(r)) return true;
     return wide ? g == r && std::signbit(g) == std::signbit(r) : got == ref.value;
   }
   const double g = got.to_double(), e = ref.exact;
   if (std::isnan(e) || std::isinf(e)) return std::isnan(e) ? std::isnan(g) : g == e;
+  // A finite value past the dtype's range (a float16 sum of squares of 1024s): the infinity it
+  // rounds to.
+  const double rounded = ref.value.to_double();
+  if (!wide && std::isinf(rounded)) return g == rounded;
   error = std::fabs(g - e);
-  bound = float_bound(wide ? got.dtype : d, depth, ref.abs_sum, e);
+  bound = op_bound(op, wide ? got.dtype : d, depth, ref);
   return std::isfinite(g) && error <= bound;
 }
 
@@ -275,7 +327,7 @@ Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth) {
   c.ok = within(ref, got, op, depth, c.error, c.bound);
   c.observed = got.to_string();
   const double e = ref.exact;
-  if (is_float(ref.value.dtype) && op == Op::sum && std::isfinite(e)) {
+  if (bounded_op(op, ref.value.dtype) && std::isfinite(e)) {
     std::ostringstream o;
     o.precision(17);
     o << e;
@@ -294,7 +346,7 @@ Check check_segmented(const std::vector<Reference>& refs, const HostArray& got,
                       const Segmentation& s, Op op,
                       const std::function<std::uint64_t(std::uint64_t)>& depth) {
   const std::size_t es = size_of(got.dtype);
-  const bool bounded = is_float(got.dtype) && op == Op::sum;
+  const bool bounded = !refs.empty() && bounded_op(op, refs.front().value.dtype);
   // A float sum equal to its reference's rounded value (same dtype, finite) passes at once: its
   // error is the rounding of `exact` alone, the least any result of that dtype can have (within
   // float_bound's u |exact| term in the normal range), and most results of short segments are it.

@@ -22,12 +22,15 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed);
 
 /// The reference result and what the float bound needs.
 struct Reference {
-  Scalar value;        ///< exact for integers (two's-complement wrap) and min/max (floats:
-                       ///< IEEE 754-2019 minimum/maximum, NaN if any element is NaN, -0.0
-                       ///< below +0.0); for float sums the double-precision sum rounded to the
-                       ///< dtype (once, also for bf16 and f16)
-  double exact = 0;    ///< float sums: the double-precision sum
-  double abs_sum = 0;  ///< sum of |x|
+  Scalar value;        ///< of the op's result dtype. Exact for integers (two's-complement wrap),
+                       ///< min/max (floats: IEEE 754-2019 minimum/maximum, NaN if any element is
+                       ///< NaN, -0.0 below +0.0), count_nonzero, any and all; for the float sums
+                       ///< (sum, mean, sumsq, norm1, norm2, integer mean) `exact` rounded to the
+                       ///< dtype once (also for bf16 and f16)
+  double exact = 0;    ///< those float results in double precision: the sum of the mapped
+                       ///< values (x, x^2, |x|), over the count for mean, its root for norm2
+  double abs_sum = 0;  ///< the sum of |mapped value| (norm2: the sum of squares)
+  double count = 0;    ///< elements reduced
 };
 Reference reference(const HostArray& a, Op op);
 
@@ -67,7 +70,12 @@ struct Check {
 /// or half the subnormal spacing below it, so the bound is e + u_h (|exact| + e) + that half
 /// spacing. A float32 result of a bf16 or f16 reduction (`got` of dtype f32: Target::wide_result)
 /// has the float32 bound e (sums) or is the exact value widened (min, max). NaN matches NaN; an
-/// infinity matches the same infinity.
+/// infinity matches the same infinity. The other float ops: sumsq and norm1 as a sum of the
+/// mapped values (sumsq with depth + 1: each square rounds once); mean as a sum of |x| / count
+/// with depth + 2 (an integer's conversion and the division round once), for integer means with float64's u; norm2:
+/// sqrt(s + e) - sqrt(s - e) for the sum of squares s and its bound e (depth + 1), plus the
+/// square root's rounding u |result| and, for bf16 and f16, the element type's. count_nonzero,
+/// any, all and integer sumsq: exact.
 Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth);
 double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact);
 /// Checks every result of a segmented reduction (`got` holds s.shape.count of them) against its

@@ -179,11 +179,12 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       const HostArray data = make_input(d, elements, seed);
       cuda::Buffer d_in(std::max<std::size_t>(elements * es, 16));
       RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), elements * es));
-      cuda::Buffer d_out(std::max<std::size_t>(shape.count * es, 16));
+      // Results of up to 8 bytes each: the ops' result dtypes differ (kernels/ops.h).
+      cuda::Buffer d_out(std::max<std::size_t>(shape.count * 8, 16));
       HostArray got;
       got.dtype = d;
       got.n = shape.count;
-      got.bytes.resize(shape.count * es);
+      got.bytes.resize(shape.count * 8);
       const cuda::HostRegistration pinned(got.bytes.data(), got.bytes.size()); // each check copies it
       SegmentedArgs args;
       args.in = d_in.get();
@@ -194,6 +195,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       res.times.data_s += std::chrono::duration<double>(Clock::now() - t_data).count();
 
       for (Op op : o.ops) {
+        got.dtype = result_dtype(op, d);
+        const std::size_t rs = size_of(got.dtype);
         const auto t_ref = Clock::now();
         const std::vector<Reference> refs = segmented_reference(data, sd.seg, op);
         res.times.data_s += std::chrono::duration<double>(Clock::now() - t_ref).count();
@@ -284,9 +287,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             };
             // The checked launch, poisoned output first, timed like a repetition.
             const auto t_val = Clock::now();
-            RT_CU(cuMemsetD8Async(d_out.get(), 0xA5, shape.count * es, s));
+            RT_CU(cuMemsetD8Async(d_out.get(), 0xA5, shape.count * rs, s));
             queue_timed(0);
-            RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), d_out.get(), got.bytes.size(), s));
+            RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), d_out.get(), shape.count * rs, s));
             RT_CU(cuStreamSynchronize(s));
             const Check chk = check_segmented(refs, got, sd.seg, op, [&](std::uint64_t len) {
               return segment_depth(j.config, t, shape, len);

@@ -9,14 +9,20 @@
 
 namespace reduce_tune {
 
-/// Element type of the reduced array. bf16 (bfloat16: 8 exponent bits, 7 stored mantissa bits)
+/// Element type of the reduced array (u8: the result of any and all only, never an input).
+/// bf16 (bfloat16: 8 exponent bits, 7 stored mantissa bits)
 /// and f16 (IEEE binary16) are the 2-byte floats of CUDA's __nv_bfloat16 and __half.
 /// Sums of bf16 and f16 accumulate in float32 and round once to the element type at the end
 /// (accumulator_of); their min and max are exact.
-enum class DType { i32, u32, i64, f32, f64, bf16, f16 };
+enum class DType { i32, u32, i64, f32, f64, bf16, f16, u8 };
 
-/// Reduction operator.
-enum class Op { sum, min, max };
+/// Reduction operator (kernels/ops.cpp describes each; docs/LIBRARY.md lists their results).
+/// sum, min, max: of the element type. mean: the sum divided by the count (integers: float64,
+/// floats: the element type; empty: NaN). sumsq: the sum of squares (integers wrap). norm1, norm2
+/// (floats only): the sum of |x|, the square root of the sum of squares. count_nonzero: int64.
+/// any, all: whether any / every element is non-zero, as a uint8 0 or 1 (torch's bool).
+/// Floats of bf16 and f16 accumulate in float32. The values are stable (appended only).
+enum class Op { sum, min, max, mean, sumsq, norm1, norm2, count_nonzero, any, all };
 /// How a block finishes its last 32 partials.
 enum class Tail {
   none,      ///< barrier loop all the way down

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 // CUstream without <cuda.h>: the driver's stream handle type (the runtime's cudaStream_t is the
 // same type).
@@ -149,11 +150,52 @@ public:
   template <typename T> T max(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
     return reduce<T>(Op::max, d_in, n, stream);
   }
-  /// sum, min or max by `op`.
+  /// Any op whose result has the element type (sum, min, max, sumsq, norm1, norm2; mean of
+  /// floats) by `op`; InvalidArgument for the others (their helpers below).
   template <typename T> T reduce(Op op, const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
     T out;
-    reduce_sync(dtype_of<T>(), op, d_in, n, &out, stream);
+    reduce_sync(dtype_of<T>(), op, d_in, n, &out, dtype_of<T>(), stream);
     return out;
+  }
+  /// The result type of mean: float64 for integers (as torch), the element type for floats.
+  template <typename T>
+  using mean_t = std::conditional_t<std::is_integral_v<T>, double, T>;
+  /// The sum over n (floats: accumulated as sum does, then divided; integers: in float64). n = 0
+  /// gives NaN.
+  template <typename T> mean_t<T> mean(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    mean_t<T> out;
+    reduce_sync(dtype_of<T>(), Op::mean, d_in, n, &out, dtype_of<mean_t<T>>(), stream);
+    return out;
+  }
+  /// The sum of squares (integers wrap; bf16 and f16 accumulate in float32 as sum does).
+  template <typename T> T sumsq(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return reduce<T>(Op::sumsq, d_in, n, stream);
+  }
+  /// The sum of |x| and the Euclidean norm, of floating-point elements.
+  template <typename T> T norm1(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return reduce<T>(Op::norm1, d_in, n, stream);
+  }
+  template <typename T> T norm2(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return reduce<T>(Op::norm2, d_in, n, stream);
+  }
+  /// The number of elements that are not zero (a NaN counts; -0.0 does not).
+  template <typename T>
+  std::int64_t count_nonzero(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    std::int64_t out;
+    reduce_sync(dtype_of<T>(), Op::count_nonzero, d_in, n, &out, DType::i64, stream);
+    return out;
+  }
+  /// Whether any element, or every element, is non-zero (n = 0: false, true). The asynchronous
+  /// and segmented calls write these as one uint8 each (DType::u8: 0 or 1, torch's bool).
+  template <typename T> bool any(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    std::uint8_t out;
+    reduce_sync(dtype_of<T>(), Op::any, d_in, n, &out, DType::u8, stream);
+    return out != 0;
+  }
+  template <typename T> bool all(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    std::uint8_t out;
+    reduce_sync(dtype_of<T>(), Op::all, d_in, n, &out, DType::u8, stream);
+    return out != 0;
   }
 
   /// Asynchronous: writes the result (one element of `dtype`, for bf16 and f16 too: see sum) to
@@ -296,7 +338,7 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   void reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n, void* h_out,
-                   CUstream stream);
+                   DType out_dtype, CUstream stream);
 };
 
 } // namespace reduce_tune

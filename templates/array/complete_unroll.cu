@@ -15,5 +15,5 @@ extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   if (blockDim.x >= 128 && tid < 64) smem[tid] = rt_combine(smem[tid], smem[tid + 64]);
   __syncthreads();
   if (tid < 32) v = rt_warp_tail(smem, tid);
-  rt_finish_block(v, partials, out, counter);
+  rt_finish_block(v, partials, out, counter, n);
 }

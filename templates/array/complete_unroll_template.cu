@@ -18,5 +18,5 @@ rt_reduce(RT_REDUCE_PARAMS) {
   if (RT_BLOCK >= 128 && tid < 64) smem[tid] = rt_combine(smem[tid], smem[tid + 64]);
   if (RT_BLOCK >= 128) __syncthreads();
   if (tid < 32) v = rt_warp_tail(smem, tid);
-  rt_finish_block(v, partials, out, counter);
+  rt_finish_block(v, partials, out, counter, n);
 }

@@ -9,5 +9,5 @@ extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
     if ((tid % (2 * stride)) == 0) smem[tid] = rt_combine(smem[tid], smem[tid + stride]);
     __syncthreads();
   }
-  rt_finish_block(smem[0], partials, out, counter);
+  rt_finish_block(smem[0], partials, out, counter, n);
 }

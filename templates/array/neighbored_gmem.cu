@@ -10,8 +10,8 @@ extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   T* idata = work + base;
   for (unsigned stride = 1; stride < blockDim.x; stride *= 2) {
     if ((tid % (2 * stride)) == 0 && tid + stride < count)
-      idata[tid] = rt_from_acc(rt_combine(rt_to_acc(idata[tid]), rt_to_acc(idata[tid + stride])));
+      idata[tid] = rt_narrow(rt_combine(rt_widen(idata[tid]), rt_widen(idata[tid + stride])));
     __syncthreads();
   }
-  rt_finish_block(rt_to_acc(idata[0]), partials, out, counter);
+  rt_finish_block(rt_widen(idata[0]), partials, out, counter, n);
 }

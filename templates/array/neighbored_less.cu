@@ -10,5 +10,5 @@ extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
     if (index < blockDim.x) smem[index] = rt_combine(smem[index], smem[index + stride]);
     __syncthreads();
   }
-  rt_finish_block(smem[0], partials, out, counter);
+  rt_finish_block(smem[0], partials, out, counter, n);
 }

@@ -11,5 +11,5 @@ extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
     __syncthreads();
   }
   if (tid < 32) v = rt_warp_tail(smem, tid);
-  rt_finish_block(v, partials, out, counter);
+  rt_finish_block(v, partials, out, counter, n);
 }

@@ -25,12 +25,12 @@ rt_reduce(RT_REDUCE_PARAMS) {
   rt_vec_accumulate(body, nvec, rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid, RT_BLOCK, step, acc);
   // Head and tail: fewer than RT_VEC elements each, read by block 0.
   if (blockIdx.x == 0) {
-    if (tid < head) acc[0] = rt_combine(acc[0], rt_to_acc(in[tid]));
-    if (tid < n - tail_begin) acc[0] = rt_combine(acc[0], rt_to_acc(in[tail_begin + tid]));
+    if (tid < head) acc[0] = rt_combine(acc[0], rt_map(in[tid]));
+    if (tid < n - tail_begin) acc[0] = rt_combine(acc[0], rt_map(in[tail_begin + tid]));
   }
   A v = acc[0];
 #pragma unroll
   for (int k = 1; k < RT_UNROLL; ++k) v = rt_combine(v, acc[k]);
   ticket = rt_finish_peek(ticket, counter);
-  rt_finish_block(rt_block_reduce(v), partials, out, counter, ticket);
+  rt_finish_block(rt_block_reduce(v), partials, out, counter, n, ticket);
 }

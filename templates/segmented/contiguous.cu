@@ -10,19 +10,19 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   const rt_size s = (rt_size(blockIdx.x) * RT_BLOCK + threadIdx.x) / RT_WIDTH;
   const unsigned lane = threadIdx.x % RT_WIDTH;
   A v = rt_identity();
+  rt_size begin = 0, len = 0;
   if (s < count) {
-    rt_size begin, len;
     rt_segment(s, offsets, length, stride, &begin, &len);
     v = rt_lanes_reduce(in + begin, len, lane, RT_WIDTH);
   }
   v = rt_group_reduce(v); // the whole warp takes part, past the last segment too
-  if (lane == 0 && s < count) out[s] = rt_result(v);
+  if (lane == 0 && s < count) out[s] = rt_post(v, len);
 #elif defined(RT_MAP_BLOCK)
   const rt_size s = blockIdx.x;
   rt_size begin, len;
   rt_segment(s, offsets, length, stride, &begin, &len);
   const A v = rt_block_reduce(rt_lanes_reduce(in + begin, len, threadIdx.x, RT_BLOCK));
-  if (threadIdx.x == 0) out[s] = rt_result(v);
+  if (threadIdx.x == 0) out[s] = rt_post(v, len);
 #elif defined(RT_MAP_SPLIT)
   const rt_size s = blockIdx.x / aux, part = blockIdx.x % aux;
   rt_size begin, len;

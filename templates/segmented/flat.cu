@@ -79,11 +79,11 @@ __device__ __forceinline__ void rt_flat_load(const T* __restrict__ in, long long
 #pragma unroll
     for (int u = 0; u < RT_UNROLL; ++u)
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) x[u * RT_VEC + e] = rt_to_acc(r[u].x[e]);
+      for (int e = 0; e < RT_VEC; ++e) x[u * RT_VEC + e] = rt_map(r[u].x[e]);
   } else {
 #pragma unroll
     for (int k = 0; k < RT_PER; ++k)
-      x[k] = mine + k >= base && mine + k < end ? rt_to_acc(in[mine + k]) : rt_identity();
+      x[k] = mine + k >= base && mine + k < end ? rt_map(in[mine + k]) : rt_identity();
   }
 }
 
@@ -304,7 +304,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
     A sv = v;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
-      const A pv = __shfl_up_sync(0xffffffffu, sv, o);
+      const A pv = rt_shfl_up(sv, o);
       const unsigned prel = __shfl_up_sync(0xffffffffu, srel, o);
       if (lane >= unsigned(o)) rt_flat_combine(prel, pv, &srel, &sv);
     }
@@ -325,7 +325,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
     }
     rt_flat_combine(wrel, wv, &srel, &sv); // inclusive, from the tile's start
     // Exclusive: what precedes this thread.
-    const A up_v = __shfl_up_sync(0xffffffffu, sv, 1);
+    const A up_v = rt_shfl_up(sv, 1);
     const unsigned up_rel = __shfl_up_sync(0xffffffffu, srel, 1);
     const A before_v = lane == 0 ? wv : up_v;
     const unsigned before_rel = lane == 0 ? wrel : up_rel;

@@ -168,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK) rt_segme
           acc = rt_identity();
           ++i;
         } else if (j < elems) {
-          acc = rt_combine(acc, rt_to_acc(elem_s[j]));
+          acc = rt_combine(acc, rt_map(elem_s[j]));
           ++j;
         }
       }
@@ -180,7 +180,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK) rt_segme
     A v = acc;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
-      const A pv = __shfl_up_sync(0xffffffffu, v, o);
+      const A pv = rt_shfl_up(v, o);
       const bool pf = __shfl_up_sync(0xffffffffu, int(f), o) != 0;
       if (lane >= unsigned(o)) rt_seg_combine(pf, pv, &f, &v);
     }
@@ -199,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK) rt_segme
       wv = fv;
     }
     rt_seg_combine(wf, wv, &f, &v); // inclusive, from the block's start
-    const A up = __shfl_up_sync(0xffffffffu, v, 1); // every lane: a shuffle names the full warp
+    const A up = rt_shfl_up(v, 1); // every lane: a shuffle names the full warp
     const A before = lane == 0 ? wv : up;
     if (first_end >= 0) {
       const A r = rt_combine(before, first);

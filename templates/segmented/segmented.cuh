@@ -73,8 +73,8 @@ __device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size le
   rt_vec_accumulate(body, nvec, lane, lanes, rt_size(RT_UNROLL) * lanes, acc);
   if (RT_VEC > 1) {
     const rt_size tail = head + nvec * RT_VEC;
-    for (rt_size h = lane; h < head; h += lanes) acc[0] = rt_combine(acc[0], rt_to_acc(p[h]));
-    for (rt_size t = tail + lane; t < len; t += lanes) acc[0] = rt_combine(acc[0], rt_to_acc(p[t]));
+    for (rt_size h = lane; h < head; h += lanes) acc[0] = rt_combine(acc[0], rt_map(p[h]));
+    for (rt_size t = tail + lane; t < len; t += lanes) acc[0] = rt_combine(acc[0], rt_map(p[t]));
   }
   A v = acc[0];
 #pragma unroll
@@ -88,7 +88,7 @@ __device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size le
 __device__ __forceinline__ A rt_group_reduce(A v) {
 #pragma unroll
   for (int offset = RT_WIDTH / 2; offset > 0; offset >>= 1)
-    v = rt_combine(v, __shfl_down_sync(0xffffffffu, v, offset, RT_WIDTH));
+    v = rt_combine(v, rt_shfl_down(v, offset, RT_WIDTH));
   return v;
 }
 #endif

@@ -5,5 +5,5 @@ extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   volatile unsigned* c = counter;
   while (*c != 0xfffffff0u) {
   }
-  rt_finish_block(rt_to_acc(in[0]), partials, out, counter);
+  rt_finish_block(rt_map(in[0]), partials, out, counter, n);
 }

@@ -1,0 +1,69 @@
+// reduce-tune: the ops as data. An op is a description the templates consume, not a branch per op
+// in them: the accumulator type, its identity, the map of an element to an accumulator, the
+// combine of two accumulators and the post-map of an accumulator to the result, as CUDA source
+// (rendered between templates/element.cuh and templates/common.cuh), plus the traits the
+// catalogue's validity rules read. Adding an op is one description here, its host side
+// (kernels/values.h), its CPU reference (tuner/reference.cpp) and tests.
+#pragma once
+
+#include "reduce_tune/config.h"
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace reduce_tune {
+
+/// The atomic an op's accumulator combines with in memory: the atomic and first-block finishes,
+/// the shared-memory atomics of atomic_shared and the segmented variants that combine into their
+/// results. `none`: no such finish or variant for the op.
+enum class OpAtomic { none, add, min, max };
+
+/// What the catalogue and the launch path need to know of an op, beyond its source.
+struct OpTraits {
+  OpAtomic atomic = OpAtomic::none;
+  /// Its combine is one of __reduce_{add,min,max}_sync (the redux tail, 32-bit integer
+  /// accumulators): the same `atomic` kind.
+  bool redux = false;
+  /// The host finish may combine the partials on the CPU (kernels/values.h, combine_on_host).
+  bool host_combine = false;
+  /// The map is the element itself, widened: the in-place variant, which stores partials as
+  /// elements and combines them again, gives the same result.
+  bool plain_map = false;
+  /// The post-map is the accumulator converted to the result, whatever the count: an atomic
+  /// finish, which combines into the result itself, gives the same result.
+  bool plain_post = false;
+  /// Combining rounds nothing (min, max): an accumulator may be rounded to a bf16 or f16 result
+  /// at every combine (the 16-bit atomic CAS) without changing the result.
+  bool exact = false;
+};
+
+/// One op: its stable name (the store keys an op by it; never renamed) and traits.
+struct OpDescription {
+  Op op;
+  std::string_view name;
+  std::string_view summary; ///< one line for the CLI's listing and the docs
+  OpTraits traits;
+};
+
+/// Every op, in Op's order.
+std::span<const OpDescription> op_descriptions();
+const OpDescription& describe(Op op);
+
+/// Why `op` does not reduce `dtype` (an op of floats given integers), or nullopt.
+std::optional<std::string> op_unsupported(Op op, DType dtype);
+/// The accumulator's type: a scalar of this dtype (float32 for bf16 and f16 sums, ...).
+DType accumulator_dtype(Op op, DType dtype);
+/// Bytes of one accumulator: partials, shared memory.
+std::size_t accumulator_bytes(Op op, DType dtype);
+/// The dtype of the result. `wide_result`: the float32 accumulator of a bf16 or f16 reduction.
+DType result_dtype(Op op, DType dtype, bool wide_result = false);
+
+/// The op's CUDA source for elements of `dtype`: A, R, rt_identity(), rt_map(x), rt_combine(a, b),
+/// rt_post(a, count) and the trait macros templates/common.cuh reads (RT_ATOMIC_*, RT_REDUX_*,
+/// RT_ACC_*, RT_HALF_RESULT, RT_WIDE_RESULT). Rendered after templates/element.cuh.
+std::string op_source(Op op, DType dtype, bool wide_result = false);
+
+} // namespace reduce_tune

@@ -1,0 +1,251 @@
+// GPU tests of the ops beyond sum, min and max (kernels/ops.h): every op and dtype it admits on
+// the array, rows, columns and segments problems, with a configuration of every variant, tail and
+// finish the op admits, checked against the CPU reference; and the library's calls (typed
+// helpers, results of the op's dtype, empty inputs, a wrong result type). test_gpu_main.cpp skips
+// them (exit 4) where there is no GPU.
+#include <catch2/catch.hpp>
+
+#include "kernels/ops.h"
+#include "tests/fixtures.h"
+#include "tests/gpu_fixture.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <tuple>
+
+using namespace reduce_tune;
+using testing::Gpu;
+using testing::gpu;
+
+namespace {
+
+constexpr DType kDTypes[] = {DType::i32, DType::u32, DType::i64, DType::f32,
+                             DType::f64, DType::bf16, DType::f16};
+constexpr Op kNewOps[] = {Op::mean,          Op::sumsq, Op::norm1, Op::norm2,
+                          Op::count_nonzero, Op::any,   Op::all};
+
+/// make_input with about one element in 97 set to zero (all-zero bits: 0 of every dtype), so
+/// count_nonzero, any and all see both kinds.
+HostArray input_with_zeros(DType d, std::uint64_t n, std::uint64_t seed) {
+  HostArray a = make_input(d, n, seed);
+  const std::size_t es = size_of(d);
+  for (std::uint64_t i = seed % 97; i < n; i += 97) std::memset(a.bytes.data() + i * es, 0, es);
+  return a;
+}
+
+/// One valid configuration of each (variant, tail, finish) of `problem` for (d, op).
+std::vector<CompileJob> jobs_for(const Target& t, DType d, Op op, Problem problem) {
+  std::vector<CompileJob> jobs;
+  for (const Variant& v : variants(problem)) {
+    std::set<std::tuple<Tail, Finish>> seen;
+    for (const Config& c : space(v))
+      if (!invalid_reason(c, t) && seen.insert({c.tail, c.finish}).second) jobs.push_back({c, d, op});
+  }
+  return jobs;
+}
+
+cuda::Buffer upload(const HostArray& a) {
+  cuda::Buffer b(std::max<std::size_t>(a.bytes.size(), 16));
+  RT_CU(cuMemcpyHtoD(b.get(), a.bytes.data(), a.bytes.size()));
+  return b;
+}
+
+} // namespace
+
+TEST_CASE("ops: every op on the array problem matches the CPU, every variant and finish",
+          "[gpu][ops]") {
+  Gpu& g = gpu();
+  std::size_t checked = 0;
+  for (Op op : kNewOps)
+    for (DType d : kDTypes) {
+      if (op_unsupported(op, d)) continue;
+      const Target t = g.target(d, op);
+      const std::vector<CompileJob> jobs = jobs_for(t, d, op, Problem::array);
+      REQUIRE(!jobs.empty());
+      for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
+      Workspace ws;
+      for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(1000), std::uint64_t(4099),
+                              (std::uint64_t(1) << 20) + 3}) {
+        const HostArray data = input_with_zeros(d, n, 300 + n);
+        const Reference ref = reference(data, op);
+        const cuda::Buffer in = upload(data);
+        for (const CompileJob& j : jobs) {
+          const Kernel k = g.loader.load(j.config, d, op);
+          const LaunchPlan p = plan(j.config, t, n);
+          ws.reserve(p, d, n);
+          RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, g.stream.get()));
+          const Scalar got = reduce_once(k, p, in.get(), n, ws, g.stream.get());
+          REQUIRE(got.dtype == result_dtype(op, d));
+          const Check c = check(ref, got, op, summation_depth(j.config, t, n));
+          INFO(key(j.config) << " " << name(d) << " " << name(op) << " n=" << n << ": got "
+                             << c.observed << ", expected " << c.expected << " (error " << c.error
+                             << ", bound " << c.bound << ")");
+          CHECK(c.ok);
+          ++checked;
+        }
+      }
+    }
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("ops: every op on rows, columns and segments matches the CPU, every mapping",
+          "[gpu][ops][segmented]") {
+  Gpu& g = gpu();
+  struct Case {
+    Problem p;
+    Shape shape;
+    std::uint64_t stride;
+  };
+  const Case cases[] = {
+      {Problem::rows, {1000, 1}, 1},        {Problem::rows, {333, 77}, 80},
+      {Problem::rows, {3, 70001}, 70003},   {Problem::columns, {1, 5000}, 1},
+      {Problem::columns, {3001, 7}, 3005},  {Problem::columns, {33, 10003}, 33},
+      {Problem::segments, {1, 0}, 0},       {Problem::segments, {3000, 0}, 0},
+  };
+  const CUstream s = g.stream.get();
+  std::size_t checked = 0;
+  for (Op op : kNewOps)
+    for (DType d : kDTypes) {
+      if (op_unsupported(op, d)) continue;
+      const DType rd = result_dtype(op, d);
+      const std::size_t rs = size_of(rd);
+      for (const Case& cs : cases) {
+        Target t = g.target(d, op);
+        t.problem = cs.p;
+        const std::vector<CompileJob> jobs = jobs_for(t, d, op, cs.p);
+        REQUIRE(!jobs.empty());
+        for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
+        Segmentation seg;
+        seg.problem = cs.p;
+        seg.shape = cs.shape;
+        seg.stride = cs.stride;
+        cuda::Buffer offsets(16);
+        if (cs.p == Problem::segments) {
+          const std::uint64_t total = cs.shape.count * 200 + 11;
+          seg.offsets = skewed_offsets(cs.shape.count, total, 41 + cs.shape.count);
+          seg.shape.length = total / cs.shape.count;
+          offsets = cuda::Buffer(seg.offsets.size() * 8);
+          RT_CU(cuMemcpyHtoD(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8));
+        }
+        const HostArray data = input_with_zeros(d, seg.input_elements(), 17 + cs.shape.count);
+        const std::vector<Reference> refs = segmented_reference(data, seg, op);
+        const cuda::Buffer in = upload(data);
+        cuda::Buffer out(std::max<std::size_t>(seg.shape.count * rs, 16));
+        HostArray got;
+        got.dtype = rd;
+        got.n = seg.shape.count;
+        got.bytes.resize(seg.shape.count * rs);
+        Workspace ws;
+        for (const CompileJob& j : jobs) {
+          const Kernel k = g.loader.load(j.config, d, op);
+          const SegmentedPlan p = segmented_plan(j.config, t, seg.shape);
+          ws.reserve(p);
+          RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
+          SegmentedArgs a;
+          a.in = in.get();
+          a.offsets = offsets.get();
+          a.out = out.get();
+          a.shape = seg.shape;
+          a.stride = seg.stride;
+          enqueue(k, p, a, ws, s);
+          RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
+          RT_CU(cuStreamSynchronize(s));
+          const Check c = check_segmented(refs, got, seg, op, [&](std::uint64_t len) {
+            return segment_depth(j.config, t, seg.shape, len);
+          });
+          INFO(key(j.config) << " " << name(d) << " " << name(op) << " " << name(cs.p) << " "
+                             << seg.shape.count << " x " << seg.shape.length << ": got "
+                             << c.observed << ", expected " << c.expected << " (error " << c.error
+                             << ", bound " << c.bound << ")");
+          CHECK(c.ok);
+          checked += seg.shape.count;
+        }
+      }
+    }
+  CHECK(checked > 0);
+}
+
+TEST_CASE("ops: the library's calls give each op's result type", "[gpu][ops]") {
+  const testing::TempDir dir;
+  Options o;
+  o.store_path = (dir.path / "absent.db").string(); // the shipped tuning, else the defaults
+  Reducer r(0, o);
+  const testing::GpuContext& g = gpu();
+  (void)g;
+
+  const std::uint64_t n = 100003;
+  const HostArray ints = input_with_zeros(DType::i32, n, 5);
+  const cuda::Buffer d_ints = upload(ints);
+  const auto* pi = reinterpret_cast<const std::int32_t*>(d_ints.get());
+  CHECK(r.mean(pi, n) == reference(ints, Op::mean).value.as<double>());
+  CHECK(r.count_nonzero(pi, n) == reference(ints, Op::count_nonzero).value.as<std::int64_t>());
+  CHECK(r.any(pi, n));
+  CHECK_FALSE(r.all(pi, n));
+  CHECK(r.all(pi + 6, 90)); // zeros at 5, 102, ...: none among elements 6..95
+  CHECK(r.sumsq(pi, n) == reference(ints, Op::sumsq).value.as<std::int32_t>());
+  CHECK_THROWS_AS(r.norm2(pi, n), InvalidArgument);          // floats only
+  CHECK_THROWS_AS(r.reduce(Op::mean, pi, n), InvalidArgument); // a float64 result, not int32
+
+  const HostArray floats = input_with_zeros(DType::f32, n, 6);
+  const cuda::Buffer d_floats = upload(floats);
+  const auto* pf = reinterpret_cast<const float*>(d_floats.get());
+  for (Op op : {Op::mean, Op::sumsq, Op::norm1, Op::norm2}) {
+    const float got = r.reduce(op, pf, n);
+    const Choice c = r.config_for(DType::f32, op, n);
+    const std::string bad = testing::mismatch(g, c, floats, op, Scalar::of(got));
+    INFO(bad);
+    CHECK(bad.empty());
+  }
+
+  // Empty inputs: NaN, 0, false, true, without a launch.
+  CHECK(std::isnan(r.mean(pf, 0)));
+  CHECK(r.count_nonzero(pf, 0) == 0);
+  CHECK_FALSE(r.any(pf, 0));
+  CHECK(r.all(pf, 0));
+  CHECK(r.norm2(pf, 0) == 0.0f);
+
+  // Asynchronous and segmented calls write the op's dtype.
+  cuda::Buffer out(1024 * 8);
+  r.reduce_async(DType::i32, Op::count_nonzero, pi, n, reinterpret_cast<void*>(out.get()));
+  std::int64_t count = -1;
+  RT_CU(cuCtxSynchronize());
+  RT_CU(cuMemcpyDtoH(&count, out.get(), 8));
+  CHECK(count == reference(ints, Op::count_nonzero).value.as<std::int64_t>());
+  CHECK_THROWS_AS(r.reduce_async(DType::i32, Op::count_nonzero, pi, n,
+                                 reinterpret_cast<void*>(out.get()), DType::i32),
+                  InvalidArgument);
+  // Rows of 1 element: not a copy for ops that map their element.
+  for (Op op : {Op::any, Op::sumsq, Op::mean}) {
+    Segmentation seg;
+    seg.problem = Problem::rows;
+    seg.shape = {1000, 1};
+    seg.stride = 1;
+    r.reduce_rows(DType::i32, op, pi, 1000, 1, reinterpret_cast<void*>(out.get()));
+    RT_CU(cuCtxSynchronize());
+    HostArray got;
+    got.dtype = result_dtype(op, DType::i32);
+    got.n = 1000;
+    got.bytes.resize(1000 * size_of(got.dtype));
+    RT_CU(cuMemcpyDtoH(got.bytes.data(), out.get(), got.bytes.size()));
+    HostArray head = ints;
+    head.n = 1000;
+    head.bytes.resize(1000 * 4);
+    const Check c = check_segmented(segmented_reference(head, seg, op), got, seg, op,
+                                    [](std::uint64_t) { return std::uint64_t(4); });
+    INFO(name(op) << ": " << c.expected << ", got " << c.observed);
+    CHECK(c.ok);
+  }
+  // Columns of a matrix, mean of int32 into float64.
+  r.reduce_columns(DType::i32, Op::mean, pi, 1000, 100, reinterpret_cast<void*>(out.get()));
+  RT_CU(cuCtxSynchronize());
+  std::vector<double> means(100);
+  RT_CU(cuMemcpyDtoH(means.data(), out.get(), 100 * 8));
+  Segmentation cols;
+  cols.problem = Problem::columns;
+  cols.shape = {100, 1000};
+  cols.stride = 100;
+  const std::vector<Reference> want = segmented_reference(ints, cols, Op::mean);
+  for (int c = 0; c < 100; ++c)
+    CHECK(std::fabs(means[c] - want[c].exact) <= 1e-9 * (std::fabs(want[c].exact) + 1));
+}
