@@ -88,25 +88,25 @@ std::string functions(Op op, DType acc, DType result) {
   switch (op) {
   case Op::sum:
     s += fn("A rt_identity()", "return A(0);");
-    s += fn("A rt_map(T x)", "return rt_widen(x);");
+    s += fn("A rt_map(T x, rt_size)", "return rt_widen(x);");
     s += fn("A rt_combine(A a, A b)", "return " + add(acc, "a", "b") + ";");
     break;
   case Op::min:
   case Op::max:
     s += fn("A rt_identity()", std::string("return ") + (op == Op::min ? at.max : at.lowest) + ";");
-    s += fn("A rt_map(T x)", "return rt_widen(x);");
+    s += fn("A rt_map(T x, rt_size)", "return rt_widen(x);");
     s += fn("A rt_combine(A a, A b)", min_max(acc, op == Op::min));
     break;
   case Op::mean:
     s += fn("A rt_identity()", "return A(0);");
-    s += fn("A rt_map(T x)", "return A(rt_widen(x));");
+    s += fn("A rt_map(T x, rt_size)", "return A(rt_widen(x));");
     s += fn("A rt_combine(A a, A b)", "return a + b;");
     // Empty: 0 / 0, a NaN, as torch.mean of nothing.
     s += fn("R rt_post(A a, rt_size count)", "a = a / A(count); return " + to_result(result) + ";");
     return s;
   case Op::sumsq:
     s += fn("A rt_identity()", "return A(0);");
-    s += fn("A rt_map(T x)", is_float(acc) ? "const A v = rt_widen(x); return v * v;"
+    s += fn("A rt_map(T x, rt_size)", is_float(acc) ? "const A v = rt_widen(x); return v * v;"
                                           : std::string("return A((") + unsigned_of(acc) + ")(x) * (" +
                                                 unsigned_of(acc) + ")(x));");
     s += fn("A rt_combine(A a, A b)", "return " + add(acc, "a", "b") + ";");
@@ -114,14 +114,14 @@ std::string functions(Op op, DType acc, DType result) {
   case Op::norm1:
     // |x| as the sign bit cleared: a NaN stays a NaN.
     s += fn("A rt_identity()", "return A(0);");
-    s += fn("A rt_map(T x)", acc == DType::f64
+    s += fn("A rt_map(T x, rt_size)", acc == DType::f64
                                  ? "return __longlong_as_double(__double_as_longlong(x) & 0x7fffffffffffffffll);"
                                  : "return __uint_as_float(__float_as_uint(rt_widen(x)) & 0x7fffffffu);");
     s += fn("A rt_combine(A a, A b)", "return a + b;");
     break;
   case Op::norm2:
     s += fn("A rt_identity()", "return A(0);");
-    s += fn("A rt_map(T x)", "const A v = rt_widen(x); return v * v;");
+    s += fn("A rt_map(T x, rt_size)", "const A v = rt_widen(x); return v * v;");
     s += fn("A rt_combine(A a, A b)", "return a + b;");
     s += fn("R rt_post(A a, rt_size)",
             std::string(acc == DType::f64 ? "asm(\"sqrt.rn.f64 %0, %1;\" : \"=d\"(a) : \"d\"(a));"
@@ -131,13 +131,13 @@ std::string functions(Op op, DType acc, DType result) {
   case Op::count_nonzero:
     // NaN counts (it is not zero), -0.0 does not, as torch.count_nonzero.
     s += fn("A rt_identity()", "return 0;");
-    s += fn("A rt_map(T x)", "return rt_widen(x) != 0 ? 1 : 0;");
+    s += fn("A rt_map(T x, rt_size)", "return rt_widen(x) != 0 ? 1 : 0;");
     s += fn("A rt_combine(A a, A b)", "return a + b;");
     break;
   case Op::any:
   case Op::all:
     s += fn("A rt_identity()", op == Op::any ? "return 0u;" : "return 1u;");
-    s += fn("A rt_map(T x)", "return rt_widen(x) != 0 ? 1u : 0u;");
+    s += fn("A rt_map(T x, rt_size)", "return rt_widen(x) != 0 ? 1u : 0u;");
     s += fn("A rt_combine(A a, A b)", op == Op::any ? "return a | b;" : "return a & b;");
     break;
   }

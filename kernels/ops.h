@@ -61,7 +61,7 @@ std::size_t accumulator_bytes(Op op, DType dtype);
 /// The dtype of the result. `wide_result`: the float32 accumulator of a bf16 or f16 reduction.
 DType result_dtype(Op op, DType dtype, bool wide_result = false);
 
-/// The op's CUDA source for elements of `dtype`: A, R, rt_identity(), rt_map(x), rt_combine(a, b),
+/// The op's CUDA source for elements of `dtype`: A, R, rt_identity(), rt_map(x, i), rt_combine(a, b),
 /// rt_post(a, count) and the trait macros templates/common.cuh reads (RT_ATOMIC_*, RT_REDUX_*,
 /// RT_ACC_*, RT_HALF_RESULT, RT_WIDE_RESULT). Rendered after templates/element.cuh.
 std::string op_source(Op op, DType dtype, bool wide_result = false);

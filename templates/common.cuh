@@ -1,7 +1,8 @@
 // reduce-tune: what every reduction template shares, whatever the op. Rendered after the header
 // (T, RT_DTYPE_*, RT_TAIL_*, RT_FINISH_*, RT_BLOCK where compile-time, RT_UNROLL, RT_VEC),
 // element.cuh and the op's description (kernels/ops.cpp), which defines the accumulator A, the
-// result type R, rt_identity(), rt_map(x) (an element as an accumulator), rt_combine(a, b),
+// result type R, rt_identity(), rt_map(x, i) (element i of its segment as an accumulator),
+// rt_combine(a, b),
 // rt_post(a, count) (an accumulator of `count` elements as the result) and its traits:
 // RT_ATOMIC_ADD / RT_ATOMIC_MIN / RT_ATOMIC_MAX (the atomic its accumulator combines with, none
 // for the others), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
@@ -22,6 +23,15 @@
 #define RT_REDUCE_PARAMS                                                                          \
   const T *__restrict__ in, T *__restrict__ work, A *__restrict__ partials, R *__restrict__ out, \
       rt_size n, unsigned *counter
+
+// rt_map(x, i) takes the element's index i within its segment (the array: within it), for ops
+// that read it (RT_MAP_INDEXED). The flat and merge mappings stream elements across segments and
+// do not track it: they map with rt_map_unindexed, which ops that read the index do not define,
+// so such a pair does not compile (the catalogue admits none: those mappings combine atomically,
+// and ops that read the index have no atomic).
+#if !defined(RT_MAP_INDEXED)
+__device__ __forceinline__ A rt_map_unindexed(T x) { return rt_map(x, 0); }
+#endif
 
 // An accumulator as the result of an atomic finish (the identity it starts from, the value it
 // combines into): the post-map of ops whose post-map is the plain conversion, the only ones the
@@ -255,7 +265,7 @@ __device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size 
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
     const rt_size idx = base + rt_size(k) * block;
-    if (idx < n) v = rt_combine(v, rt_map(in[idx]));
+    if (idx < n) v = rt_combine(v, rt_map(in[idx], idx));
   }
   return v;
 }
@@ -263,9 +273,10 @@ __device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size 
 // Vectors body[i + k * spacing] (k < RT_UNROLL) for i = first, first + stride, ... below nvec,
 // combined into acc[k]: whole chunks with their RT_UNROLL loads issued before any is used, then this
 // thread's last, partial chunk. The vector kernels' main loop (a grid, or lanes of a segment).
+// `at`: the index of body[0]'s first element in its segment (the head read as scalars before it).
 __device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ body, rt_size nvec,
                                                   rt_size first, rt_size spacing, rt_size stride,
-                                                  A (&acc)[RT_UNROLL]) {
+                                                  A (&acc)[RT_UNROLL], rt_size at) {
   rt_size i = first;
   for (; i + rt_size(RT_UNROLL - 1) * spacing < nvec; i += stride) {
     rt_vec r[RT_UNROLL];
@@ -274,7 +285,8 @@ __device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ bod
 #pragma unroll
     for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_map(r[k].x[e]));
+      for (int e = 0; e < RT_VEC; ++e)
+        acc[k] = rt_combine(acc[k], rt_map(r[k].x[e], at + (i + rt_size(k) * spacing) * RT_VEC + e));
   }
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
@@ -282,7 +294,7 @@ __device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ bod
     if (j < nvec) {
       const rt_vec r = rt_load(body + j);
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_map(r.x[e]));
+      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_map(r.x[e], at + j * RT_VEC + e));
     }
   }
 }

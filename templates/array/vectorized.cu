@@ -22,11 +22,12 @@ rt_reduce(RT_REDUCE_PARAMS) {
   for (int k = 0; k < RT_UNROLL; ++k) acc[k] = rt_identity();
 
   const rt_size step = rt_size(gridDim.x) * RT_BLOCK * RT_UNROLL;
-  rt_vec_accumulate(body, nvec, rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid, RT_BLOCK, step, acc);
+  rt_vec_accumulate(body, nvec, rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid, RT_BLOCK, step, acc,
+                    head);
   // Head and tail: fewer than RT_VEC elements each, read by block 0.
   if (blockIdx.x == 0) {
-    if (tid < head) acc[0] = rt_combine(acc[0], rt_map(in[tid]));
-    if (tid < n - tail_begin) acc[0] = rt_combine(acc[0], rt_map(in[tail_begin + tid]));
+    if (tid < head) acc[0] = rt_combine(acc[0], rt_map(in[tid], tid));
+    if (tid < n - tail_begin) acc[0] = rt_combine(acc[0], rt_map(in[tail_begin + tid], tail_begin + tid));
   }
   A v = acc[0];
 #pragma unroll

@@ -140,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 2048 / RT_BLOCK) rt_segme
       const long long b = so[i] - a0, e = so[i + 1] - a0;
       const int first = int(b < 0 ? 0 : b > span ? span : b), last = int(e < 0 ? 0 : e > span ? span : e);
       A v = rt_identity();
-      for (int j = first; j < last; ++j) v = rt_combine(v, rt_map(se[j]));
+      for (int j = first; j < last; ++j) v = rt_combine(v, rt_map(se[j], rt_size(j - first)));
       out[s0 + i] = rt_result(v);
     }
     return;
@@ -154,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 2048 / RT_BLOCK) rt_segme
     if (len <= RT_STAGE_SMALL) {
       A x[RT_STAGE_SMALL];
 #pragma unroll
-      for (int j = 0; j < RT_STAGE_SMALL; ++j) x[j] = rt_size(j) < len ? rt_map(in[b + j]) : rt_identity();
+      for (int j = 0; j < RT_STAGE_SMALL; ++j) x[j] = rt_size(j) < len ? rt_map(in[b + j], j) : rt_identity();
 #pragma unroll
       for (int j = 0; j < RT_STAGE_SMALL; ++j) v = rt_combine(v, x[j]);
     } else {
@@ -163,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 2048 / RT_BLOCK) rt_segme
         listed = rt_list_chunks(work, aux, s, chunks, atomicAdd(work, (unsigned long long)chunks), 0, 1);
       }
       if (!listed) // up to RT_STAGE_MID, or the list is full (as binned's group of one would)
-        for (rt_size j = 0; j < len; ++j) v = rt_combine(v, rt_map(in[b + j]));
+        for (rt_size j = 0; j < len; ++j) v = rt_combine(v, rt_map(in[b + j], j));
     }
     if (!listed || chunks > 1) out[s] = rt_result(v); // listed in one chunk: that one writes it
   }
@@ -186,7 +186,7 @@ rt_segmented_chunks(RT_SEGMENTED_PARAMS) {
     rt_segment(s, offsets, length, stride, &begin, &len);
     const rt_size lo = k * RT_CHUNK;
     const rt_size n = len - lo < RT_CHUNK ? len - lo : RT_CHUNK;
-    const A v = rt_block_reduce(rt_lanes_reduce(in + begin + lo, n, threadIdx.x, RT_BLOCK));
+    const A v = rt_block_reduce(rt_lanes_reduce(in + begin + lo, n, threadIdx.x, RT_BLOCK, lo));
     if (threadIdx.x == 0) {
       if (len <= RT_CHUNK) out[s] = rt_result(v);
       else rt_atomic_out(out + s, v);

@@ -41,7 +41,8 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
-        for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_map(v[k].x[e]));
+        for (int e = 0; e < RT_VEC; ++e)
+          acc[e] = rt_combine(acc[e], rt_map(v[k].x[e], r + rt_size(k) * ty_count));
     }
     if (RT_UNROLL > 1 && r < r1) { // fewer than RT_UNROLL rows left
       rt_vec v[RT_UNROLL];
@@ -52,7 +53,8 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
       for (int k = 0; k < RT_UNROLL - 1; ++k)
         if (r + rt_size(k) * ty_count < r1)
 #pragma unroll
-          for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_combine(acc[e], rt_map(v[k].x[e]));
+          for (int e = 0; e < RT_VEC; ++e)
+          acc[e] = rt_combine(acc[e], rt_map(v[k].x[e], r + rt_size(k) * ty_count));
     }
   } else if (c0 < count) {
     const int width = count - c0 < RT_VEC ? int(count - c0) : RT_VEC;
@@ -69,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
           if (r + rt_size(k) * ty_count < r1 && e < width)
-            acc[e] = rt_combine(acc[e], rt_map(v[k][e]));
+            acc[e] = rt_combine(acc[e], rt_map(v[k][e], r + rt_size(k) * ty_count));
     }
   }
 

@@ -79,11 +79,11 @@ __device__ __forceinline__ void rt_flat_load(const T* __restrict__ in, long long
 #pragma unroll
     for (int u = 0; u < RT_UNROLL; ++u)
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) x[u * RT_VEC + e] = rt_map(r[u].x[e]);
+      for (int e = 0; e < RT_VEC; ++e) x[u * RT_VEC + e] = rt_map_unindexed(r[u].x[e]);
   } else {
 #pragma unroll
     for (int k = 0; k < RT_PER; ++k)
-      x[k] = mine + k >= base && mine + k < end ? rt_map(in[mine + k]) : rt_identity();
+      x[k] = mine + k >= base && mine + k < end ? rt_map_unindexed(in[mine + k]) : rt_identity();
   }
 }
 

@@ -168,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK) rt_segme
           acc = rt_identity();
           ++i;
         } else if (j < elems) {
-          acc = rt_combine(acc, rt_map(elem_s[j]));
+          acc = rt_combine(acc, rt_map_unindexed(elem_s[j]));
           ++j;
         }
       }

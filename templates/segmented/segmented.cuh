@@ -59,9 +59,9 @@ __device__ __forceinline__ void rt_segment(rt_size s, const long long* __restric
 // RT_UNROLL of them in flight, lane-interleaved so that neighbouring lanes read neighbouring
 // vectors. A head before the first vector-aligned element and a tail shorter than a vector are read
 // as scalars, so any element-aligned start (a row of odd length, an offset) is right. The result is
-// an accumulator (A).
+// an accumulator (A). `at`: the index of p[0] in its segment (a chunk of a long one starts past 0).
 __device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size len, rt_size lane,
-                                             rt_size lanes) {
+                                             rt_size lanes, rt_size at = 0) {
   A acc[RT_UNROLL];
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) acc[k] = rt_identity();
@@ -70,11 +70,11 @@ __device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size le
   if (head > len) head = len;
   const rt_vec* body = reinterpret_cast<const rt_vec*>(p + head);
   const rt_size nvec = (len - head) / RT_VEC;
-  rt_vec_accumulate(body, nvec, lane, lanes, rt_size(RT_UNROLL) * lanes, acc);
+  rt_vec_accumulate(body, nvec, lane, lanes, rt_size(RT_UNROLL) * lanes, acc, at + head);
   if (RT_VEC > 1) {
     const rt_size tail = head + nvec * RT_VEC;
-    for (rt_size h = lane; h < head; h += lanes) acc[0] = rt_combine(acc[0], rt_map(p[h]));
-    for (rt_size t = tail + lane; t < len; t += lanes) acc[0] = rt_combine(acc[0], rt_map(p[t]));
+    for (rt_size h = lane; h < head; h += lanes) acc[0] = rt_combine(acc[0], rt_map(p[h], at + h));
+    for (rt_size t = tail + lane; t < len; t += lanes) acc[0] = rt_combine(acc[0], rt_map(p[t], at + t));
   }
   A v = acc[0];
 #pragma unroll

@@ -5,5 +5,5 @@ extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   volatile unsigned* c = counter;
   while (*c != 0xfffffff0u) {
   }
-  rt_finish_block(rt_map(in[0]), partials, out, counter, n);
+  rt_finish_block(rt_map(in[0], 0), partials, out, counter, n);
 }
