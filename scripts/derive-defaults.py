@@ -44,7 +44,7 @@ SIZE = {"int32": 4, "uint32": 4, "int64": 8, "float32": 4, "float64": 8, "bfloat
 PROBLEMS = ["array", "rows", "columns", "segments"]
 ATOMIC_FINISHES = {"atomic", "firstblock"}
 UNBOUNDED = 99         # a class bound that is no bound (2^-99 .. 2^99)
-MISSING_COST = 2.0     # the ratio taken for a configuration a full sweep did not measure at a point
+MISSING_COST = 2.0     # at least the ratio taken for one a full sweep did not measure at a point
 CENSORED_GUESS = 1.25  # at least, for one a shipped store did not keep at a point (not in its best)
 MIN_GAIN = math.log(1.01)  # a split must lower the summed log cost by at least this much
 MAX_CLASSES = 12       # per problem (and for offsets of unknown mean)
@@ -221,8 +221,9 @@ def estimate(pts):
     """Each point's estimated ratio for every key measured in `pts`: its own time, else its
     twin's, else, where the point is censored, the slowest kept row's ratio (a lower bound) raised
     to what another GPU model measured at the same shape, or where none did to CENSORED_GUESS
-    (not among the fastest few: taken as at the edge of what a default may cost), else
-    MISSING_COST (not swept there: the sweep found it pointless or invalid at the shape)."""
+    (not among the fastest few: taken as at the edge of what a default may cost), else the
+    slowest measured there, at least MISSING_COST (not swept there: the sweep found it pointless
+    or invalid at the shape)."""
     keys = sorted({k for p in pts for k in p.times})
     by_shape = {}
     for p in pts:
@@ -239,7 +240,7 @@ def estimate(pts):
                 if other:
                     r, how = max(floor, max(other)), "other model"
             if r is None:
-                r, how = MISSING_COST, "missing"
+                r, how = max(MISSING_COST, p.slowest / p.best), "missing"
             p.est[k] = (r, how)
         p.cost = {k: point_cost(r) for k, (r, _) in p.est.items()}
     return pts
@@ -309,7 +310,6 @@ def choose(pts, exact=False):
 
 def point_cost(r):
     """A point's cost under a class's choice: the log of its ratio, more above TARGET."""
-    r = min(r, MISSING_COST)
     return math.log(r) + OVER_WEIGHT * max(0.0, math.log(r / TARGET))
 
 
@@ -546,7 +546,7 @@ def clone(points):
     out = []
     for p in points:
         q = Point(p.device, p.sm, p.problem, p.dtype, p.op, p.count, p.length)
-        q.best, q.slowest, q.times = p.best, p.slowest, dict(p.times)
+        q.best, q.slowest, q.times, q.keys = p.best, p.slowest, dict(p.times), p.keys
         out.append(q)
     return out
 
