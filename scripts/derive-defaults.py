@@ -6,21 +6,26 @@ classes in hardware terms (bytes, and counts per SM), each with the configuratio
 class best in the stores' sweeps. docs/DEFAULTS.md describes the method; in short:
 
 * A point is one measured shape of one GPU model and dtype: its best time is the fastest row kept
-  there. A configuration's ratio at a point is its time over that best; where the store kept no
-  row of it (only the fastest few per shape are shipped) the point is missing, never assumed good.
+  there. A configuration's ratio at a point is its time over that best, or where it was not
+  measured, its evict-first twin's (the sweeps measure a segmented twin only where the plain one
+  ranks among the fastest, so the two count as one family). Where neither was: at a point of a
+  shipped store (only the fastest few rows a shape are kept, "censored") at least the slowest kept
+  row's ratio, raised to another GPU model's ratio at the shape or else to CENSORED_GUESS; at a
+  point of a full sweep, the slowest measured there (at least MISSING_COST: not swept, pointless).
 * Configurations are compared in 4-byte terms: a row of a 2-byte dtype with v8 is the 4-byte v4
   (the same 16-byte loads); the runtime scales the vector width back for the call's dtype.
-* Per class the chosen configuration minimises, in this order, the points it misses, its worst
-  ratio, its median ratio. Classes come from splitting each problem's points at powers of two of
-  one hardware feature at a time, greedily, while a split lowers the class costs (a missing point
-  costs as much as a ratio of MISSING_COST) by more than MIN_GAIN, up to MAX_CLASSES a problem.
+* One cost decides both the choice within a class and the classes: the sum over its points of the
+  log ratio, with the part above TARGET weighted OVER_WEIGHT times more (the worst points count
+  most). Classes come from splitting each problem's points at powers of two of one hardware
+  feature at a time, greedily, while a split lowers the cost by more than MIN_GAIN, up to
+  MAX_CLASSES a problem.
 * Each class also has an `exact` configuration: the same choice among configurations without an
   atomic finish (deterministic for every dtype, valid for bf16/f16 sums); where the stores hold
   none of those for the class, the fast one's atomic-free twin (same loads, marked "twin").
 
 Usage:
   derive-defaults.py [--stores A.db ...] [--devices NAME ...] [--out FILE | --check FILE]
-  derive-defaults.py --evaluate [--stores ...]   # each GPU's defaults judged on the others
+  derive-defaults.py --evaluate [--points] [--stores ...]   # each GPU's defaults judged on the others
 Python 3 standard library only.
 """
 import argparse
@@ -36,7 +41,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIPPED = os.path.join(HERE, "..", "share", "reduce-tune", "tuning.db")
-# The exhaustive default sweeps kept for replay: every configuration measured at every point.
+# The full default sweeps kept for replay: every configuration the sweep considers at every point
+# (the evict-first twins of the fastest plain ones only).
 EXHAUSTIVE = sorted(glob.glob(os.path.join(HERE, "..", "data", "replay", "*.db.gz")))
 
 SIZE = {"int32": 4, "uint32": 4, "int64": 8, "float32": 4, "float64": 8, "bfloat16": 2,
@@ -50,7 +56,7 @@ MIN_GAIN = math.log(1.01)  # a split must lower the summed log cost by at least 
 MAX_CLASSES = 12       # per problem (and for offsets of unknown mean)
 MIN_POINTS = 1         # shapes a class holds at least (of each GPU model where there are several)
 SHIPPED_KEEP = 8       # rows a shape the shipped store keeps: a point with no more is censored
-TARGET = 1.15          # a ratio above this costs a split's class OVER_WEIGHT times its log more
+TARGET = 1.15          # the part of a ratio above this costs OVER_WEIGHT times more (choice, splits)
 OVER_WEIGHT = 4.0
 
 # The features a class is bounded in, per problem, all log2 of a hardware-relative quantity.
