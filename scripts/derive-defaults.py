@@ -6,21 +6,26 @@ classes in hardware terms (bytes, and counts per SM), each with the configuratio
 class best in the stores' sweeps. docs/DEFAULTS.md describes the method; in short:
 
 * A point is one measured shape of one GPU model and dtype: its best time is the fastest row kept
-  there. A configuration's ratio at a point is its time over that best; where the store kept no
-  row of it (only the fastest few per shape are shipped) the point is missing, never assumed good.
+  there. A configuration's ratio at a point is its time over that best, or where it was not
+  measured, its evict-first twin's (the sweeps measure a segmented twin only where the plain one
+  ranks among the fastest, so the two count as one family). Where neither was: at a point of a
+  shipped store (only the fastest few rows a shape are kept, "censored") at least the slowest kept
+  row's ratio, raised to another GPU model's ratio at the shape or else to CENSORED_GUESS; at a
+  point of a full sweep, the slowest measured there (at least MISSING_COST: not swept, pointless).
 * Configurations are compared in 4-byte terms: a row of a 2-byte dtype with v8 is the 4-byte v4
   (the same 16-byte loads); the runtime scales the vector width back for the call's dtype.
-* Per class the chosen configuration minimises, in this order, the points it misses, its worst
-  ratio, its median ratio. Classes come from splitting each problem's points at powers of two of
-  one hardware feature at a time, greedily, while a split lowers the class costs (a missing point
-  costs as much as a ratio of MISSING_COST) by more than MIN_GAIN, up to MAX_CLASSES a problem.
+* One cost decides both the choice within a class and the classes: the sum over its points of the
+  log ratio, with the part above TARGET weighted OVER_WEIGHT times more (the worst points count
+  most). Classes come from splitting each problem's points at powers of two of one hardware
+  feature at a time, greedily, while a split lowers the cost by more than MIN_GAIN, up to
+  MAX_CLASSES a problem.
 * Each class also has an `exact` configuration: the same choice among configurations without an
   atomic finish (deterministic for every dtype, valid for bf16/f16 sums); where the stores hold
   none of those for the class, the fast one's atomic-free twin (same loads, marked "twin").
 
 Usage:
   derive-defaults.py [--stores A.db ...] [--devices NAME ...] [--out FILE | --check FILE]
-  derive-defaults.py --evaluate [--stores ...]   # each GPU's defaults judged on the others
+  derive-defaults.py --evaluate [--points] [--stores ...]   # each GPU's defaults judged on the others
 Python 3 standard library only.
 """
 import argparse
@@ -36,7 +41,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIPPED = os.path.join(HERE, "..", "share", "reduce-tune", "tuning.db")
-# The exhaustive default sweeps kept for replay: every configuration measured at every point.
+# The full default sweeps kept for replay: every configuration the sweep considers at every point
+# (the evict-first twins of the fastest plain ones only).
 EXHAUSTIVE = sorted(glob.glob(os.path.join(HERE, "..", "data", "replay", "*.db.gz")))
 
 SIZE = {"int32": 4, "uint32": 4, "int64": 8, "float32": 4, "float64": 8, "bfloat16": 2,
@@ -44,10 +50,14 @@ SIZE = {"int32": 4, "uint32": 4, "int64": 8, "float32": 4, "float64": 8, "bfloat
 PROBLEMS = ["array", "rows", "columns", "segments"]
 ATOMIC_FINISHES = {"atomic", "firstblock"}
 UNBOUNDED = 99         # a class bound that is no bound (2^-99 .. 2^99)
-MISSING_COST = 2.0     # what a missing point costs a class when choosing splits (a 2x ratio)
+MISSING_COST = 2.0     # at least the ratio taken for one a full sweep did not measure at a point
+CENSORED_GUESS = 1.25  # at least, for one a shipped store did not keep at a point (not in its best)
 MIN_GAIN = math.log(1.01)  # a split must lower the summed log cost by at least this much
 MAX_CLASSES = 12       # per problem (and for offsets of unknown mean)
-MIN_POINTS = 2         # shapes a class holds at least (of each GPU model where there are several)
+MIN_POINTS = 1         # shapes a class holds at least (of each GPU model where there are several)
+SHIPPED_KEEP = 8       # rows a shape the shipped store keeps: a point with no more is censored
+TARGET = 1.15          # the part of a ratio above this costs OVER_WEIGHT times more (choice, splits)
+OVER_WEIGHT = 4.0
 
 # The features a class is bounded in, per problem, all log2 of a hardware-relative quantity.
 FEATURES = {
@@ -165,6 +175,18 @@ class Point:
         self.best = math.inf
         self.slowest = 0.0   # the slowest row the store kept here
         self.times = {}      # normalized key -> fastest median
+        self.keys = set()    # the raw keys measured here (how many: censored or not)
+        self.est = {}        # normalized key -> (estimated ratio, how): set by estimate()
+        self.cost = {}       # normalized key -> point_cost of its estimated ratio
+
+    @property
+    def censored(self):
+        """Whether the stores kept only the fastest rows here (a shipped store): a configuration
+        not kept is slower than the slowest kept, by how much is unknown."""
+        return len(self.keys) <= SHIPPED_KEEP
+
+    def shape(self):
+        return (self.problem, self.dtype, self.op, self.count, self.length)
 
     def features(self, problem=None):
         size = SIZE[self.dtype]
@@ -174,6 +196,60 @@ class Point:
              "length_bytes": math.log2(length * size),
              "count_per_sm": math.log2(count / self.sm)}
         return {k: f[k] for k in FEATURES[problem or self.problem]}
+
+
+def twin_of(key):
+    """A configuration's evict-first twin, or the plain configuration of an evict-first one: the
+    same mapping and loads, the input marked to leave L2 first. The sweeps measure a segmented
+    mapping's twin only where the plain one ranks among the fastest few of the shape
+    (tuner/segmented_sweep.cpp, TwinFilter), so elsewhere the twin stands for it."""
+    variant, toks = parse_key(key)
+    if variant in ("vectorized", "streaming"):
+        other = "streaming" if variant == "vectorized" else "vectorized"
+    elif variant.endswith("_streaming"):
+        other = variant[: -len("_streaming")]
+    else:
+        other = variant + "_streaming"
+    return ".".join([other] + toks)
+
+
+def measured_ratio(p, key):
+    """A key's ratio to the point's best where it or its twin was measured, and which."""
+    if key in p.times:
+        return p.times[key] / p.best, "measured"
+    t = twin_of(key)
+    if t in p.times:
+        return p.times[t] / p.best, "twin"
+    return None, None
+
+
+def estimate(pts):
+    """Each point's estimated ratio for every key measured in `pts`: its own time, else its
+    twin's, else, where the point is censored, the slowest kept row's ratio (a lower bound) raised
+    to what another GPU model measured at the same shape, or where none did to CENSORED_GUESS
+    (not among the fastest few: taken as at the edge of what a default may cost), else the
+    slowest measured there, at least MISSING_COST (not swept there: the sweep found it pointless
+    or invalid at the shape)."""
+    keys = sorted({k for p in pts for k in p.times})
+    by_shape = {}
+    for p in pts:
+        by_shape.setdefault(p.shape(), []).append(p)
+    for p in pts:
+        peers = [q for q in by_shape[p.shape()] if q.device != p.device]
+        p.est = {}
+        for k in keys:
+            r, how = measured_ratio(p, k)
+            if r is None and p.censored:
+                floor = p.slowest / p.best
+                other = [x for x in (measured_ratio(q, k)[0] for q in peers) if x is not None]
+                r, how = max(floor, CENSORED_GUESS), "not kept"
+                if other:
+                    r, how = max(floor, max(other)), "other model"
+            if r is None:
+                r, how = max(MISSING_COST, p.slowest / p.best), "missing"
+            p.est[k] = (r, how)
+        p.cost = {k: point_cost(r) for k, (r, _) in p.est.items()}
+    return pts
 
 
 def open_store(path):
@@ -207,6 +283,7 @@ def load(stores, devices):
                 p = points[ident] = Point(name, sm, problem, dtype, op, count, n)
             p.best = min(p.best, us)
             p.slowest = max(p.slowest, us)
+            p.keys.add(key)
             k = normalized(key, dtype)
             if k is not None and candidate(k):
                 p.times[k] = min(p.times.get(k, math.inf), us)
@@ -216,32 +293,35 @@ def load(stores, devices):
 # --- the choice within a class ---------------------------------------------------------------
 
 def score(key, pts):
-    ratios = [p.times[key] / p.best for p in pts if key in p.times]
-    missing = len(pts) - len(ratios)
-    if not ratios:
-        return (missing, math.inf, math.inf)
-    return (missing, max(ratios), statistics.median(ratios))
+    """A key over a class: its cost (the sum of its points' costs), its estimated worst and median
+    ratio, and the points where neither it nor its twin was measured."""
+    ratios = [p.est[key][0] for p in pts]
+    unmeasured = sum(1 for p in pts if p.est[key][1] not in ("measured", "twin"))
+    return (sum(p.cost[key] for p in pts), max(ratios), statistics.median(ratios), unmeasured)
 
 
 def choose(pts, exact=False):
-    """The configuration of a class: fewest missing points, then the lowest worst ratio, then
-    the lowest median; ties by key. None where no allowed configuration was measured in it."""
+    """The configuration of a class: the lowest cost (point_cost: the log ratios, those above
+    TARGET weighted more), then the lowest worst ratio, median; ties by key. None where no allowed
+    configuration was measured in the class."""
     keys = sorted({k for p in pts for k in p.times
                    if not exact or finish_of(k) not in ATOMIC_FINISHES})
     if not keys:
         return None, None
-    best = min(keys, key=lambda k: (score(k, pts), k))
+    costs = {k: sum(p.cost[k] for p in pts) for k in keys}
+    low = min(costs.values())
+    best = min((k for k in keys if costs[k] <= low + 1e-12), key=lambda k: (score(k, pts), k))
     return best, score(best, pts)
 
 
+def point_cost(r):
+    """A point's cost under a class's choice: the log of its ratio, more above TARGET."""
+    return math.log(r) + OVER_WEIGHT * max(0.0, math.log(r / TARGET))
+
+
 def cost(pts):
-    """A class's cost when choosing splits: its points' log ratios under its choice, a missing
-    point as MISSING_COST."""
-    key, _ = choose(pts)
-    total = 0.0
-    for p in pts:
-        total += math.log(p.times[key] / p.best) if key in p.times else math.log(MISSING_COST)
-    return total
+    """A class's cost when choosing splits: its points' costs under its choice."""
+    return choose(pts)[1][0]
 
 
 class Leaf:
@@ -286,6 +366,7 @@ def derive(points, table):
             p.times = {k: t for k, t in p.times.items() if not k.startswith("segments_staged")}
     if not pts:
         return []
+    estimate(pts)
     leaves = [Leaf(pts, {f: [-UNBOUNDED, UNBOUNDED] for f in FEATURES[table]})]
     while len(leaves) < MAX_CLASSES:
         splits = [(best_split(l, table), l) for l in leaves]
@@ -302,7 +383,7 @@ def derive(points, table):
     for leaf in sorted(leaves, key=lambda l: [tuple(l.bounds[f]) for f in FEATURES[table]]):
         fast, fast_score = choose(leaf.pts)
         exact, exact_score = choose(leaf.pts, exact=True)
-        measured = exact is not None and exact_score[0] < len(leaf.pts)
+        measured = exact is not None and exact_score[3] < len(leaf.pts)
         if not measured:
             exact, exact_score = twin(fast, leaf.bounds), None
         classes.append({"bounds": leaf.bounds, "fast": fast, "fast_score": fast_score,
@@ -339,7 +420,7 @@ def bound_text(feature, lo, hi):
 def score_text(s, pts):
     if s is None:
         return "twin, not measured"
-    return "worst %.3f, median %.3f, %d/%d not kept" % (s[1], s[2], s[0], pts)
+    return "worst %.3f, median %.3f, %d/%d not measured" % (s[1], s[2], s[3], pts)
 
 
 def bound_code(lo, hi):
@@ -356,9 +437,10 @@ def render(result, stores, devices):
     w("// says how to regenerate. A row: problem, whether the mean length is known (offsets),")
     w("// the class as [lo, hi) log2 bounds of (bytes a result reduces, results per SM, bytes per")
     w("// SM) (kOpen: no bound), then its configurations in 4-byte terms:")
-    w("// the fastest over the class, and the fastest without an atomic finish. Comments: ratios")
-    w("// to each point's best where the stores kept the configuration, and the points they did")
-    w("// not keep it at (or 'twin': no atomic-free row kept, the fast one's twin).")
+    w("// the best over the class, and the best without an atomic finish. Comments: estimated")
+    w("// ratios to each point's best (measured, its evict-first twin's, or guessed where not")
+    w("// measured), and the points where neither it nor its twin was measured (or 'twin': no")
+    w("// atomic-free row kept, the fast one's atomic-free twin).")
     for table in PROBLEMS + ["segments_count_only"]:
         w("")
         w("// %s" % {"array": "1-D", "rows": "rows", "columns": "columns (a result a column)",
@@ -387,16 +469,16 @@ def find(classes, table, p):
 
 
 def judge(classes, table, pts, column):
-    """Ratios of a table's choices to each point's best where the store kept them, and where it
-    did not, the ratio of the slowest row it kept there (the choice is slower than that)."""
-    ratios, floors = [], []
+    """Per point: the ratio of the table's choice to the point's best where the store measured it
+    or its evict-first twin (the sweeps measure a twin only where the plain one ranks among the
+    fastest, twin_of), with which; where neither, None and the slowest kept row's ratio (the choice
+    is slower than that where the store is censored)."""
+    out = []
     for p in pts:
         key = find(classes, table, p)[column]
-        if key in p.times:
-            ratios.append(p.times[key] / p.best)
-        else:
-            floors.append(p.slowest / p.best)
-    return ratios, floors
+        r, how = measured_ratio(p, key)
+        out.append((p, key, r, how, p.slowest / p.best))
+    return out
 
 
 def judged_points(points, device, table):
@@ -408,17 +490,32 @@ def judged_points(points, device, table):
     return pts
 
 
-def evaluate(points):
+def judged_cells(judged):
+    ratios = [r for _, _, r, _, _ in judged if r is not None]
+    twins = sum(1 for _, _, r, how, _ in judged if how == "twin")
+    floors = [f for _, _, r, _, f in judged if r is None]
+    n = len(judged)
+    return ["%.3f" % statistics.median(ratios) if ratios else "-",
+            "%.3f" % max(ratios) if ratios else "-",
+            "%.0f %%" % (100.0 * twins / n),
+            "%.0f %%" % (100.0 * len(floors) / n),
+            "%.3f" % statistics.median(floors) if floors else "-"]
+
+
+def evaluate(points, per_point=False):
     """Markdown: the defaults derived from each GPU model's rows alone judged on each other
     model's rows, then those derived from every model judged on each; per problem and column,
-    the median and worst ratio to the point's best where the judging store kept the chosen
-    configuration, and the share of points where it did not."""
+    the median and worst ratio to the point's best where the judging store measured the choice
+    (or its twin: the share), the share of points where it measured neither, and there the
+    median ratio of the slowest row kept (a lower bound where the store kept only the fastest).
+    With per_point, every point of the last section: shape, choice, ratio."""
     models = sorted({p.device for p in points})
-    head = ["| defaults from | judged on | problem | points | fast: median | worst | not kept "
-            "| (slowest kept there) | exact: median | worst | not kept |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    head = ["| defaults from | judged on | problem | points | fast: median | worst | by twin "
+            "| not measured | (slowest kept there) | exact: median | worst | by twin "
+            "| not measured | (slowest kept there) |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     pairs = [([s], d) for s in models for d in models if s != d] + [(models, d) for d in models]
-    out = []
+    out, rows = [], []
     section = None
     for sources, dst in pairs:
         cross = len(sources) == 1
@@ -431,17 +528,23 @@ def evaluate(points):
             pts = judged_points(points, dst, table)
             if not pts or not derived[table]:
                 continue
-            cells = []
-            for column in ("fast", "exact"):
-                r, floors = judge(derived[table], table, pts, column)
-                cells += ["%.3f" % statistics.median(r) if r else "-",
-                          "%.3f" % max(r) if r else "-",
-                          "%.0f %%" % (100.0 * len(floors) / len(pts))]
-                if column == "fast":
-                    cells.append("%.3f" % statistics.median(floors) if floors else "-")
+            fast = judge(derived[table], table, pts, "fast")
+            exact = judge(derived[table], table, pts, "exact")
             out.append("| %s | %s | %s | %d | %s |" % (
                 "every model" if not cross else sources[0], dst, TABLE_NAMES[table], len(pts),
-                " | ".join(cells)))
+                " | ".join(judged_cells(fast) + judged_cells(exact))))
+            if not cross:
+                for (p, key, r, how, f), (_, xkey, xr, xhow, _) in zip(fast, exact):
+                    rows.append("| %s | %s | %s | %s | %d x %d | %s | %s | %s | %s |" % (
+                        dst, TABLE_NAMES[table], p.dtype, p.op, p.count, p.length, key,
+                        "%.3f%s" % (r, " (twin)" if how == "twin" else "") if r is not None
+                        else "> %.3f" % f if p.censored else "not measured", xkey,
+                        "%.3f%s" % (xr, " (twin)" if xhow == "twin" else "") if xr is not None
+                        else "> %.3f" % f if p.censored else "not measured"))
+    if per_point:
+        out += ["", "Every point, the shipped table:", "",
+                "| GPU | problem | dtype | op | count x length | fast | ratio | exact | ratio |",
+                "|---|---|---|---|---|---|---:|---|---:|"] + rows
     return "\n".join(out[1:]) + "\n"
 
 
@@ -449,7 +552,7 @@ def clone(points):
     out = []
     for p in points:
         q = Point(p.device, p.sm, p.problem, p.dtype, p.op, p.count, p.length)
-        q.best, q.slowest, q.times = p.best, p.slowest, dict(p.times)
+        q.best, q.slowest, q.times, q.keys = p.best, p.slowest, dict(p.times), p.keys
         out.append(q)
     return out
 
@@ -463,6 +566,8 @@ def main():
     ap.add_argument("--check", help="exit 1 unless the generated table equals this file")
     ap.add_argument("--evaluate", action="store_true",
                     help="derive from each GPU model alone and judge on the others")
+    ap.add_argument("--points", action="store_true",
+                    help="with --evaluate, list every point's ratio under the table of all models")
     a = ap.parse_args()
     for s in a.stores:
         if not os.path.isfile(s):
@@ -471,7 +576,7 @@ def main():
     if not points:
         sys.exit("derive-defaults: no measurements in the stores for those GPU models")
     if a.evaluate:
-        sys.stdout.write(evaluate(points))
+        sys.stdout.write(evaluate(points, a.points))
         return
     text = render(tables(points), a.stores, a.devices)
     if a.check:
