@@ -191,8 +191,8 @@ def any(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = 
         stream: StreamLike = None) -> Any:
     """Whether any of `x`'s elements is not zero, or along a dimension (arguments as for
     :func:`sum`): bool, as torch.any (torch.bool, numpy.bool_ for CuPy, a "bool" DeviceArray),
-    written by the library as one byte 0 or 1 in place; False for an empty reduction. A strided
-    array reduced whole is reduced by rows first. No gradient."""
+    written by the library as one byte 0 or 1 in place; False for an empty reduction. x is of a
+    dtype of :func:`dtypes` (a bool array is not: ``x.int()`` first). No gradient."""
     return _op("any", _OPS["any"], x, dim, keepdim, out, stream)
 
 
@@ -200,7 +200,7 @@ def all(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = 
         stream: StreamLike = None) -> Any:
     """Whether all of `x`'s elements are not zero, or along a dimension (as :func:`any`); True for
     an empty reduction. An array reduced whole must be one contiguous run (or a strided vector):
-    a matrix of strided rows raises ValueError. No gradient."""
+    a matrix of strided rows, or a transposed one, raises ValueError. No gradient."""
     return _op("all", _OPS["all"], x, dim, keepdim, out, stream)
 
 

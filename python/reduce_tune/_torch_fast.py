@@ -44,11 +44,9 @@ _TEMPLATE_KEYS = 64  #: (dtype, device, shape) kept at most; then the cache star
 _templates: Dict[Tuple[Any, int, Any], Tensor] = {}
 
 
-def _result(x: Tensor, dev: int, shape: Any, count: int, dtype: Any = None) -> Tensor:
-    """A new contiguous tensor of `shape` and x's dtype (or `dtype`) on x's device (GPU `dev`),
-    allocated on torch's current stream like any: empty_like of a kept contiguous tensor of that
-    kind."""
-    dtype = dtype or x.dtype
+def _result(x: Tensor, dev: int, shape: Any, count: int, dtype: Any) -> Tensor:
+    """A new contiguous tensor of `shape` and `dtype` on x's device (GPU `dev`), allocated on
+    torch's current stream like any: empty_like of a kept contiguous tensor of that kind."""
     key = (dtype, dev, shape)
     t = _templates.get(key)
     if t is not None:
@@ -67,7 +65,8 @@ def fast(opv: int, x: Tensor, dim: Optional[int], out: Any) -> Any:
     stream= or dtype=, or None where the general route must take it."""
     if (x.requires_grad and _grad_enabled()) or _is_compiling() or _dispatch_modes():
         return None
-    dt = DTYPES.get(x.dtype)
+    xd = x.dtype
+    dt = DTYPES.get(xd)
     # get_device(): -1 on the CPU (and for meta tensors); a CUDA build's other devices are not
     # CUDA's, and the library refuses their pointers.
     dev = x.get_device()
@@ -97,8 +96,8 @@ def fast(opv: int, x: Tensor, dim: Optional[int], out: Any) -> Any:
             return None
     s = _stream_of(dev)
     if out is None:
-        o = _result(x, dev, rshape, count)
-    elif (type(out) is Tensor and out.dtype == x.dtype and out.get_device() == dev
+        o = _result(x, dev, rshape, count, xd)
+    elif (type(out) is Tensor and out.dtype == xd and out.get_device() == dev
           and out.layout is _strided and out.numel() == count and out.is_contiguous()):
         o = out
     else:

@@ -1,7 +1,8 @@
 // reduce_tune._ext: the thin nanobind layer over reduce_tune::Reducer. Pointers and streams are
 // Python ints; the Python package (python/reduce_tune) reads the array protocols and calls these.
 // One Reducer per GPU, created on first use and kept for the life of the process (never destroyed:
-// at interpreter exit the CUDA driver may already be shutting down).
+// at interpreter exit the CUDA driver may already be shutting down; set_record replaces them with
+// new ones and keeps the old).
 #include "reduce_tune/reducer.h"
 
 #include "kernels/driver.h"
@@ -127,17 +128,6 @@ Reducer* new_reducer(int ordinal) {
   return r;
 }
 
-/// Options::record for the reducers from now on: the existing ones are replaced by new ones with
-/// the setting (Options are fixed at construction). The old ones are left alive, never destroyed,
-/// since another thread may be inside a call on one; their kernels load again from the disk cache.
-void set_record(bool on) {
-  std::lock_guard lock(g_reducers_mu);
-  if (on == g_record) return;
-  g_record = on;
-  for (std::size_t i = 0; i < g_reducers.size(); ++i)
-    if (g_reducers[i]) g_reducers[i] = new_reducer(int(i));
-}
-
 Reducer& create_reducer(int ordinal) {
   std::lock_guard lock(g_reducers_mu);
   if (ordinal < 0 || std::size_t(ordinal) >= g_reducers.size() || !g_reducers[ordinal]) {
@@ -190,11 +180,28 @@ public:
     }
     slot.store(k, std::memory_order_relaxed);
   }
+  /// Every call cold again (the reducers were replaced: their first calls load kernels).
+  void clear() {
+    for (auto& slot : slots_) slot.store(0, std::memory_order_relaxed);
+  }
 
 private:
   static constexpr int kBits = 12;
   std::atomic<std::uint64_t> slots_[std::size_t(1) << kBits] = {};
 } g_warm;
+
+/// Options::record for the reducers from now on: the existing ones are replaced by new ones with
+/// the setting (Options are fixed at construction). The old ones are left alive, never destroyed,
+/// since another thread may be inside a call on one; the new ones load their kernels again (from
+/// the compile cache).
+void set_record(bool on) {
+  std::lock_guard lock(g_reducers_mu);
+  if (on == g_record) return;
+  g_record = on;
+  for (std::size_t i = 0; i < g_reducers.size(); ++i)
+    if (g_reducers[i]) g_reducers[i] = new_reducer(int(i));
+  g_warm.clear();
+}
 
 enum CallKind { kArray = 0, kRows = 1, kColumns = 2, kSegments = 3 };
 
