@@ -199,8 +199,9 @@ def any(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = 
 def all(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001
         stream: StreamLike = None) -> Any:
     """Whether all of `x`'s elements are not zero, or along a dimension (as :func:`any`); True for
-    an empty reduction. An array reduced whole must be one contiguous run (or a strided vector):
-    a matrix of strided rows, or a transposed one, raises ValueError. No gradient."""
+    an empty reduction. An array reduced whole must be one run of elements in some order of its
+    dimensions (contiguous, transposed, or a strided vector): a matrix with gaps between its rows
+    (``x[:, a:b]``) raises ValueError. No gradient."""
     return _op("all", _OPS["all"], x, dim, keepdim, out, stream)
 
 

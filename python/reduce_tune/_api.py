@@ -191,6 +191,8 @@ def _plan(shape: Shape, strides: Optional[Shape], dim: Dim) -> Plan:
         if len(dims) == 2:  # a matrix: its rows (of it or its transpose) first, then those results
             _, r, c, rs = _matrix(dims[0], dims[1], shape, strides)
             return Plan("rows+array", (r, c, rs), (), 1, n)
+        if _dense_run(shape, strides):  # a permuted dense array: its elements are one run
+            return Plan("array", (n,), (), 1, n)
         raise _not_expressible(shape, strides, "cannot be read as one matrix")
     st = strides if strides is not None else _c_strides(shape)
     if dim % ndim == ndim - 1:
@@ -277,9 +279,19 @@ def _prepare(op: str, a: Array, dim: Dim, dtype: Any) -> Tuple[Plan, _dtypes.DTy
     plan = _plan(a.shape, a.strides, dim)
     rdt = _result_dtype(op, a, dtype, plan.kind)
     if plan.kind == "rows+array" and _ops.info(op).stages is None:
-        raise _not_expressible(a.shape, a.strides or (), f"is not one run of elements, which {op} "
-                               "of the whole array needs")
+        # No op combines the rows' results: one pass over the elements, which a transposed (or
+        # otherwise permuted) dense array still is, in another order.
+        if not _dense_run(a.shape, a.strides or ()):
+            raise _not_expressible(a.shape, a.strides or (), f"is not one run of elements, which "
+                                   f"{op} of the whole array needs")
+        plan = Plan("array", (plan.length,), (), 1, plan.length)
     return plan, rdt
+
+
+def _dense_run(shape: Shape, strides: Shape) -> bool:
+    """Whether the elements are one dense run from the first, in some order of the dimensions."""
+    dims = _merge(sorted(zip(shape, strides), key=lambda d: -d[1]))
+    return len(dims) == 1 and dims[0][1] == 1
 
 
 def reduce(op: str, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamLike = None,

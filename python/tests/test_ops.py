@@ -104,6 +104,22 @@ def test_all_of_a_strided_matrix_whole_is_a_value_error():
         rt.all(m)
 
 
+@pytest.mark.parametrize("shape,strides,dense", [
+    ((5, 4), (1, 5), True), ((2, 3, 4), (1, 2, 6), True), ((4, 3), (3, 1), True),
+    ((4, 3), (10, 1), False), ((4, 3), (1, 8), False), ((3, 1, 4), (1, 99, 3), True),
+    ((2, 2), (2, 2), False)])
+def test_dense_runs(shape, strides, dense):
+    # all of a whole transposed (permuted) dense array reads it as one run; the plan says so.
+    assert _api._dense_run(shape, strides) is dense
+    a = _api._read(FakeCAI(shape, strides=tuple(4 * s for s in strides)), "x")
+    if dense:
+        plan, rdt = _api._prepare("all", a, None, None)
+        assert (plan.kind, plan.args, plan.result_shape, rdt.name) == ("array", (a.size,), (), "bool")
+    else:
+        with pytest.raises(ValueError, match="all of the whole array|no unit stride"):
+            _api._prepare("all", a, None, None)
+
+
 def test_out_of_the_wrong_dtype():
     # The result dtype is checked against out= after the driver is asked where the input is: the
     # plan and dtype come first, so what can be checked here is that a bad op/dtype pair never
