@@ -183,3 +183,17 @@ def test_gradient_formulas_match_torch(op):
             got = backward(ctx_for(x, dim, want.detach()), grad)[0]
             assert got.shape == x.shape and got.dtype == x.dtype
             torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
+
+
+def test_fast_path_result_dtypes():
+    # The eager fast path's table: the library's result dtype of each (op, torch dtype) it takes.
+    from reduce_tune import _dtypes, _torch_fast
+    op = _dtypes.op_value
+    r = _torch_fast.RESULTS
+    assert r[(op("sum"), torch.bfloat16)][1] == torch.bfloat16
+    assert r[(op("mean"), torch.int32)][1] == torch.float64
+    assert r[(op("mean"), torch.float16)][1] == torch.float16
+    assert r[(op("count_nonzero"), torch.float32)][1] == torch.int64
+    assert r[(op("any"), torch.int64)][1] == r[(op("all"), torch.float64)][1] == torch.bool
+    assert (op("norm2"), torch.int32) not in r and (op("norm1"), torch.float32) in r
+    assert all(v[0] == _torch_fast.DTYPES[t] for (_, t), v in r.items())
