@@ -481,9 +481,9 @@ nb::dict nvrtc_info(const std::string& arch) {
 
 /// _ext.hot(kind, device, dtype, op, d_in, a, b, d_out, stream): reduce_async of a = n elements
 /// (kind 0; b unused), or reduce_rows (1) or reduce_columns (2) of a dense a x b matrix, results
-/// of the op's result dtype (result_dtype). The eager torch call's entry (reduce_tune._torch_fast): a METH_FASTCALL
-/// function of nine ints, with no more parsing than their conversion (nanobind's dispatch of the
-/// same call costs more). Errors as nanobind gives them: ValueError for InvalidArgument and other
+/// of the op's result dtype (result_dtype). The eager torch call's entry (reduce_tune._torch_fast):
+/// a METH_FASTCALL function of nine ints, with no more parsing than their conversion (nanobind's
+/// dispatch of the same call costs more). Errors as nanobind gives them: ValueError for InvalidArgument and other
 /// std::invalid_argument, RuntimeError for the rest.
 PyObject* hot(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 9) {
