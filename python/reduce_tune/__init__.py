@@ -19,8 +19,10 @@ accurate to a bound like a pairwise sum's. An empty reduction gives
 the identity (0; for min the largest value, +inf for floats; for max the lowest, -inf).
 
 With PyTorch, each reduction is also a ``torch.library`` custom op (``torch.ops.reduce_tune.sum``,
-``min``, ``max``, ``segment_sum``, ``segment_min``, ``segment_max``) with a fake implementation and
-a gradient, registered as soon as torch is imported (reduce_tune never imports torch itself):
+``min``, ``max``, ``mean``, ``sumsq``, ``norm1``, ``norm2``, ``count_nonzero``, ``any``, ``all``,
+``segment_sum``, ``segment_min``, ``segment_max``) with a fake implementation and a gradient
+(none for count_nonzero, any and all), registered as soon as torch is imported (reduce_tune never
+imports torch itself):
 
     f = torch.compile(lambda x: reduce_tune.max(x, dim=-1).sum(), fullgraph=True)  # no graph break
     g = torch.compile(lambda x: reduce_tune.sum(x, dim=0), mode="reduce-overhead")  # CUDA graphs
@@ -71,18 +73,21 @@ _torch_hook.install()
 # NVRTC from the nvidia-cuda-nvrtc wheels, where the machine has no other (see _nvrtc).
 _ext.set_nvrtc_candidates(_nvrtc.candidates())
 
-__all__ = ["sum", "min", "max", "segment_sum", "segment_min", "segment_max", "config_for",
-           "devices", "gpu_available", "dtypes", "nvrtc_info", "DeviceArray", "__version__"]
+__all__ = ["sum", "min", "max", "mean", "sumsq", "norm", "count_nonzero", "any", "all",
+           "segment_sum", "segment_min", "segment_max", "config_for", "devices", "gpu_available",
+           "dtypes", "nvrtc_info", "record", "DeviceArray", "__version__"]
 
 
-def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None,  # noqa: A001
-        dtype: Any = None) -> Any:
+def sum(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001
+        stream: StreamLike = None, dtype: Any = None) -> Any:
     """The sum of `x`'s elements (``dim=None``), or along a dimension.
 
     dim: None reduces everything (a 0-d result). For a 2-D array, ``dim=-1`` (or 1) gives one
         result per row and ``dim=0`` one per column; for N-D arrays dim 0 or -1 of a contiguous
         array (results of shape ``x.shape[1:]`` or ``x.shape[:-1]``). Strided rows (a slice of
         columns, ``x[:, a:b]``) and transposed matrices are read in place through a row stride.
+    keepdim: the result keeps the reduced dimension as 1 (every dimension for ``dim=None``), as
+        torch's: the same result, shaped so (out= is then any contiguous array of its size).
     out: an array of the result's size and dtype on x's GPU to write into (returned).
     dtype: the result's dtype: x's (the default), or for a bfloat16/float16 array reduced whole,
         float32 (``torch.float32``, ``"float32"``): the float32 accumulator itself, not rounded to
@@ -94,45 +99,125 @@ def sum(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLik
     """
     h = _torch_hook
     if type(x) is h.tensor and stream is None and dtype is None:
-        r = h.fast(_SUM, x, dim, out)
+        r = h.fast(_SUM, x, dim, out) if not keepdim else h.fast_op(_SUM, x, dim, out, True)
         if r is not None:
             return r
     t = h.ops
     if t is not None and isinstance(x, t.Tensor):
-        return t.reduce("sum", x, dim, out, stream, dtype)
-    return _reduce("sum", x, dim, out=out, stream=stream, dtype=dtype)
+        return t.reduce("sum", x, dim, out, stream, dtype, keepdim)
+    return _reduce("sum", x, dim, out=out, stream=stream, dtype=dtype, keepdim=keepdim)
 
 
-def min(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None,  # noqa: A001
-        dtype: Any = None) -> Any:
+def min(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001
+        stream: StreamLike = None, dtype: Any = None) -> Any:
     """The minimum of `x`'s elements, or along a dimension (arguments as for :func:`sum`).
     A floating-point NaN anywhere gives NaN (IEEE 754-2019 minimum, like numpy.min and torch.amin);
     -0.0 orders below +0.0. The gradient (torch) is split evenly among the elements equal to the
     result, as torch.amin's."""
     h = _torch_hook
     if type(x) is h.tensor and stream is None and dtype is None:
-        r = h.fast(_MIN, x, dim, out)
+        r = h.fast(_MIN, x, dim, out) if not keepdim else h.fast_op(_MIN, x, dim, out, True)
         if r is not None:
             return r
     t = h.ops
     if t is not None and isinstance(x, t.Tensor):
-        return t.reduce("min", x, dim, out, stream, dtype)
-    return _reduce("min", x, dim, out=out, stream=stream, dtype=dtype)
+        return t.reduce("min", x, dim, out, stream, dtype, keepdim)
+    return _reduce("min", x, dim, out=out, stream=stream, dtype=dtype, keepdim=keepdim)
 
 
-def max(x: Any, dim: Optional[int] = None, *, out: Any = None, stream: StreamLike = None,  # noqa: A001
-        dtype: Any = None) -> Any:
+def max(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001
+        stream: StreamLike = None, dtype: Any = None) -> Any:
     """The maximum of `x`'s elements, or along a dimension (arguments as for :func:`sum`); a NaN
     gives NaN as in :func:`min`, and +0.0 orders above -0.0; the gradient as torch.amax's."""
     h = _torch_hook
     if type(x) is h.tensor and stream is None and dtype is None:
-        r = h.fast(_MAX, x, dim, out)
+        r = h.fast(_MAX, x, dim, out) if not keepdim else h.fast_op(_MAX, x, dim, out, True)
         if r is not None:
             return r
     t = h.ops
     if t is not None and isinstance(x, t.Tensor):
-        return t.reduce("max", x, dim, out, stream, dtype)
-    return _reduce("max", x, dim, out=out, stream=stream, dtype=dtype)
+        return t.reduce("max", x, dim, out, stream, dtype, keepdim)
+    return _reduce("max", x, dim, out=out, stream=stream, dtype=dtype, keepdim=keepdim)
+
+
+def _op(op: str, opv: int, x: Any, dim: Optional[int], keepdim: bool, out: Any,
+        stream: StreamLike) -> Any:
+    h = _torch_hook
+    if type(x) is h.tensor and stream is None:
+        r = h.fast_op(opv, x, dim, out, keepdim)
+        if r is not None:
+            return r
+    t = h.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.reduce(op, x, dim, out, stream, None, keepdim)
+    return _reduce(op, x, dim, out=out, stream=stream, keepdim=keepdim)
+
+
+def mean(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,
+         stream: StreamLike = None) -> Any:
+    """The mean of `x`'s elements, or along a dimension (arguments as for :func:`sum`): of x's
+    dtype for floating-point arrays (bf16/f16 accumulate in float32), float64 for integers (where
+    torch.mean refuses them); NaN for an empty reduction. The gradient (torch) is grad / count."""
+    return _op("mean", _OPS["mean"], x, dim, keepdim, out, stream)
+
+
+def sumsq(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,
+          stream: StreamLike = None) -> Any:
+    """The sum of the squares of `x`'s elements, or along a dimension (arguments as for
+    :func:`sum`), of x's dtype (integers wrap); ``(x * x).sum(dim)`` in one pass. Gradient 2 x."""
+    return _op("sumsq", _OPS["sumsq"], x, dim, keepdim, out, stream)
+
+
+def norm(x: Any, ord: Union[int, float] = 2, dim: Optional[int] = None, keepdim: bool = False, *,  # noqa: A002
+         out: Any = None, stream: StreamLike = None) -> Any:
+    """The vector norm of `x`, or along a dimension, as torch.linalg.vector_norm: ``ord=2`` the
+    square root of the sum of squares, ``ord=1`` the sum of absolute values; floating-point arrays
+    only, results of x's dtype (other arguments as for :func:`sum`). Other orders raise
+    ValueError. Gradients (torch) as vector_norm's: x / norm (0 where the norm is 0), sign(x)."""
+    if isinstance(ord, bool) or ord not in (1, 2):
+        raise ValueError(f"reduce_tune: norm supports ord=1 and ord=2, not {ord!r}")
+    op = "norm1" if ord == 1 else "norm2"
+    return _op(op, _OPS[op], x, dim, keepdim, out, stream)
+
+
+def count_nonzero(x: Any, dim: Optional[int] = None, *, out: Any = None,
+                  stream: StreamLike = None) -> Any:
+    """How many of `x`'s elements are not zero, or along a dimension (arguments as for
+    :func:`sum`): int64, as torch.count_nonzero (NaN counts, -0.0 does not). No gradient."""
+    return _op("count_nonzero", _OPS["count_nonzero"], x, dim, False, out, stream)
+
+
+def any(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001
+        stream: StreamLike = None) -> Any:
+    """Whether any of `x`'s elements is not zero, or along a dimension (arguments as for
+    :func:`sum`): bool, as torch.any (torch.bool, numpy.bool_ for CuPy, a "bool" DeviceArray),
+    written by the library as one byte 0 or 1 in place; False for an empty reduction. x is of a
+    dtype of :func:`dtypes` (a bool array is not: ``x.int()`` first). No gradient."""
+    return _op("any", _OPS["any"], x, dim, keepdim, out, stream)
+
+
+def all(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001
+        stream: StreamLike = None) -> Any:
+    """Whether all of `x`'s elements are not zero, or along a dimension (as :func:`any`); True for
+    an empty reduction. An array reduced whole must be one run of elements in some order of its
+    dimensions (contiguous, transposed, or a strided vector): a matrix with gaps between its rows
+    (``x[:, a:b]``) raises ValueError. No gradient."""
+    return _op("all", _OPS["all"], x, dim, keepdim, out, stream)
+
+
+def record(on: Optional[bool] = None) -> bool:
+    """Records the call points the package serves without an exact tuning (the C++
+    ``Options::record``): each (GPU, dtype, op, problem, shape) once, in the tuning store, without
+    measuring anything; ``reduce-tune tune --recorded`` then tunes exactly those and ``reduce-tune
+    coverage`` lists them. ``record(True)`` / ``record(False)`` switch it for the calls from then
+    on (the library's per-GPU reducers are made anew with the setting: the next call on each GPU
+    loads its kernels again, from the compile cache); ``record()`` only asks. Returns whether
+    calls are recorded: the setting, or ``$REDUCE_TUNE_RECORD=1``, which turns it on whatever
+    the setting."""
+    if on is not None:
+        _ext.set_record(bool(on))
+    mine, env = _ext.record()
+    return bool(mine or env)
 
 
 def segment_sum(x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:
@@ -176,7 +261,8 @@ def config_for(dtype: Any, op: str, n: Union[int, Tuple[int, int]], *, problem: 
     "builtin"), ``tuned_shape`` / ``tuned_n`` (where it was measured), ``median_us`` and ``gbps``
     (its measured time), ``device_name`` (the GPU it was measured on), ``note``.
 
-    dtype: a name ("float32"), NumPy/CuPy dtype or torch.dtype. op: "sum", "min" or "max".
+    dtype: a name ("float32"), NumPy/CuPy dtype or torch.dtype. op: the library's name of an op
+    ("sum", "min", "max", "mean", "sumsq", "norm1", "norm2", "count_nonzero", "any", "all").
     n: elements for ``problem="array"``; ``(rows, cols)`` for "rows" and "columns";
     ``(segments, mean segment length)`` for "segments". Raises RuntimeError without a GPU.
     """

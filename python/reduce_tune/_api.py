@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _arrays, _dtypes, _ext
+from . import _arrays, _dtypes, _ext, _ops
 from ._arrays import Array, Shape
 
 Dim = Optional[int]
@@ -153,13 +153,24 @@ def check_dim(ndim: int, dim: Dim) -> Optional[int]:
     return d
 
 
-def result_shape(shape: Sequence[Any], dim: Dim) -> Tuple[Any, ...]:
+def result_shape(shape: Sequence[Any], dim: Dim, keepdim: bool = False) -> Tuple[Any, ...]:
     """The shape of a reduction's result: () for the whole array, else `shape` without the
-    dimension reduced. Sizes are only sliced, never compared, so they may be symbolic."""
+    dimension reduced; with `keepdim`, `shape` with 1 for each dimension reduced (torch's rule).
+    Sizes are only sliced, never compared, so they may be symbolic."""
     d = check_dim(len(shape), dim)
+    if keepdim:
+        return keep_shape(shape, dim)
     if d is None:
         return ()
     return tuple(shape[1:]) if d == 0 else tuple(shape[:-1])
+
+
+def keep_shape(shape: Sequence[Any], dim: Dim) -> Tuple[Any, ...]:
+    """keepdim's result shape: `shape` with 1 for the dimension reduced, or every one (dim=None)."""
+    if dim is None:
+        return (1,) * len(shape)
+    d = dim % len(shape) if shape else 0
+    return tuple(1 if i == d else n for i, n in enumerate(shape))
 
 
 def _plan(shape: Shape, strides: Optional[Shape], dim: Dim) -> Plan:
@@ -180,6 +191,8 @@ def _plan(shape: Shape, strides: Optional[Shape], dim: Dim) -> Plan:
         if len(dims) == 2:  # a matrix: its rows (of it or its transpose) first, then those results
             _, r, c, rs = _matrix(dims[0], dims[1], shape, strides)
             return Plan("rows+array", (r, c, rs), (), 1, n)
+        if _dense_run(shape, strides):  # a permuted dense array: its elements are one run
+            return Plan("array", (n,), (), 1, n)
         raise _not_expressible(shape, strides, "cannot be read as one matrix")
     st = strides if strides is not None else _c_strides(shape)
     if dim % ndim == ndim - 1:
@@ -209,15 +222,8 @@ def _c_strides(shape: Shape) -> Shape:
 
 # ---- results -----------------------------------------------------------------------------------
 
-def _identity(dt: _dtypes.DType, op: str) -> Union[int, float]:
-    if op == "sum":
-        return 0
-    if dt.dlpack[0] in (2, 4):  # floats
-        return math.inf if op == "min" else -math.inf
-    bits, signed = dt.dlpack[1], dt.dlpack[0] == 0
-    hi = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
-    lo = -(1 << (bits - 1)) if signed else 0
-    return hi if op == "min" else lo
+def _identity(dt: _dtypes.DType, op: str) -> Union[int, float, bool]:
+    return _ops.info(op).identity(dt)
 
 
 def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int,
@@ -228,7 +234,7 @@ def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int,
     if out is None:
         o, ptr = _arrays.empty(a, shape, dev, stream, None if rdt == a.dtype else rdt)
         return o, ptr, a.kind
-    o = _arrays.read(out, "out", stream)
+    o = _arrays.read(out, "out", stream, result=True)
     want = math.prod(shape)
     if o.dtype != rdt:
         raise TypeError(f"reduce_tune: out has dtype {o.dtype.name}, the result is {rdt.name}")
@@ -244,13 +250,14 @@ def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int,
 
 # ---- the reductions ----------------------------------------------------------------------------
 
-def _result_dtype(a: Array, dtype: Any, kind: str) -> Optional[_dtypes.DType]:
-    """The dtype= argument: None or a's dtype (the element type), or float32 for a bf16/float16
-    array reduced whole (the float32 accumulator, unrounded: Reducer::reduce_async with
-    DType::f32); None when it is the element type."""
+def _result_dtype(op: str, a: Array, dtype: Any, kind: str) -> _dtypes.DType:
+    """The result's dtype: the op's (_ops.check, which refuses a dtype the op does not take), or
+    the dtype= argument: a's dtype (the element type), or float32 for a bf16/float16 array reduced
+    whole (the float32 accumulator, unrounded: Reducer::reduce_async with DType::f32)."""
+    own = _ops.check(op, a.dtype)
     if dtype is None:
-        return None
-    return check_result_dtype(a.dtype, _dtypes.from_any(dtype), kind == "array")
+        return own
+    return check_result_dtype(a.dtype, _dtypes.from_any(dtype), kind == "array") or own
 
 
 def check_result_dtype(x: _dtypes.DType, r: _dtypes.DType, whole: bool) -> Optional[_dtypes.DType]:
@@ -267,38 +274,60 @@ def check_result_dtype(x: _dtypes.DType, r: _dtypes.DType, whole: bool) -> Optio
     return r
 
 
+def _prepare(op: str, a: Array, dim: Dim, dtype: Any) -> Tuple[Plan, _dtypes.DType]:
+    """(the plan, the result's dtype) of a reduction of `a`, checked."""
+    plan = _plan(a.shape, a.strides, dim)
+    rdt = _result_dtype(op, a, dtype, plan.kind)
+    if plan.kind == "rows+array" and _ops.info(op).stages is None:
+        # No op combines the rows' results: one pass over the elements, which a transposed (or
+        # otherwise permuted) dense array still is, in another order.
+        if not _dense_run(a.shape, a.strides or ()):
+            raise _not_expressible(a.shape, a.strides or (), f"is not one run of elements, which "
+                                   f"{op} of the whole array needs")
+        plan = Plan("array", (plan.length,), (), 1, plan.length)
+    return plan, rdt
+
+
+def _dense_run(shape: Shape, strides: Shape) -> bool:
+    """Whether the elements are one dense run from the first, in some order of the dimensions."""
+    dims = _merge(sorted(zip(shape, strides), key=lambda d: -d[1]))
+    return len(dims) == 1 and dims[0][1] == 1
+
+
 def reduce(op: str, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamLike = None,
-           dtype: Any = None) -> Any:
-    """sum, min or max by `op` (see sum)."""
+           dtype: Any = None, keepdim: bool = False) -> Any:
+    """The reduction `op` (sum, min, max, mean, ...: see sum); `keepdim` as torch's."""
     opv = _dtypes.op_value(op)
     sarg = _stream_arg(stream)
     a = _read(x, "x")
     plan = rdt = None
     if a is not None:  # what can be checked without the driver is, before it is asked anything
-        plan = _plan(a.shape, a.strides, dim)
-        rdt = _result_dtype(a, dtype, plan.kind)
+        plan, rdt = _prepare(op, a, dim, dtype)
     (a,), dev, s = _place(sarg, [(x, "x", a)])
     if plan is None:  # a DLPack array, read now
-        plan = _plan(a.shape, a.strides, dim)
-        rdt = _result_dtype(a, dtype, plan.kind)
-    res, rptr, rkind = _result(a, plan.result_shape, out, dev, s, rdt)
+        plan, rdt = _prepare(op, a, dim, dtype)
+    shape = keep_shape(a.shape, dim) if keepdim else plan.result_shape
+    res, rptr, rkind = _result(a, shape, out, dev, s, rdt)
     if plan.count == 0:
         return res
     dt = a.dtype.value
     k = plan.kind
     if k == "array":
-        _ext.reduce(dev, dt, opv, a.ptr, plan.args[0], rptr, s, rdt.value if rdt else -1)
+        _ext.reduce(dev, dt, opv, a.ptr, plan.args[0], rptr, s, rdt.value)
     elif plan.length == 0:  # empty rows or columns: the identity each
-        _arrays.fill(res, rkind, _identity(a.dtype, op), a.dtype, rptr, plan.count, opv, dev, s)
+        _arrays.fill(res, rkind, _identity(a.dtype, op), a.dtype, rptr, plan.count, opv, dev, s,
+                     rdt.itemsize)
     elif k == "rows":
         _ext.reduce_rows(dev, dt, opv, a.ptr, *plan.args[:2], rptr, s, plan.args[2])
     elif k == "columns":
         _ext.reduce_columns(dev, dt, opv, a.ptr, *plan.args[:2], rptr, s, plan.args[2])
     else:  # "rows+array": one partial result per row, then their reduction
         r, c, rs = plan.args
-        tmp, tptr, keep = _arrays.scratch(a, r, dev, s)
-        _ext.reduce_rows(dev, dt, opv, a.ptr, r, c, tptr, s, rs)
-        _ext.reduce(dev, dt, opv, tptr, r, rptr, s)
+        first, then = _ops.info(op).stages
+        tdt = _dtypes.result_of(first, a.dtype)
+        tmp, tptr, keep = _arrays.scratch(a, r, dev, s, tdt)
+        _ext.reduce_rows(dev, dt, _dtypes.op_value(first), a.ptr, r, c, tptr, s, rs)
+        _ext.reduce(dev, tdt.value, _dtypes.op_value(then), tptr, r, rptr, s, rdt.value)
         del tmp, keep  # freed stream-ordered on s (a DeviceArray after the device is done)
     return res
 

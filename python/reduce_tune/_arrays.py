@@ -79,6 +79,7 @@ def _pointer_device(ptr: int, obj: object, default: int) -> int:
 # ---- PyTorch ---------------------------------------------------------------------------------
 
 _torch_dtypes: Dict[Any, DType] = {}
+_torch_results: Dict[Any, DType] = {}  #: torch dtypes of results only (bool)
 _torch_stream = None
 
 
@@ -88,6 +89,10 @@ def _torch_setup(torch: Any) -> None:
         t = getattr(torch, d.name, None)
         if t is not None:
             _torch_dtypes[t] = d
+    for d in _dtypes.RESULTS.values():
+        t = getattr(torch, d.name, None)
+        if t is not None and t not in _torch_dtypes:
+            _torch_results[t] = d
     raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
     if raw is not None:
         _torch_stream = raw
@@ -95,15 +100,18 @@ def _torch_setup(torch: Any) -> None:
         _torch_stream = lambda dev: torch.cuda.current_stream(dev).cuda_stream  # noqa: E731
 
 
-def torch_dtype(x: Any, torch: Any, what: str, meta: bool = False) -> DType:
+def torch_dtype(x: Any, torch: Any, what: str, meta: bool = False, result: bool = False) -> DType:
     """The dtype of a dense CUDA tensor (with `meta`, a meta tensor too: the fake implementations
-    of the custom ops see those); TypeError for another tensor."""
+    of the custom ops see those; with `result`, a result-only dtype too: out=); TypeError for
+    another tensor."""
     if not (x.is_cuda or (meta and x.is_meta)):
         raise TypeError(f"reduce_tune: {what} is a torch tensor on {x.device}, not on a GPU; "
                         "move it with .cuda() first")
     if not _torch_dtypes:
         _torch_setup(torch)
     dt = _torch_dtypes.get(x.dtype)
+    if dt is None and result:
+        dt = _torch_results.get(x.dtype)
     if dt is None:
         raise _dtypes.unsupported(str(x.dtype))
     if x.layout is not torch.strided:
@@ -111,8 +119,8 @@ def torch_dtype(x: Any, torch: Any, what: str, meta: bool = False) -> DType:
     return dt
 
 
-def _read_torch(x: Any, torch: Any, what: str) -> Array:
-    dt = torch_dtype(x, torch, what)
+def _read_torch(x: Any, torch: Any, what: str, result: bool = False) -> Array:
+    dt = torch_dtype(x, torch, what, result=result)
     dev = x.get_device()
     strides = None if x.is_contiguous() else tuple(x.stride())
     # torch's __cuda_array_interface__ names its current stream, as here.
@@ -129,8 +137,8 @@ def _cupy_stream(cupy: Any, dev: int) -> int:
             return cupy.cuda.get_current_stream().ptr
 
 
-def _read_cupy(x: Any, cupy: Any, what: str) -> Array:
-    dt = _dtypes.from_name(x.dtype.name) if x.dtype.isnative else None
+def _read_cupy(x: Any, cupy: Any, what: str, result: bool = False) -> Array:
+    dt = _dtypes.from_name(x.dtype.name, result) if x.dtype.isnative else None
     if dt is None:
         raise _dtypes.unsupported(str(x.dtype))
     dev = x.device.id
@@ -150,10 +158,10 @@ def _element_strides(strides: Any, itemsize: int, what: str) -> Shape:
     return tuple(out)
 
 
-def _read_cai(x: Any, cai: Dict[str, Any], what: str) -> Array:
+def _read_cai(x: Any, cai: Dict[str, Any], what: str, result: bool = False) -> Array:
     if cai.get("mask") is not None:
         raise ValueError(f"reduce_tune: {what} is a masked array; masks are not supported")
-    dt = _dtypes.from_typestr(cai["typestr"])
+    dt = _dtypes.from_typestr(cai["typestr"], result)
     shape = tuple(int(n) for n in cai["shape"])
     ptr = int(cai["data"][0] or 0)
     strides = cai.get("strides")
@@ -196,21 +204,22 @@ def _dlpack_capsule(x: Any, stream: int) -> Any:
         return x.__dlpack__()
 
 
-def _read_dlpack(x: Any, what: str, stream: Optional[int]) -> Array:
+def _read_dlpack(x: Any, what: str, stream: Optional[int], result: bool = False) -> Array:
     dev_type, _ = _dlpack_device(x, what)
     # The stream the call runs on; 0 (the legacy default stream's CUDA runtime handle) is spelled 1.
     capsule = _dlpack_capsule(x, stream if stream else 1)
     ptr, shape, strides, (code, bits, lanes), (_dt, dl_dev) = _ext.dlpack_view(capsule)
-    dt = _dtypes.from_dlpack(code, bits, lanes)
+    dt = _dtypes.from_dlpack(code, bits, lanes, result)
     dev = dl_dev if dev_type == _DL_CUDA else None
     return Array(x, "dlpack", ptr, tuple(shape), strides, dt, dev, None, keep=capsule)
 
 
-def read(x: Any, what: str = "x", dlpack_stream: Optional[int] = None) -> Array:
+def read(x: Any, what: str = "x", dlpack_stream: Optional[int] = None, result: bool = False) -> Array:
     """Reads `x`; raises TypeError for a host array, an unsupported dtype or a non-array.
     dlpack_stream: the stream the call runs on, for a DLPack producer to order its work before
-    (None or 0: the legacy default stream)."""
-    a = _read(x, what, dlpack_stream, False)
+    (None or 0: the legacy default stream). result: `x` is to receive a result (out=), which may
+    also be of a result-only dtype (bool)."""
+    a = _read(x, what, dlpack_stream, False, result)
     assert a is not None
     return a
 
@@ -221,18 +230,19 @@ def read_or_defer(x: Any, what: str = "x") -> Optional[Array]:
     return _read(x, what, None, True)
 
 
-def _read(x: Any, what: str, dlpack_stream: Optional[int], defer: bool) -> Optional[Array]:
+def _read(x: Any, what: str, dlpack_stream: Optional[int], defer: bool,
+          result: bool = False) -> Optional[Array]:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        return _read_torch(x, torch, what)
+        return _read_torch(x, torch, what, result)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(x, cupy.ndarray):
-        return _read_cupy(x, cupy, what)
+        return _read_cupy(x, cupy, what, result)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
-        return _read_cai(x, cai, what)
+        return _read_cai(x, cai, what, result)
     if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
-        return None if defer else _read_dlpack(x, what, dlpack_stream)
+        return None if defer else _read_dlpack(x, what, dlpack_stream, result)
     if hasattr(x, "__array_interface__") or hasattr(x, "__array__") or \
             isinstance(x, (list, tuple, int, float, complex, bytes, bytearray, memoryview)):
         raise _host_error(what, x)
@@ -261,21 +271,24 @@ def empty(like: Array, shape: Shape, device: int, stream: int,
     return o, o.ptr
 
 
-def scratch(like: Array, count: int, device: int, stream: int) -> Tuple[Any, int, Any]:
-    """Memory for `count` intermediate results of like's dtype, used by the call's kernels on
+def scratch(like: Array, count: int, device: int, stream: int,
+            dtype: Optional[DType] = None) -> Tuple[Any, int, Any]:
+    """Memory for `count` intermediate results of like's dtype (or `dtype`), used by the call's kernels on
     `stream` only: (array, pointer, what to keep alive as long as the array). Frameworks allocate
     it on `stream`, so that the memory is handed to other work only after those kernels; while a
     CUDA graph is being captured on `stream`, the graph owns it (torch: the graph's private pool;
     CuPy: stream-ordered allocation, whose allocation and free become nodes of the graph)."""
+    dt = dtype or like.dtype
     if like.kind == "torch":
         torch = sys.modules["torch"]
+        tdt = getattr(torch, dt.name)
         if _torch_stream(device) == stream:
-            o = like.obj.new_empty((count,))
+            o = like.obj.new_empty((count,), dtype=tdt)
         else:
             on = torch.cuda.default_stream(like.obj.device) if stream in (0, 1) else \
                 torch.cuda.ExternalStream(stream, device=like.obj.device)
             with torch.cuda.stream(on):
-                o = like.obj.new_empty((count,))
+                o = like.obj.new_empty((count,), dtype=tdt)
         return o, o.data_ptr(), None
     if like.kind == "cupy":
         cupy = sys.modules["cupy"]
@@ -283,13 +296,13 @@ def scratch(like: Array, count: int, device: int, stream: int) -> Tuple[Any, int
             s = cupy.cuda.ExternalStream(stream)
             with s:
                 if _cupy_capturing(cupy, stream):
-                    mem = cupy.cuda.MemoryAsyncPool().malloc(max(count, 1) * like.dtype.itemsize)
-                    o = cupy.ndarray((count,), dtype=like.obj.dtype, memptr=mem)
+                    mem = cupy.cuda.MemoryAsyncPool().malloc(max(count, 1) * dt.itemsize)
+                    o = cupy.ndarray((count,), dtype=dt.name, memptr=mem)
                 else:
-                    o = cupy.empty((count,), dtype=like.obj.dtype)
+                    o = cupy.empty((count,), dtype=dt.name)
         # MemoryAsync frees on the stream it was allocated on while that object lives.
         return o, o.data.ptr, s
-    o = DeviceArray((count,), like.dtype.name, device, stream)
+    o = DeviceArray((count,), dt.name, device, stream)
     return o, o.ptr, None
 
 
@@ -300,8 +313,9 @@ def _cupy_capturing(cupy: Any, stream: int) -> bool:
 
 
 def fill(obj: Any, kind: str, value: Any, dtype: DType, ptr: int, count: int, op: int,
-         device: int, stream: int) -> None:
-    """Sets every element of a result to `value` (the op's identity), on `stream`."""
+         device: int, stream: int, itemsize: int = 0) -> None:
+    """Sets every element of a result to `value` (the op's identity), on `stream`; `dtype` is the
+    input's, `itemsize` the result's element size (0: dtype's)."""
     if kind == "torch":
         torch = sys.modules["torch"]
         if _torch_stream(device) == stream:
@@ -314,8 +328,9 @@ def fill(obj: Any, kind: str, value: Any, dtype: DType, ptr: int, count: int, op
         with cupy.cuda.Device(device), cupy.cuda.ExternalStream(stream):
             obj.fill(value)
     else:  # one element at a time through the library's empty reduction (rare: a generic array)
+        step = itemsize or dtype.itemsize
         for i in range(count):
-            _ext.reduce(device, dtype.value, op, 0, 0, ptr + i * dtype.itemsize, stream)
+            _ext.reduce(device, dtype.value, op, 0, 0, ptr + i * step, stream)
 
 
 class DeviceArray:
@@ -326,7 +341,7 @@ class DeviceArray:
     __slots__ = ("shape", "dtype", "device", "ptr", "_stream", "_itemsize", "_typestr")
 
     def __init__(self, shape: Shape, dtype: str, device: int, stream: int = 0):
-        d = _dtypes.from_name(dtype)
+        d = _dtypes.from_name(dtype, result=True)
         self.shape, self.dtype, self.device, self._stream = tuple(shape), d.name, device, stream
         self._itemsize, self._typestr = d.itemsize, d.typestr
         self.ptr = 0

@@ -24,6 +24,10 @@ _TABLE: Tuple[Tuple[str, Optional[str], Tuple[int, int]], ...] = (
 _ALIASES = {"i32": "int32", "u32": "uint32", "i64": "int64", "f32": "float32", "f64": "float64",
             "f16": "float16", "half": "float16", "bf16": "bfloat16", "float": "float32",
             "double": "float64", "int": "int64"}
+# Result-only types of the library (never an input), as the package hands them out: the library's
+# uint8 0/1 of any and all is a bool to every framework (one byte, 0 or 1: torch.bool, numpy.bool_),
+# so the result is allocated as bool and written in place, with no conversion.
+_RESULT_ONLY = {"uint8": ("bool", "|b1", (6, 8)), "u8": ("bool", "|b1", (6, 8))}
 
 
 class DType(NamedTuple):
@@ -45,7 +49,21 @@ def _build() -> Dict[str, DType]:
     return out
 
 
+def _build_results() -> Dict[int, DType]:
+    out = {d.value: d for d in BY_NAME.values()}
+    for cpp_name, value in _ext.dtypes():
+        r = _RESULT_ONLY.get(cpp_name)
+        if r is not None:
+            out[value] = DType(r[0], value, _ext.item_size(value), r[1], r[2])
+    return out
+
+
 BY_NAME: Dict[str, DType] = _build()
+#: DType value -> the DType a result of it is: BY_NAME's, and the result-only types (bool).
+RESULTS: Dict[int, DType] = _build_results()
+_RESULT_NAMES: Dict[str, DType] = {d.name: d for d in RESULTS.values()}
+_RESULT_TYPESTRS: Dict[str, DType] = {d.typestr: d for d in RESULTS.values() if d.typestr}
+_RESULT_DLPACK: Dict[Tuple[int, int], DType] = {d.dlpack: d for d in RESULTS.values()}
 BY_TYPESTR: Dict[str, DType] = {d.typestr: d for d in BY_NAME.values() if d.typestr}
 BY_DLPACK: Dict[Tuple[int, int], DType] = {d.dlpack: d for d in BY_NAME.values()}
 SUPPORTED = ", ".join(BY_NAME)
@@ -56,23 +74,31 @@ def unsupported(what: str) -> TypeError:
     return TypeError(f"reduce_tune: unsupported dtype {what}; supported: {SUPPORTED}")
 
 
-def from_typestr(typestr: str) -> DType:
+# `result`: a result's dtype (out=), which may also be a result-only one (bool).
+
+def from_typestr(typestr: str, result: bool = False) -> DType:
     """A __cuda_array_interface__ typestr ("<f4"; "|" and "=" byte orders are little-endian here)."""
     d = BY_TYPESTR.get("<" + typestr[1:]) if typestr[:1] in ("|", "=", "<") else None
+    if d is None and result:
+        d = _RESULT_TYPESTRS.get("|" + typestr[1:])
     if d is None:
         raise unsupported(repr(typestr))
     return d
 
 
-def from_name(name: str) -> DType:
+def from_name(name: str, result: bool = False) -> DType:
     d = BY_NAME.get(_ALIASES.get(name, name))
+    if d is None and result:
+        d = _RESULT_NAMES.get(name)
     if d is None:
         raise unsupported(repr(name))
     return d
 
 
-def from_dlpack(code: int, bits: int, lanes: int) -> DType:
+def from_dlpack(code: int, bits: int, lanes: int, result: bool = False) -> DType:
     d = BY_DLPACK.get((code, bits)) if lanes == 1 else None
+    if d is None and result and lanes == 1:
+        d = _RESULT_DLPACK.get((code, bits))
     if d is None:
         raise unsupported(f"(DLPack code {code}, {bits} bits, {lanes} lanes)")
     return d
@@ -100,3 +126,8 @@ def op_value(op: str) -> int:
     if v is None:
         raise ValueError(f"reduce_tune: unknown op {op!r}; one of {', '.join(OPS)}")
     return v
+
+
+def result_of(op: str, dtype: DType) -> DType:
+    """The dtype of `op`'s result over `dtype` (the library's rule, kernels/ops.h result_dtype)."""
+    return RESULTS[_ext.result_dtype(dtype.value, op_value(op))]

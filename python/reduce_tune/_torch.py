@@ -19,11 +19,12 @@ equal to the result, split evenly among ties, as torch.amin/amax (a NaN result g
 gradients, as theirs); the segment reductions likewise per segment, and elements outside every
 segment get zero.
 """
+import math
 from typing import Any, Callable, Optional, Tuple
 
 import torch
 
-from . import _api, _arrays, _dtypes
+from . import _api, _arrays, _dtypes, _ops
 
 Tensor = torch.Tensor
 _is_compiling = torch.compiler.is_compiling
@@ -33,6 +34,9 @@ _dispatch_modes = torch._C._len_torch_dispatch_stack
 _arrays._torch_setup(torch)
 
 OPS = ("sum", "min", "max")
+#: The other reductions (mean, sumsq, norm1, norm2, count_nonzero, any, all): each is
+#: ``reduce_tune::<op>(Tensor x, int? dim=None) -> Tensor``, its result of the op's dtype.
+MORE = tuple(op for op in _ops.TABLE if op not in OPS)
 
 
 def _name(dt: Any) -> str:
@@ -93,6 +97,69 @@ def _extreme_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tens
     return ((grad / count) * mask).to(x.dtype), None, None
 
 
+# ---- the other ops (_ops.TABLE) --------------------------------------------------------------------
+
+def _op_impl(op: str) -> Callable[..., torch.Tensor]:
+    def impl(x: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
+        return _api.reduce(op, x, dim)
+    return impl
+
+
+def _op_fake(op: str) -> Callable[..., torch.Tensor]:
+    def fake(x: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
+        rdt = _ops.check(op, _arrays.torch_dtype(x, torch, "x", meta=True))
+        return x.new_empty(_api.result_shape(x.shape, dim), dtype=getattr(torch, rdt.name))
+    return fake
+
+
+def _setup_shape(ctx: Any, inputs: Tuple[Any, ...], output: torch.Tensor) -> None:
+    x, dim = inputs
+    ctx.d, ctx.shape, ctx.dtype = _api.check_dim(x.dim(), dim), x.shape, x.dtype
+
+
+def _setup_saved(ctx: Any, inputs: Tuple[Any, ...], output: torch.Tensor) -> None:
+    x, dim = inputs
+    ctx.d = _api.check_dim(x.dim(), dim)
+    ctx.save_for_backward(x, output)
+
+
+def _spread(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    """grad (the result's shape) broadcast against x: the reduced dimension put back as 1."""
+    return grad if ctx.d is None else grad.unsqueeze(ctx.d)
+
+
+def _mean_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+    count = math.prod(ctx.shape) if ctx.d is None else ctx.shape[ctx.d]
+    return (_spread(ctx, grad) / count).expand(ctx.shape).to(ctx.dtype), None
+
+
+def _sumsq_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+    x, _ = ctx.saved_tensors
+    return (2 * x * _spread(ctx, grad)).to(x.dtype), None
+
+
+def _norm1_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+    x, _ = ctx.saved_tensors
+    return (torch.sgn(x) * _spread(ctx, grad)).to(x.dtype), None
+
+
+def _norm2_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+    # torch.linalg.vector_norm's: x * grad / norm, and 0 where the norm is 0.
+    x, r = ctx.saved_tensors
+    r = _spread(ctx, r)
+    scale = (_spread(ctx, grad) / r).masked_fill(r == 0, 0)
+    return (x * scale).to(x.dtype), None
+
+
+#: _ops.OpInfo.grad -> (backward, setup_context) of the ops in MORE.
+_GRADS = {
+    "mean": (_mean_backward, _setup_shape),
+    "sumsq": (_sumsq_backward, _setup_saved),
+    "norm1": (_norm1_backward, _setup_saved),
+    "norm2": (_norm2_backward, _setup_saved),
+}
+
+
 # ---- segments -------------------------------------------------------------------------------------
 
 def _segment_impl(op: str) -> Callable[..., torch.Tensor]:
@@ -150,6 +217,7 @@ def _segment_extreme_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[to
 
 _REDUCE_SCHEMA = "(Tensor x, int? dim=None, ScalarType? dtype=None) -> Tensor"
 _SEGMENT_SCHEMA = "(Tensor x, Tensor offsets) -> Tensor"
+_OP_SCHEMA = "(Tensor x, int? dim=None) -> Tensor"
 
 for _op in OPS:
     _d = torch.library.custom_op(f"reduce_tune::{_op}", _reduce_impl(_op), mutates_args=(),
@@ -164,9 +232,16 @@ for _op in OPS:
     _d.register_fake(_segment_fake)
     _d.register_autograd(_segment_sum_backward if _op == "sum" else _segment_extreme_backward,
                          setup_context=_setup_segment)
+for _op in MORE:
+    _d = torch.library.custom_op(f"reduce_tune::{_op}", _op_impl(_op), mutates_args=(),
+                                 schema=_OP_SCHEMA)
+    _d.register_fake(_op_fake(_op))
+    _g = _ops.TABLE[_op].grad
+    if _g is not None:
+        _d.register_autograd(_GRADS[_g][0], setup_context=_GRADS[_g][1])
 del _op, _d
 
-_REDUCE = {op: getattr(torch.ops.reduce_tune, op).default for op in OPS}
+_REDUCE = {op: getattr(torch.ops.reduce_tune, op).default for op in OPS + MORE}
 _SEGMENT = {op: getattr(torch.ops.reduce_tune, "segment_" + op).default for op in OPS}
 
 
@@ -179,16 +254,19 @@ def _direct(x: Any) -> bool:
             and not _dispatch_modes())
 
 
-def reduce(op: str, x: torch.Tensor, dim: Any, out: Any, stream: Any, dtype: Any) -> Any:
-    """reduce_tune.sum / min / max of a torch tensor."""
-    if _direct(x):  # (the common cases took _torch_fast.fast before this)
-        return _api.reduce(op, x, dim, out=out, stream=stream, dtype=dtype)
+def reduce(op: str, x: torch.Tensor, dim: Any, out: Any, stream: Any, dtype: Any,
+           keepdim: bool = False) -> Any:
+    """reduce_tune.sum / min / max / mean / ... of a torch tensor (dtype=: sum, min, max only)."""
+    if _direct(x):  # (the common cases took _torch_fast before this)
+        return _api.reduce(op, x, dim, out=out, stream=stream, dtype=dtype, keepdim=keepdim)
     _api.check_dim(x.dim(), dim)
     if dtype is not None and not isinstance(dtype, torch.dtype):
         dtype = getattr(torch, _dtypes.from_any(dtype).name)
     if stream is not None and _is_compiling():  # stream=: eager only, a graph break here
-        return _api.reduce(op, x, dim, out=out, stream=stream, dtype=dtype)
-    return _call(_REDUCE[op], (x, dim, dtype), x, out, stream)
+        return _api.reduce(op, x, dim, out=out, stream=stream, dtype=dtype, keepdim=keepdim)
+    args = (x, dim, dtype) if op in OPS else (x, dim)
+    r = _call(_REDUCE[op], args, x, out, stream)
+    return r.reshape(_api.keep_shape(x.shape, dim)) if keepdim and out is None else r
 
 
 def segment_reduce(op: str, x: torch.Tensor, offsets: Any, out: Any, stream: Any) -> Any:

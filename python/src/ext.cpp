@@ -1,13 +1,16 @@
 // reduce_tune._ext: the thin nanobind layer over reduce_tune::Reducer. Pointers and streams are
 // Python ints; the Python package (python/reduce_tune) reads the array protocols and calls these.
 // One Reducer per GPU, created on first use and kept for the life of the process (never destroyed:
-// at interpreter exit the CUDA driver may already be shutting down).
+// at interpreter exit the CUDA driver may already be shutting down; set_record replaces them with
+// new ones and keeps the old).
 #include "reduce_tune/reducer.h"
 
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
+#include "kernels/ops.h"
 #include "runtime/capture.h"
 #include "runtime/counters.h"
+#include "runtime/record.h"
 
 #include <dlfcn.h>
 #include <sqlite3.h>
@@ -106,6 +109,24 @@ std::vector<Reducer*> g_reducers; // index: ordinal; leaked on purpose (see abov
 std::string g_shipped_path;       // the package's copy of the shipped tuning (set_shipped_path)
 constexpr int kFastGpus = 64;
 std::atomic<Reducer*> g_fast[kFastGpus]; // the same reducers, read without the lock by every call
+bool g_record = false; // Options::record of the reducers (set_record); g_reducers_mu held
+
+/// A Reducer of GPU `ordinal` with the package's options. g_reducers_mu held.
+Reducer* new_reducer(int ordinal) {
+  Options o;
+  o.shipped_path = g_shipped_path;
+  o.nvrtc_path = nvrtc_path();
+  o.record = g_record;
+  Reducer* r = nullptr;
+  try {
+    r = new Reducer(ordinal, o);
+  } catch (const std::runtime_error& e) {
+    rethrow_nvrtc(e);
+  }
+  g_stats.reducers.fetch_add(1, std::memory_order_relaxed);
+  if (ordinal < kFastGpus) g_fast[ordinal].store(r, std::memory_order_release);
+  return r;
+}
 
 Reducer& create_reducer(int ordinal) {
   std::lock_guard lock(g_reducers_mu);
@@ -117,18 +138,7 @@ Reducer& create_reducer(int ordinal) {
       throw std::invalid_argument("reduce_tune: no GPU " + std::to_string(ordinal) + " (this machine has " +
                                   std::to_string(count) + ")");
     if (g_reducers.size() < std::size_t(count)) g_reducers.resize(count, nullptr);
-    if (!g_reducers[ordinal]) {
-      Options o;
-      o.shipped_path = g_shipped_path;
-      o.nvrtc_path = nvrtc_path();
-      try {
-        g_reducers[ordinal] = new Reducer(ordinal, o);
-      } catch (const std::runtime_error& e) {
-        rethrow_nvrtc(e);
-      }
-      g_stats.reducers.fetch_add(1, std::memory_order_relaxed);
-      if (ordinal < kFastGpus) g_fast[ordinal].store(g_reducers[ordinal], std::memory_order_release);
-    }
+    if (!g_reducers[ordinal]) g_reducers[ordinal] = new_reducer(ordinal);
   }
   return *g_reducers[ordinal];
 }
@@ -170,11 +180,28 @@ public:
     }
     slot.store(k, std::memory_order_relaxed);
   }
+  /// Every call cold again (the reducers were replaced: their first calls load kernels).
+  void clear() {
+    for (auto& slot : slots_) slot.store(0, std::memory_order_relaxed);
+  }
 
 private:
   static constexpr int kBits = 12;
   std::atomic<std::uint64_t> slots_[std::size_t(1) << kBits] = {};
 } g_warm;
+
+/// Options::record for the reducers from now on: the existing ones are replaced by new ones with
+/// the setting (Options are fixed at construction). The old ones are left alive, never destroyed,
+/// since another thread may be inside a call on one; the new ones load their kernels again (from
+/// the compile cache).
+void set_record(bool on) {
+  std::lock_guard lock(g_reducers_mu);
+  if (on == g_record) return;
+  g_record = on;
+  for (std::size_t i = 0; i < g_reducers.size(); ++i)
+    if (g_reducers[i]) g_reducers[i] = new_reducer(int(i));
+  g_warm.clear();
+}
 
 enum CallKind { kArray = 0, kRows = 1, kColumns = 2, kSegments = 3 };
 
@@ -454,9 +481,9 @@ nb::dict nvrtc_info(const std::string& arch) {
 
 /// _ext.hot(kind, device, dtype, op, d_in, a, b, d_out, stream): reduce_async of a = n elements
 /// (kind 0; b unused), or reduce_rows (1) or reduce_columns (2) of a dense a x b matrix, results
-/// of the input's dtype. The eager torch call's entry (reduce_tune._torch_fast): a METH_FASTCALL
-/// function of nine ints, with no more parsing than their conversion (nanobind's dispatch of the
-/// same call costs more). Errors as nanobind gives them: ValueError for InvalidArgument and other
+/// of the op's result dtype (result_dtype). The eager torch call's entry (reduce_tune._torch_fast):
+/// a METH_FASTCALL function of nine ints, with no more parsing than their conversion (nanobind's
+/// dispatch of the same call costs more). Errors as nanobind gives them: ValueError for InvalidArgument and other
 /// std::invalid_argument, RuntimeError for the rest.
 PyObject* hot(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 9) {
@@ -482,8 +509,9 @@ PyObject* hot(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const DType dt = to_dtype(int(dtype));
     const Op o = to_op(int(op));
     if (kind == kArray) {
-      g_warm.run(WarmCalls::key(kArray, int(dev), int(dtype), int(op), a, 0, int(dtype)), [&] {
-        r.reduce_async(dt, o, in_ptr(in), a, out_ptr(out), dt, to_stream(stream));
+      const DType rdt = result_dtype(o, dt);
+      g_warm.run(WarmCalls::key(kArray, int(dev), int(dtype), int(op), a, 0, int(rdt)), [&] {
+        r.reduce_async(dt, o, in_ptr(in), a, out_ptr(out), rdt, to_stream(stream));
       });
     } else if (kind == kRows) {
       g_warm.run(WarmCalls::key(kRows, int(dev), int(dtype), int(op), a, b, 0), [&] {
@@ -521,6 +549,18 @@ NB_MODULE(_ext, m) {
 
   m.def("dtypes", &names<DType>, "(name, DType value) of every dtype the library reduces.");
   m.def("ops", &names<Op>, "(name, Op value) of every operator.");
+  m.def("result_dtype", [](int dtype, int op) { return int(result_dtype(to_op(op), to_dtype(dtype))); },
+        "dtype"_a, "op"_a, "The DType value of the result of `op` over `dtype` (kernels/ops.h).");
+  m.def("op_unsupported", [](int dtype, int op) {
+    return op_unsupported(to_op(op), to_dtype(dtype)).value_or(std::string());
+  }, "dtype"_a, "op"_a, "Why `op` does not reduce `dtype` elements (kernels/ops.h), '' if it does.");
+  m.def("set_record", &set_record, "on"_a,
+        "Options::record for the reducers: those created from now on, and the existing ones "
+        "replaced by new ones with it.");
+  m.def("record", [] {
+    std::lock_guard lock(g_reducers_mu);
+    return std::make_pair(g_record, record_from_env());
+  }, "(Options::record as set_record left it, whether $REDUCE_TUNE_RECORD asks for recording).");
   m.def("problems", &names<Problem>, "(name, Problem value) of every problem kind.");
   m.def("item_size", [](int dtype) { return size_of(to_dtype(dtype)); }, "dtype"_a,
         "Bytes per element of a DType value.");
@@ -581,14 +621,14 @@ NB_MODULE(_ext, m) {
   m.def("reduce", [](int dev, int dtype, int op, Ptr in, std::uint64_t n, Ptr out, Ptr stream,
                      int result) {
     Reducer& r = reducer(dev);
-    const int rdt = result < 0 ? dtype : result;
+    const int rdt = result < 0 ? int(result_dtype(to_op(op), to_dtype(dtype))) : result;
     g_warm.run(WarmCalls::key(kArray, dev, dtype, op, n, 0, rdt), [&] {
       r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out), to_dtype(rdt),
                      to_stream(stream));
     });
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "n"_a, "d_out"_a, "stream"_a, "result"_a = -1,
      "Reducer::reduce_async: one result at d_out, asynchronous on stream; `result` (a DType "
-     "value, -1: the input's) float32 for a bf16/f16 input writes the unrounded accumulator.");
+     "value, -1: the op's result dtype) float32 for a bf16/f16 input writes the unrounded accumulator.");
   m.def("reduce_rows", [](int dev, int dtype, int op, Ptr in, std::uint64_t rows, std::uint64_t cols,
                           Ptr out, Ptr stream, std::uint64_t row_stride) {
     Reducer& r = reducer(dev);
