@@ -224,6 +224,14 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
            std::string(name(result_dtype(t.op, t.dtype)));
   if (t.wide_result && v.problem != Problem::array)
     return "a float32 result of a bf16 or f16 reduction is offered for the array problem only";
+  if (op.traits.compound && c.tail == Tail::volatile_)
+    return op_name + "'s accumulator is a struct: the volatile tail copies scalars only";
+  // Dynamic shared memory past the 48 KiB a launch gets without opting in: the columns tile keeps
+  // block x vec accumulators (the compound ones are 16 to 24 bytes).
+  if (v.problem != Problem::array &&
+      std::uint64_t(c.block) * c.vec * accumulator_bytes(t.op, t.dtype) > 48 * 1024)
+    return std::to_string(c.block) + " x " + std::to_string(c.vec) + " accumulators of " +
+           std::to_string(accumulator_bytes(t.op, t.dtype)) + " bytes exceed 48 KiB of shared memory";
   if (c.finish == Finish::host && !op.traits.host_combine)
     return "the host finish cannot apply " + op_name + "'s post-map (it needs the count or rounds)";
   if (v.in_place && !op.traits.plain_map)

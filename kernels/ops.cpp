@@ -20,7 +20,12 @@ constexpr OpTraits kPosted{OpAtomic::none, false, false, false, false, false};
 constexpr OpTraits kAny{OpAtomic::max, true, true, false, true, true};
 constexpr OpTraits kAll{OpAtomic::min, true, true, false, true, true};
 
-constexpr std::array<OpDescription, 10> kOps{{
+// Compound accumulators (a struct): no atomic, redux, host or in-place path; argmax and argmin
+// also have no result for nothing.
+constexpr OpTraits kCompound{OpAtomic::none, false, false, false, false, false, true, false};
+constexpr OpTraits kArg{OpAtomic::none, false, false, false, false, false, true, true};
+
+constexpr std::array<OpDescription, 17> kOps{{
     {Op::sum, "sum", "the sum (integers wrap; bf16 and f16 accumulate in float32)", kSum},
     {Op::min, "min", "the minimum (floats: IEEE minimum, NaN wins, -0.0 below +0.0)", kMin},
     {Op::max, "max", "the maximum (floats: IEEE maximum, NaN wins, -0.0 below +0.0)", kMax},
@@ -32,6 +37,21 @@ constexpr std::array<OpDescription, 10> kOps{{
      kMappedSum},
     {Op::any, "any", "1 where any element is non-zero, else 0 (uint8)", kAny},
     {Op::all, "all", "1 where every element is non-zero, else 0 (uint8; empty: 1)", kAll},
+    {Op::argmax, "argmax",
+     "the int64 index of the first maximum in its row, column or segment (NaN wins; empty: error, "
+     "an empty offsets segment -1)", kArg},
+    {Op::argmin, "argmin",
+     "the int64 index of the first minimum in its row, column or segment (NaN wins; empty: error, "
+     "an empty offsets segment -1)", kArg},
+    {Op::logsumexp, "logsumexp",
+     "log(sum(exp(x))) in one pass, a running maximum and a rescaled sum (floats; empty: -inf)",
+     kCompound},
+    {Op::var, "var", "the variance with correction 1, over n - 1 (integers: float64; n <= 1: NaN)",
+     kCompound},
+    {Op::std_, "std", "the square root of var (integers: float64; n <= 1: NaN)", kCompound},
+    {Op::var_population, "var_population",
+     "the variance with correction 0, over n (integers: float64; empty: NaN)", kCompound},
+    {Op::std_population, "std_population", "the square root of var_population", kCompound},
 }};
 
 // The CUDA spelling of a scalar dtype, its macro suffix, and its largest and lowest values
@@ -140,8 +160,87 @@ std::string functions(Op op, DType acc, DType result) {
     s += fn("A rt_map(T x, rt_size)", "return rt_widen(x) != 0 ? 1u : 0u;");
     s += fn("A rt_combine(A a, A b)", op == Op::any ? "return a | b;" : "return a & b;");
     break;
+  default: break; // the compound ops: compound_source
   }
   s += fn("R rt_post(A a, rt_size)", "return " + to_result(result) + ";");
+  return s;
+}
+
+// torch's correction of var and std: the squared deviations are divided by max(n - correction, 0).
+int correction(Op op) { return op == Op::var || op == Op::std_ ? 1 : 0; }
+bool is_variance(Op op) {
+  return op == Op::var || op == Op::std_ || op == Op::var_population || op == Op::std_population;
+}
+
+// `v` (a scalar of the accumulator's float type, W) converted to the result: rounded once to a
+// bf16 or f16 result.
+std::string scalar_result(DType result, const char* v) {
+  return is_half(result) ? std::string("rt_narrow(") + v + ")" : std::string("R(") + v + ")";
+}
+
+// The struct, its typedefs and its functions: argmax/argmin, logsumexp, var/std. W is the type of
+// the float fields (the value for argmax).
+std::string compound_source(Op op, DType dtype, DType acc, DType result) {
+  const ScalarText wt = text_of(acc);
+  const std::string W = wt.ctype;
+  std::string s;
+  if (op == Op::argmax || op == Op::argmin) {
+    const bool max = op == Op::argmax;
+    s += "struct rt_acc { " + W + " v; long long i; };\ntypedef rt_acc A;\ntypedef long long R;\n";
+    s += "#define RT_MAP_INDEXED 1\n";
+    // The identity's index is the largest: an element equal to its value wins the tie.
+    s += fn("A rt_identity()", "A a; a.v = " + std::string(max ? wt.lowest : wt.max) +
+                                   "; a.i = 9223372036854775807ll; return a;");
+    s += fn("A rt_map(T x, rt_size i)", "A a; a.v = rt_widen(x); a.i = (long long)i; return a;");
+    // b wins with a better value, or an equal one at a smaller index; a NaN beats any number and
+    // the first NaN beats later ones. The result does not depend on the order of combining.
+    const std::string better = max ? "b.v > a.v" : "b.v < a.v";
+    const std::string tie = "(b.v == a.v && b.i < a.i)";
+    if (is_float(acc))
+      s += fn("A rt_combine(A a, A b)",
+              "const bool an = a.v != a.v, bn = b.v != b.v; const bool take = bn ? (!an || b.i < a.i) : "
+              "(!an && (" + better + " || " + tie + ")); return take ? b : a;");
+    else
+      s += fn("A rt_combine(A a, A b)", "return " + better + " || " + tie + " ? b : a;");
+    s += fn("R rt_post(A a, rt_size count)", "return count ? a.i : -1ll;");
+    return s;
+  }
+  const bool f64 = acc == DType::f64;
+  const char* exp = f64 ? "exp" : "expf";
+  const char* log = f64 ? "log" : "logf";
+  const std::string R = result == dtype ? "T" : text_of(result).ctype;
+  if (op == Op::logsumexp) {
+    s += "struct rt_acc { " + W + " m; " + W + " s; };\ntypedef rt_acc A;\ntypedef " + R + " R;\n";
+    s += fn("A rt_identity()", "A a; a.m = " + std::string(wt.lowest) + "; a.s = " + W + "(0); return a;");
+    s += fn("A rt_map(T x, rt_size)", "A a; a.m = rt_widen(x); a.s = " + W + "(1); return a;");
+    // The larger maximum (a NaN wins); each side's sum rescaled to it. A side whose maximum is
+    // the new one keeps its sum as it is: +inf and -inf maxima never meet exp(inf - inf).
+    s += fn("A rt_combine(A a, A b)",
+            "A r; r.m = (a.m != a.m || a.m > b.m) ? a.m : b.m; const " + W + " ea = a.m == r.m ? " + W +
+                "(1) : " + exp + "(a.m - r.m); const " + W + " eb = b.m == r.m ? " + W + "(1) : " + exp +
+                "(b.m - r.m); r.s = a.s * ea + b.s * eb; return r;");
+    s += fn("R rt_post(A a, rt_size)", "const " + W + " v = a.m + " + log + "(a.s); return " +
+                                           scalar_result(result, "v") + ";");
+    return s;
+  }
+  // var and std: the count, the mean and the sum of squared deviations M2, merged by Chan's
+  // formula. An element maps to {1, x, x - x}: M2 is NaN for an infinity, as torch's var gives.
+  s += "struct rt_acc { long long n; " + W + " mean; " + W + " m2; };\ntypedef rt_acc A;\ntypedef " + R +
+       " R;\n";
+  s += fn("A rt_identity()", "A a; a.n = 0; a.mean = " + W + "(0); a.m2 = " + W + "(0); return a;");
+  s += fn("A rt_map(T x, rt_size)",
+          "A a; a.n = 1; a.mean = " + W + "(rt_widen(x)); a.m2 = a.mean - a.mean; return a;");
+  s += fn("A rt_combine(A a, A b)",
+          "if (b.n == 0) return a; if (a.n == 0) return b; A r; r.n = a.n + b.n; const " + W + " wb = " +
+              W + "(b.n) / " + W + "(r.n); const " + W + " d = b.mean - a.mean; r.mean = a.mean + d * wb; "
+              "r.m2 = a.m2 + b.m2 + d * d * " + W + "(a.n) * wb; return r;");
+  const bool root = op == Op::std_ || op == Op::std_population;
+  std::string post = "const " + W + " c = " + W + "(a.n) - " + W + "(" + std::to_string(correction(op)) +
+                     "); " + W + " v = a.m2 / (c > " + W + "(0) ? c : " + W + "(0));";
+  if (root)
+    post += f64 ? " asm(\"sqrt.rn.f64 %0, %1;\" : \"=d\"(v) : \"d\"(v));"
+                : " asm(\"sqrt.rn.f32 %0, %1;\" : \"=f\"(v) : \"f\"(v));";
+  s += fn("R rt_post(A a, rt_size)", post + " return " + scalar_result(result, "v") + ";");
   return s;
 }
 
@@ -159,12 +258,18 @@ std::optional<std::string> op_unsupported(Op op, DType dtype) {
   if (dtype == DType::u8) return "uint8 is a result type (any, all), not an element type";
   if ((op == Op::norm1 || op == Op::norm2) && !is_float(dtype))
     return std::string(name(op)) + " reduces floating-point elements (torch's vector norms do)";
+  if (op == Op::logsumexp && !is_float(dtype))
+    return "logsumexp reduces floating-point elements";
   return std::nullopt;
 }
 
 DType accumulator_dtype(Op op, DType dtype) {
   switch (op) {
-  case Op::mean: return is_float(dtype) ? accumulator_of(dtype) : DType::f64;
+  case Op::mean:
+  case Op::var:
+  case Op::std_:
+  case Op::var_population:
+  case Op::std_population: return is_float(dtype) ? accumulator_of(dtype) : DType::f64;
   case Op::count_nonzero: return DType::i64;
   case Op::any:
   case Op::all: return DType::u32;
@@ -172,12 +277,24 @@ DType accumulator_dtype(Op op, DType dtype) {
   }
 }
 
-std::size_t accumulator_bytes(Op op, DType dtype) { return size_of(accumulator_dtype(op, dtype)); }
+std::size_t accumulator_bytes(Op op, DType dtype) {
+  const std::size_t w = size_of(accumulator_dtype(op, dtype));
+  if (op == Op::argmax || op == Op::argmin) return 16; // {value, int64 index}, 8-byte aligned
+  if (op == Op::logsumexp) return 2 * w;               // {maximum, rescaled sum}
+  if (is_variance(op)) return 8 + 2 * w;                // {int64 count, mean, M2}
+  return w;
+}
 
 DType result_dtype(Op op, DType dtype, bool wide_result) {
   switch (op) {
-  case Op::mean: return is_float(dtype) ? (wide_result ? DType::f32 : dtype) : DType::f64;
-  case Op::count_nonzero: return DType::i64;
+  case Op::mean:
+  case Op::var:
+  case Op::std_:
+  case Op::var_population:
+  case Op::std_population: return is_float(dtype) ? (wide_result ? DType::f32 : dtype) : DType::f64;
+  case Op::count_nonzero:
+  case Op::argmax:
+  case Op::argmin: return DType::i64;
   case Op::any:
   case Op::all: return DType::u8;
   default: return wide_result ? accumulator_dtype(op, dtype) : dtype;
@@ -188,6 +305,10 @@ std::string op_source(Op op, DType dtype, bool wide_result) {
   const OpDescription& d = describe(op);
   const DType acc = accumulator_dtype(op, dtype), result = result_dtype(op, dtype, wide_result);
   std::string s = "// op: " + std::string(d.name) + "\n";
+  if (d.traits.compound) {
+    if (wide_result) s += "#define RT_WIDE_RESULT 1\n";
+    return s + compound_source(op, dtype, acc, result);
+  }
   s += "typedef " + std::string(text_of(acc).ctype) + " A;\n";
   s += result == dtype  ? std::string("typedef T R;\n")
        : result == acc ? std::string("typedef A R;\n")

@@ -38,6 +38,13 @@ struct OpTraits {
   /// Combining rounds nothing (min, max): an accumulator may be rounded to a bf16 or f16 result
   /// at every combine (the 16-bit atomic CAS) without changing the result.
   bool exact = false;
+  /// The accumulator is a struct of several fields (argmax's value and index, logsumexp's maximum
+  /// and rescaled sum, var's count, mean and squared deviations): shuffled word by word, never
+  /// through volatile shared memory (the volatile tail copies scalars only).
+  bool compound = false;
+  /// Reducing no elements has no result (argmax: no identity, as torch): the calls throw; an empty
+  /// offsets segment, known only on the device, gets the post-map of the identity (-1).
+  bool empty_error = false;
 };
 
 /// One op: its stable name (the store keys an op by it; never renamed) and traits.
@@ -54,7 +61,9 @@ const OpDescription& describe(Op op);
 
 /// Why `op` does not reduce `dtype` (an op of floats given integers), or nullopt.
 std::optional<std::string> op_unsupported(Op op, DType dtype);
-/// The accumulator's type: a scalar of this dtype (float32 for bf16 and f16 sums, ...).
+/// The accumulator's type: a scalar of this dtype (float32 for bf16 and f16 sums, ...); for a
+/// compound accumulator (OpTraits::compound) the type of its floating-point fields, or of
+/// argmax's value (the index is int64).
 DType accumulator_dtype(Op op, DType dtype);
 /// Bytes of one accumulator: partials, shared memory.
 std::size_t accumulator_bytes(Op op, DType dtype);

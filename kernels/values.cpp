@@ -61,7 +61,16 @@ Scalar identity(DType dtype, Op op) {
 }
 
 Scalar empty_result(Op op, DType result) {
-  if (op == Op::mean)
+  // argmax and argmin: the calls refuse nothing to reduce; an empty offsets segment gets -1.
+  if (op == Op::argmax || op == Op::argmin) return Scalar::of(std::int64_t(-1));
+  if (op == Op::logsumexp) // log(0)
+    return visit_value(result, [](auto r) {
+      using R = decltype(r);
+      if constexpr (is_float_like_v<R>) return Scalar::of(R(-std::numeric_limits<double>::infinity()));
+      else return Scalar::of(R(0)); // never: a logsumexp is a float
+    });
+  if (op == Op::mean || op == Op::var || op == Op::std_ || op == Op::var_population ||
+      op == Op::std_population)
     return visit_value(result, [](auto r) {
       using R = decltype(r);
       if constexpr (is_float_like_v<R>) return Scalar::of(R(std::numeric_limits<double>::quiet_NaN()));

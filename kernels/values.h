@@ -73,7 +73,8 @@ template <typename T> T identity(Op op) {
 /// it), as a Scalar.
 Scalar identity(DType dtype, Op op);
 /// The result of reducing no elements (`result`: result_dtype of the op): the identity, except
-/// NaN for mean (0 / 0, as torch.mean of nothing).
+/// NaN for mean, var and std (0 / 0, as torch), -infinity for logsumexp and -1 for argmax and
+/// argmin (what an empty offsets segment gets; the calls refuse an empty reduction for those).
 Scalar empty_result(Op op, DType result);
 
 // In their own namespace, which argument-dependent lookup on an Op never reaches: a combine or a

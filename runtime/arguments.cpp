@@ -34,9 +34,16 @@ void check_problem(DType dtype, Op op) {
   if (static_cast<unsigned>(op) >= kOps)
     throw InvalidArgument("reduce_tune: unsupported op (enum value " +
                           std::to_string(static_cast<int>(op)) +
-                          "): sum, min, max, mean, sumsq, norm1, norm2, count_nonzero, any and "
-                          "all are supported");
+                          "): sum, min, max, mean, sumsq, norm1, norm2, count_nonzero, any, all, "
+                          "argmax, argmin, logsumexp, var, std, var_population and "
+                          "std_population are supported");
   if (auto why = op_unsupported(op, dtype)) throw InvalidArgument("reduce_tune: " + *why);
+}
+
+void check_not_empty(Op op) {
+  if (describe(op).traits.empty_error)
+    throw InvalidArgument("reduce_tune: " + std::string(name(op)) +
+                          " of no elements: the op has no identity (as torch's)");
 }
 
 void check_problem(Problem problem) {
@@ -174,6 +181,7 @@ Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_o
     c.out_count = 1;
   }
   if (n == 0) {
+    check_not_empty(op);
     c.work = Call::Work::identity;
     return c;
   }
@@ -198,6 +206,7 @@ Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uin
                           " overflow a 64-bit byte count");
   const std::uint64_t elements = rows == 0 ? 0 : (rows - 1) * stride + cols;
   const std::uint64_t results = problem == Problem::rows ? rows : cols;
+  if (results > 0 && (problem == Problem::rows ? cols : rows) == 0) check_not_empty(op);
   check_pointer("d_in", d_in, elements, dtype, ordinal, capturing);
   check_pointer("d_out", d_out, results, result_dtype(op, dtype), ordinal, capturing);
   Call c;

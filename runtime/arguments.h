@@ -17,6 +17,8 @@ namespace reduce_tune::detail {
 void check_problem(DType dtype, Op op);
 /// Throws InvalidArgument for a problem outside the enum.
 void check_problem(Problem problem);
+/// Throws InvalidArgument for an empty reduction of an op that has none (argmax, argmin).
+void check_not_empty(Op op);
 
 /// What the driver says of a pointer (cuPointerGetAttributes, which answers zeroes for a pointer it
 /// does not know).

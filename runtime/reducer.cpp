@@ -136,6 +136,7 @@ void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n,
                           std::string(name(out_dtype)) + " (see the typed helpers)");
   const std::size_t es = size_of(result);
   if (n == 0) {
+    check_not_empty(op);
     const std::uint64_t bits = empty_result(op, result).bits;
     std::memcpy(h_out, &bits, es);
     return;

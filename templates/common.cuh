@@ -38,9 +38,19 @@ __device__ __forceinline__ A rt_map_unindexed(T x) { return rt_map(x, 0); }
 // catalogue admits there.
 __device__ __forceinline__ R rt_result(A v) { return rt_post(v, 0); }
 
+// Whether V is a scalar the shuffle and load intrinsics take (a compound accumulator, a struct,
+// goes 32-bit word by word instead, whatever its size).
+template <typename V> struct rt_is_scalar { static constexpr bool value = false; };
+template <> struct rt_is_scalar<int> { static constexpr bool value = true; };
+template <> struct rt_is_scalar<unsigned> { static constexpr bool value = true; };
+template <> struct rt_is_scalar<long long> { static constexpr bool value = true; };
+template <> struct rt_is_scalar<unsigned long long> { static constexpr bool value = true; };
+template <> struct rt_is_scalar<float> { static constexpr bool value = true; };
+template <> struct rt_is_scalar<double> { static constexpr bool value = true; };
+
 // Shuffles of any accumulator: a scalar as itself, a struct 32-bit word by word.
 template <typename V> __device__ __forceinline__ V rt_shfl_down(V v, unsigned offset, int width = 32) {
-  if constexpr (sizeof(V) == 4 || sizeof(V) == 8) {
+  if constexpr (rt_is_scalar<V>::value) {
     return __shfl_down_sync(0xffffffffu, v, offset, width);
   } else {
     static_assert(sizeof(V) % 4 == 0, "accumulators of whole 32-bit words");
@@ -53,7 +63,7 @@ template <typename V> __device__ __forceinline__ V rt_shfl_down(V v, unsigned of
   }
 }
 template <typename V> __device__ __forceinline__ V rt_shfl_up(V v, unsigned offset, int width = 32) {
-  if constexpr (sizeof(V) == 4 || sizeof(V) == 8) {
+  if constexpr (rt_is_scalar<V>::value) {
     return __shfl_up_sync(0xffffffffu, v, offset, width);
   } else {
     static_assert(sizeof(V) % 4 == 0, "accumulators of whole 32-bit words");
@@ -61,6 +71,22 @@ template <typename V> __device__ __forceinline__ V rt_shfl_up(V v, unsigned offs
     memcpy(w, &v, sizeof(V));
 #pragma unroll
     for (int i = 0; i < int(sizeof(V) / 4); ++i) w[i] = __shfl_up_sync(0xffffffffu, w[i], offset, width);
+    memcpy(&v, w, sizeof(V));
+    return v;
+  }
+}
+
+// An L2-cached load (ld.global.cg) of an accumulator another block wrote: a scalar as itself, a
+// struct word by word.
+template <typename V> __device__ __forceinline__ V rt_ldcg(const V* p) {
+  if constexpr (rt_is_scalar<V>::value) {
+    return __ldcg(p);
+  } else {
+    static_assert(sizeof(V) % 4 == 0, "accumulators of whole 32-bit words");
+    unsigned w[sizeof(V) / 4];
+#pragma unroll
+    for (int i = 0; i < int(sizeof(V) / 4); ++i) w[i] = __ldcg(reinterpret_cast<const unsigned*>(p) + i);
+    V v;
     memcpy(&v, w, sizeof(V));
     return v;
   }
@@ -457,7 +483,7 @@ __device__ __forceinline__ void rt_finish_block(A v, A* partials, R* out, unsign
     __threadfence();
     A acc = rt_identity();
     for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x)
-      acc = rt_combine(acc, __ldcg(partials + i));
+      acc = rt_combine(acc, rt_ldcg(partials + i));
     acc = rt_block_reduce(acc);
     if (threadIdx.x == 0) {
       *out = rt_post(acc, n);

@@ -11,8 +11,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <set>
 #include <tuple>
+#include <vector>
 
 using namespace reduce_tune;
 using testing::Gpu;
@@ -22,8 +25,9 @@ namespace {
 
 constexpr DType kDTypes[] = {DType::i32, DType::u32, DType::i64, DType::f32,
                              DType::f64, DType::bf16, DType::f16};
-constexpr Op kNewOps[] = {Op::mean,          Op::sumsq, Op::norm1, Op::norm2,
-                          Op::count_nonzero, Op::any,   Op::all};
+constexpr Op kNewOps[] = {Op::mean,   Op::sumsq,     Op::norm1, Op::norm2, Op::count_nonzero,
+                          Op::any,    Op::all,       Op::argmax, Op::argmin, Op::logsumexp,
+                          Op::var,    Op::std_,      Op::var_population, Op::std_population};
 
 /// make_input with about one element in 97 set to zero (all-zero bits: 0 of every dtype), so
 /// count_nonzero, any and all see both kinds.
@@ -248,4 +252,114 @@ TEST_CASE("ops: the library's calls give each op's result type", "[gpu][ops]") {
   const std::vector<Reference> want = segmented_reference(ints, cols, Op::mean);
   for (int c = 0; c < 100; ++c)
     CHECK(std::fabs(means[c] - want[c].exact) <= 1e-9 * (std::fabs(want[c].exact) + 1));
+}
+
+TEST_CASE("ops: argmax, argmin, logsumexp, var and std through the library's calls", "[gpu][ops]") {
+  const testing::TempDir dir;
+  Options o;
+  o.store_path = (dir.path / "absent.db").string(); // the shipped tuning, else the defaults
+  Reducer r(0, o);
+  const testing::GpuContext& g = gpu();
+
+  const std::uint64_t n = 100003;
+  const HostArray ints = input_with_zeros(DType::i32, n, 7);
+  const cuda::Buffer d_ints = upload(ints);
+  const auto* pi = reinterpret_cast<const std::int32_t*>(d_ints.get());
+  CHECK(r.argmax(pi, n) == reference(ints, Op::argmax).value.as<std::int64_t>());
+  CHECK(r.argmin(pi, n) == reference(ints, Op::argmin).value.as<std::int64_t>());
+  CHECK_THROWS_AS(r.logsumexp(pi, n), InvalidArgument); // floats only
+  for (Op op : {Op::var, Op::std_, Op::var_population, Op::std_population}) {
+    const double got = op == Op::var              ? r.var(pi, n)
+                       : op == Op::std_           ? r.stddev(pi, n)
+                       : op == Op::var_population ? r.var_population(pi, n)
+                                                  : r.stddev_population(pi, n);
+    const std::string bad = testing::mismatch(g, r.config_for(DType::i32, op, n), ints, op, Scalar::of(got));
+    INFO(bad);
+    CHECK(bad.empty());
+  }
+  // Nothing to reduce: argmax has no result (torch raises); var is NaN, logsumexp -infinity.
+  CHECK_THROWS_AS(r.argmax(pi, 0), InvalidArgument);
+  CHECK_THROWS_AS(r.argmin(pi, 0), InvalidArgument);
+  cuda::Buffer out(1024 * 8);
+  CHECK_THROWS_AS(r.reduce_rows(DType::i32, Op::argmax, pi, 10, 0, reinterpret_cast<void*>(out.get())),
+                  InvalidArgument);
+  CHECK_THROWS_AS(r.reduce_async(DType::i32, Op::argmin, pi, 0, reinterpret_cast<void*>(out.get())),
+                  InvalidArgument);
+  CHECK(std::isnan(r.var(pi, 1)));
+  CHECK(r.var_population(pi, 1) == 0.0);
+
+  HostArray floats = input_with_zeros(DType::f32, n, 8);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  floats.data<float>()[77777] = nan; // a NaN wins argmax and argmin, the first one
+  floats.data<float>()[88888] = nan;
+  const cuda::Buffer d_floats = upload(floats);
+  const auto* pf = reinterpret_cast<const float*>(d_floats.get());
+  CHECK(r.argmax(pf, n) == 77777);
+  CHECK(r.argmin(pf, n) == 77777);
+  HostArray head = floats; // before the first NaN
+  head.n = 77777;
+  head.bytes.resize(head.n * 4);
+  CHECK(r.argmax(pf, head.n) == reference(head, Op::argmax).value.as<std::int64_t>());
+  CHECK(std::isnan(r.logsumexp(pf, n)));
+  CHECK(std::isnan(r.var(pf, n)));
+  const HostArray clean = input_with_zeros(DType::f32, n, 9);
+  const cuda::Buffer d_clean = upload(clean);
+  const auto* pc = reinterpret_cast<const float*>(d_clean.get());
+  for (Op op : {Op::logsumexp, Op::var, Op::std_, Op::var_population, Op::std_population}) {
+    const float got = r.reduce(op, pc, n);
+    const std::string bad = testing::mismatch(g, r.config_for(DType::f32, op, n), clean, op, Scalar::of(got));
+    INFO(bad);
+    CHECK(bad.empty());
+  }
+  CHECK(r.logsumexp(pc, 0) == -std::numeric_limits<float>::infinity());
+
+  // Infinities: logsumexp of -inf elements is -inf, a +inf gives +inf; var of an inf is NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float special[] = {-inf, -inf, -inf, 2.0f, inf, 1.0f};
+  cuda::Buffer d_special(sizeof special);
+  RT_CU(cuMemcpyHtoD(d_special.get(), special, sizeof special));
+  const auto* ps = reinterpret_cast<const float*>(d_special.get());
+  CHECK(r.logsumexp(ps, 3) == -inf);
+  CHECK(r.logsumexp(ps, 4) == 2.0f);
+  CHECK(r.logsumexp(ps, 6) == inf);
+  CHECK(std::isnan(r.var(ps + 3, 3)));
+  CHECK(r.argmax(ps, 3) == 0); // all equal: the first
+  CHECK(r.argmax(ps, 6) == 4);
+  CHECK(r.argmin(ps + 3, 3) == 2);
+
+  // Rows, columns and segments: the index within each.
+  Segmentation rows;
+  rows.problem = Problem::rows;
+  rows.shape = {1000, 1};
+  rows.stride = 1;
+  r.reduce_rows(DType::i32, Op::argmax, pi, 1000, 1, reinterpret_cast<void*>(out.get()));
+  RT_CU(cuCtxSynchronize());
+  std::vector<std::int64_t> idx(1000, -7);
+  RT_CU(cuMemcpyDtoH(idx.data(), out.get(), 1000 * 8));
+  for (std::int64_t i : idx) CHECK(i == 0); // rows of one element
+  r.reduce_columns(DType::i32, Op::argmin, pi, 1000, 100, reinterpret_cast<void*>(out.get()));
+  RT_CU(cuCtxSynchronize());
+  RT_CU(cuMemcpyDtoH(idx.data(), out.get(), 100 * 8));
+  Segmentation cols;
+  cols.problem = Problem::columns;
+  cols.shape = {100, 1000};
+  cols.stride = 100;
+  const std::vector<Reference> want = segmented_reference(ints, cols, Op::argmin);
+  for (int c = 0; c < 100; ++c) CHECK(idx[c] == want[c].value.as<std::int64_t>());
+  // Offsets with an empty segment: -1 there.
+  const std::int64_t offs[] = {0, 10, 10, 500};
+  cuda::Buffer d_offs(sizeof offs);
+  RT_CU(cuMemcpyHtoD(d_offs.get(), offs, sizeof offs));
+  r.reduce_segments(DType::i32, Op::argmax, pi, reinterpret_cast<const std::int64_t*>(d_offs.get()), 3,
+                    reinterpret_cast<void*>(out.get()));
+  RT_CU(cuCtxSynchronize());
+  RT_CU(cuMemcpyDtoH(idx.data(), out.get(), 3 * 8));
+  Segmentation seg;
+  seg.problem = Problem::segments;
+  seg.shape = {3, 166};
+  seg.offsets.assign(std::begin(offs), std::end(offs));
+  const std::vector<Reference> segs = segmented_reference(ints, seg, Op::argmax);
+  CHECK(idx[0] == segs[0].value.as<std::int64_t>());
+  CHECK(idx[1] == -1);
+  CHECK(idx[2] == segs[2].value.as<std::int64_t>());
 }

@@ -50,8 +50,10 @@ template <typename T> HostArray array_of(std::initializer_list<T> xs) {
 } // namespace
 
 TEST_CASE("ops: stable names, parsed back; the enum's values never move", "[ops]") {
-  const char* names[] = {"sum",   "min",   "max",           "mean", "sumsq",
-                         "norm1", "norm2", "count_nonzero", "any",  "all"};
+  const char* names[] = {"sum",    "min",       "max",           "mean",   "sumsq",
+                         "norm1",  "norm2",     "count_nonzero", "any",    "all",
+                         "argmax", "argmin",    "logsumexp",     "var",    "std",
+                         "var_population", "std_population"};
   REQUIRE(op_descriptions().size() == std::size(names));
   for (std::size_t i = 0; i < std::size(names); ++i) {
     const Op op = static_cast<Op>(i);
@@ -82,6 +84,31 @@ TEST_CASE("ops: accumulator and result dtypes as torch", "[ops]") {
   CHECK_FALSE(op_unsupported(Op::norm2, DType::f16));
   CHECK(op_unsupported(Op::sum, DType::u8));
   for (DType d : kInputs) CHECK_FALSE(op_unsupported(Op::sumsq, d));
+  // argmax, argmin: an int64 index of any dtype; a 16-byte {value, index} accumulator.
+  for (DType d : kInputs) {
+    CHECK(result_dtype(Op::argmax, d) == DType::i64);
+    CHECK(result_dtype(Op::argmin, d) == DType::i64);
+    CHECK(accumulator_bytes(Op::argmax, d) == 16);
+    CHECK_FALSE(op_unsupported(Op::argmin, d));
+  }
+  CHECK(accumulator_dtype(Op::argmax, DType::bf16) == DType::f32);
+  // logsumexp: floats only, the element type, {max, sum} in float32 for bf16 and f16.
+  CHECK(op_unsupported(Op::logsumexp, DType::i32));
+  CHECK(op_unsupported(Op::logsumexp, DType::i64));
+  CHECK(result_dtype(Op::logsumexp, DType::f16) == DType::f16);
+  CHECK(result_dtype(Op::logsumexp, DType::f16, true) == DType::f32);
+  CHECK(accumulator_bytes(Op::logsumexp, DType::bf16) == 8);
+  CHECK(accumulator_bytes(Op::logsumexp, DType::f64) == 16);
+  // var and std: integers in float64, floats in their type; {int64 n, mean, M2}.
+  for (Op op : {Op::var, Op::std_, Op::var_population, Op::std_population}) {
+    CHECK(result_dtype(op, DType::i32) == DType::f64);
+    CHECK(result_dtype(op, DType::u32) == DType::f64);
+    CHECK(result_dtype(op, DType::bf16) == DType::bf16);
+    CHECK(result_dtype(op, DType::f32) == DType::f32);
+    CHECK(accumulator_bytes(op, DType::f16) == 16);
+    CHECK(accumulator_bytes(op, DType::i64) == 24);
+    for (DType d : kInputs) CHECK_FALSE(op_unsupported(op, d));
+  }
 }
 
 TEST_CASE("ops: the source is the description's; the templates name no op", "[ops]") {
@@ -101,6 +128,20 @@ TEST_CASE("ops: the source is the description's; the templates name no op", "[op
   CHECK_THAT(s, Catch::Contains(mean) && !Catch::Contains("RT_OP_"));
   CHECK(s.find("rt_widen(T x)") < s.find(mean));
   CHECK(s.find(mean) < s.find("rt_shfl_down"));
+  // Compound accumulators: a struct, no atomic or half-result traits; argmax reads the index.
+  const std::string arg = op_source(Op::argmax, DType::bf16);
+  CHECK_THAT(arg, Catch::Contains("struct rt_acc { float v; long long i; };") &&
+                      Catch::Contains("typedef long long R;") && Catch::Contains("#define RT_MAP_INDEXED 1") &&
+                      !Catch::Contains("RT_ATOMIC_") && !Catch::Contains("RT_HALF_RESULT"));
+  const std::string lse = op_source(Op::logsumexp, DType::f16);
+  CHECK_THAT(lse, Catch::Contains("struct rt_acc { float m; float s; };") && Catch::Contains("typedef T R;") &&
+                      Catch::Contains("expf(") && !Catch::Contains("RT_MAP_INDEXED"));
+  CHECK_THAT(op_source(Op::logsumexp, DType::f16, true), Catch::Contains("typedef float R;"));
+  const std::string var = op_source(Op::std_, DType::i32);
+  CHECK_THAT(var, Catch::Contains("struct rt_acc { long long n; double mean; double m2; };") &&
+                      Catch::Contains("typedef double R;") && Catch::Contains("(1)") &&
+                      Catch::Contains("sqrt.rn.f64"));
+  CHECK_THAT(op_source(Op::var_population, DType::f32), Catch::Contains("(0)") && !Catch::Contains("sqrt"));
 }
 
 TEST_CASE("ops: the catalogue's rules read the traits", "[ops][catalogue]") {
@@ -142,6 +183,36 @@ TEST_CASE("ops: the catalogue's rules read the traits", "[ops][catalogue]") {
              Catch::Contains("no atomic combine"));
   CHECK(reason("segments_group.b256.w8.u2.v4.direct", sm(90, DType::f32, Op::mean, Problem::segments)).empty());
   CHECK(reason("columns_tile.b256.u2.v4.direct", sm(90, DType::i32, Op::all, Problem::columns)).empty());
+  // Compound accumulators: no atomic, first-block, host or in-place finish, no redux or volatile
+  // tail; the deterministic combining finishes and the direct segmented mappings stay.
+  for (Op op : {Op::argmax, Op::argmin, Op::logsumexp, Op::var, Op::std_, Op::var_population,
+                Op::std_population}) {
+    INFO(name(op));
+    CHECK_THAT(reason("vectorized.b256.u4.v4.g0.shfl.atomic", sm(90, DType::f32, op)),
+               Catch::Contains("no atomic combine"));
+    CHECK_THAT(reason("vectorized.b256.u4.v4.g4.shfl.firstblock", sm(90, DType::f32, op)),
+               Catch::Contains("no atomic combine"));
+    CHECK_THAT(reason("unroll_warps.b256.u4.shfl.host", sm(90, DType::f32, op)), Catch::Contains("host finish"));
+    CHECK_THAT(reason("neighbored_gmem.b256.host", sm(90, DType::f32, op)), Catch::Contains("host finish"));
+    CHECK_THAT(reason("neighbored_gmem.b256.twopass", sm(90, DType::f32, op)),
+               Catch::Contains("not available"));
+    CHECK_THAT(reason("vectorized.b256.u4.v4.g0.redux.lastblock", sm(90, DType::i32, op == Op::logsumexp ? Op::argmax : op)),
+               Catch::Contains("__reduce"));
+    Target old_gpu = sm(60, DType::f32, op);
+    CHECK_THAT(reason("unroll_warps.b256.u4.volatile.host", old_gpu), Catch::Contains("volatile"));
+    CHECK(reason("vectorized.b256.u4.v4.g0.shfl.twopass", old_gpu).empty());
+    CHECK(reason("vectorized.b256.u4.v4.g0.shfl.lastblock", sm(90, DType::f32, op)).empty());
+    CHECK(reason("streaming.b256.u2.v2.g8.shfl.twopass", sm(90, DType::f64, op)).empty());
+    CHECK(reason("rows_group.b256.w8.u2.v4.direct", sm(90, DType::f32, op, Problem::rows)).empty());
+    CHECK_THAT(reason("rows_split.b256.u2.v4.g4.atomic", sm(90, DType::f32, op, Problem::rows)),
+               Catch::Contains("no atomic combine"));
+    CHECK_THAT(reason("segments_flat.b256.u2.v4.g4.atomic", sm(90, DType::f32, op, Problem::segments)),
+               Catch::Contains("no atomic combine"));
+  }
+  // The columns tile keeps block x vec accumulators in shared memory: at most 48 KiB.
+  CHECK_THAT(reason("columns_tile.b1024.u2.v8.direct", sm(90, DType::f16, Op::var, Problem::columns)),
+             Catch::Contains("48 KiB"));
+  CHECK(reason("columns_tile.b256.u2.v8.direct", sm(90, DType::f16, Op::var, Problem::columns)).empty());
   // Every op keeps some configuration of every problem it admits.
   for (const OpDescription& o : op_descriptions())
     for (Problem p : {Problem::array, Problem::rows, Problem::columns, Problem::segments})
@@ -165,6 +236,11 @@ TEST_CASE("ops: identities, empty results and the host finish", "[ops][values]")
   CHECK(empty_result(Op::any, DType::u8).as<std::uint8_t>() == 0);
   CHECK(empty_result(Op::norm2, DType::f32).as<float>() == 0.0f);
   CHECK(empty_result(Op::min, DType::i32).as<std::int32_t>() == std::numeric_limits<std::int32_t>::max());
+  CHECK(empty_result(Op::argmax, DType::i64).as<std::int64_t>() == -1);
+  CHECK(empty_result(Op::logsumexp, DType::f32).as<float>() == -std::numeric_limits<float>::infinity());
+  CHECK(empty_result(Op::logsumexp, DType::bf16).to_double() == -std::numeric_limits<double>::infinity());
+  CHECK(std::isnan(empty_result(Op::var, DType::f64).as<double>()));
+  CHECK(std::isnan(empty_result(Op::std_population, DType::f16).to_double()));
 
   const HostArray counts = array_of<std::int64_t>({3, 0, 5});
   CHECK(combine_on_host(counts, 3, Op::count_nonzero, DType::i64).as<std::int64_t>() == 8);
@@ -218,9 +294,99 @@ TEST_CASE("ops: the CPU reference of each op", "[ops][reference]") {
   CHECK(std::fabs(hr.value.to_double() - hr.exact) <= std::fabs(hr.exact) * std::ldexp(1.0, -8));
 }
 
+TEST_CASE("ops: the CPU reference of argmax and argmin", "[ops][reference]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const HostArray f = array_of<float>({1.0f, -2.0f, 0.0f, 3.5f, -0.0f});
+  CHECK(reference(f, Op::argmax).value == Scalar::of(std::int64_t(3)));
+  CHECK(reference(f, Op::argmin).value == Scalar::of(std::int64_t(1)));
+  // Ties: the first index; -0.0 and +0.0 are equal, as torch compares them.
+  const HostArray ties = array_of<std::int32_t>({2, 5, 5, 1, 1});
+  CHECK(reference(ties, Op::argmax).value == Scalar::of(std::int64_t(1)));
+  CHECK(reference(ties, Op::argmin).value == Scalar::of(std::int64_t(3)));
+  CHECK(reference(array_of<float>({-0.0f, 0.0f}), Op::argmax).value == Scalar::of(std::int64_t(0)));
+  CHECK(reference(array_of<float>({0.0f, -0.0f}), Op::argmin).value == Scalar::of(std::int64_t(0)));
+  // A NaN wins either way, the first one.
+  const HostArray nans = array_of<float>({1.0f, nan, 5.0f, nan});
+  CHECK(reference(nans, Op::argmax).value == Scalar::of(std::int64_t(1)));
+  CHECK(reference(nans, Op::argmin).value == Scalar::of(std::int64_t(1)));
+  // Unsigned and the extremes of the type.
+  const HostArray u = array_of<std::uint32_t>({7, 4294967295u, 0, 4294967295u, 0});
+  CHECK(reference(u, Op::argmax).value == Scalar::of(std::int64_t(1)));
+  CHECK(reference(u, Op::argmin).value == Scalar::of(std::int64_t(2)));
+  // Indices across the reference's parallel chunks: the spikes of make_input (+1024 first, -1024
+  // first at 32), and the first of two NaNs far apart.
+  HostArray big = make_input(DType::f32, (1 << 20) + 7, 3);
+  CHECK(reference(big, Op::argmax).value == Scalar::of(std::int64_t(0)));
+  CHECK(reference(big, Op::argmin).value == Scalar::of(std::int64_t(32)));
+  big.data<float>()[700001] = nan;
+  big.data<float>()[900001] = nan;
+  CHECK(reference(big, Op::argmax).value == Scalar::of(std::int64_t(700001)));
+  CHECK(reference(big, Op::argmin).value == Scalar::of(std::int64_t(700001)));
+  // Rows: the index within each row.
+  Segmentation rows;
+  rows.problem = Problem::rows;
+  rows.shape = {2, 3};
+  rows.stride = 3;
+  const auto r = segmented_reference(array_of<std::int64_t>({1, 9, 9, 8, 2, 8}), rows, Op::argmax);
+  CHECK(r[0].value == Scalar::of(std::int64_t(1)));
+  CHECK(r[1].value == Scalar::of(std::int64_t(0)));
+  HostArray empty;
+  empty.dtype = DType::f32;
+  CHECK(reference(empty, Op::argmax).value == Scalar::of(std::int64_t(-1)));
+  // Exact: any other index is wrong.
+  CHECK(check(reference(f, Op::argmax), Scalar::of(std::int64_t(3)), Op::argmax, 5).ok);
+  CHECK_FALSE(check(reference(f, Op::argmax), Scalar::of(std::int64_t(4)), Op::argmax, 5).ok);
+}
+
+TEST_CASE("ops: the CPU reference of logsumexp, var and std", "[ops][reference]") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  auto lse = [](std::initializer_list<double> xs) { return reference(array_of<double>(xs), Op::logsumexp); };
+  CHECK(lse({0.0, 0.0}).value.as<double>() == Approx(std::log(2.0)).epsilon(1e-15));
+  CHECK(lse({1.0, 2.0, 3.0}).exact == Approx(3.0 + std::log(1.0 + std::exp(-1.0) + std::exp(-2.0))).epsilon(1e-15));
+  CHECK(lse({1000.0, 1000.0}).exact == Approx(1000.0 + std::log(2.0)).epsilon(1e-15)); // no overflow
+  CHECK(lse({-inf, 1.5}).exact == 1.5);
+  CHECK(lse({-inf, -inf}).exact == -inf);
+  CHECK(lse({1.0, inf, 2.0}).exact == inf);
+  CHECK(std::isnan(lse({1.0, nan, inf}).exact));
+  HostArray empty;
+  empty.dtype = DType::f32;
+  CHECK(reference(empty, Op::logsumexp).value.as<float>() == -std::numeric_limits<float>::infinity());
+  const Reference h = reference(array_of<f16_t>({f16_t(1.0), f16_t(2.0)}), Op::logsumexp);
+  CHECK(h.value.dtype == DType::f16);
+  CHECK(h.value.to_double() == double(f16_t(2.0 + std::log1p(std::exp(-1.0)))));
+
+  const HostArray four = array_of<float>({1.0f, 2.0f, 3.0f, 4.0f});
+  CHECK(reference(four, Op::var).exact == Approx(5.0 / 3).epsilon(1e-15));
+  CHECK(reference(four, Op::var_population).exact == Approx(1.25).epsilon(1e-15));
+  CHECK(reference(four, Op::std_).value.as<float>() == float(std::sqrt(5.0 / 3)));
+  CHECK(reference(four, Op::std_population).exact == Approx(std::sqrt(1.25)).epsilon(1e-15));
+  // Integers: float64. One element: NaN with correction 1 (0 / 0, as torch), 0 without.
+  const Reference vi = reference(array_of<std::int32_t>({1, 2, 3, 4}), Op::var);
+  CHECK(vi.value.dtype == DType::f64);
+  CHECK(vi.value.as<double>() == Approx(5.0 / 3).epsilon(1e-15));
+  CHECK(std::isnan(reference(array_of<std::int64_t>({5}), Op::var).exact));
+  CHECK(reference(array_of<std::int64_t>({5}), Op::var_population).exact == 0.0);
+  CHECK(std::isnan(reference(empty, Op::var_population).value.as<float>()));
+  // A large mean: Welford's deviations, no cancellation.
+  CHECK(reference(array_of<double>({1e9 + 1, 1e9 + 2, 1e9 + 3}), Op::var).exact == Approx(1.0).epsilon(1e-12));
+  // An infinity or a NaN: NaN.
+  CHECK(std::isnan(reference(array_of<double>({1.0, inf}), Op::var).exact));
+  CHECK(std::isnan(reference(array_of<double>({inf}), Op::var_population).exact));
+  CHECK(std::isnan(reference(array_of<double>({nan, 1.0}), Op::std_).exact));
+  // Chan's merge of the parallel chunks agrees with one pass.
+  HostArray big = make_input(DType::f64, (1 << 20) + 3, 9);
+  const double* x = big.data<double>();
+  long double sum = 0, sq = 0;
+  for (std::uint64_t i = 0; i < big.n; ++i) sum += x[i];
+  const long double mean = sum / big.n;
+  for (std::uint64_t i = 0; i < big.n; ++i) sq += (x[i] - mean) * (x[i] - mean);
+  CHECK(reference(big, Op::var).exact == Approx(double(sq / (big.n - 1))).epsilon(1e-12));
+}
+
 TEST_CASE("ops: checks bound the float ops and compare the others exactly", "[ops][reference]") {
   const HostArray a = make_input(DType::f32, 1 << 16, 11);
-  for (Op op : {Op::sum, Op::mean, Op::sumsq, Op::norm1, Op::norm2}) {
+  for (Op op : {Op::sum, Op::mean, Op::sumsq, Op::norm1, Op::norm2, Op::logsumexp, Op::var, Op::std_,
+                Op::var_population, Op::std_population}) {
     INFO(name(op));
     const Reference r = reference(a, op);
     const Check at = check(r, r.value, op, 20);
@@ -290,5 +456,6 @@ TEST_CASE("ops: every template compiles for every op and dtype it admits", "[ops
                                    << outcomes[i].error);
   }
   CHECK(failed == 0);
-  CHECK(covered.size() == 10 * 7 - 2 * 3); // norm1 and norm2 skip the three integer dtypes
+  // norm1, norm2 and logsumexp skip the three integer dtypes.
+  CHECK(covered.size() == op_descriptions().size() * 7 - 3 * 3);
 }

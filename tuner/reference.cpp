@@ -45,11 +45,59 @@ template <typename T> struct RefAcc {
   double sum = 0, abs = 0;    // the mapped values' double sum and their |.|'s (floats, mean)
   __int128 isum = 0;          // integer mean: the exact sum
   std::uint64_t n = 0, nonzero = 0;
+  // argmax, argmin: the winner so far and its index in the range (-1: none yet).
+  A best{};
+  std::int64_t best_i = -1;
+  // logsumexp: the running maximum and the sum of exp(x - max), in extended precision.
+  long double lm = -std::numeric_limits<long double>::infinity(), ls = 0;
+  // var, std: Welford's mean and sum of squared deviations, in extended precision.
+  long double mean = 0, m2 = 0;
 
   explicit RefAcc(Op o) : op(o), acc(identity<A>(o)) {}
 
+  static bool arg_op(Op o) { return o == Op::argmax || o == Op::argmin; }
+  static bool var_op(Op o) {
+    return o == Op::var || o == Op::std_ || o == Op::var_population || o == Op::std_population;
+  }
+  // torch's rule: a NaN beats any number and the first NaN later ones; else the larger (smaller)
+  // value, the first on ties.
+  void take_arg(A v, std::int64_t i) {
+    bool take = best_i < 0;
+    if (!take) {
+      const bool better = op == Op::argmax ? v > best : v < best;
+      const bool tie = v == best && i < best_i;
+      if constexpr (std::is_floating_point_v<A>) {
+        const bool an = std::isnan(best), bn = std::isnan(v);
+        take = bn ? (!an || i < best_i) : (!an && (better || tie));
+      } else {
+        take = better || tie;
+      }
+    }
+    if (take) best = v, best_i = i;
+  }
+  // Merges a maximum and rescaled sum into lm, ls as the kernels' combine does (NaN wins).
+  void take_lse(long double m, long double sum) {
+    const long double r = (std::isnan(lm) || lm > m) ? lm : m;
+    const long double ea = lm == r ? 1.0L : std::exp(lm - r), eb = m == r ? 1.0L : std::exp(m - r);
+    ls = ls * ea + sum * eb;
+    lm = r;
+  }
+
   void add(T x) {
     const A v = widen(x);
+    if (arg_op(op)) take_arg(v, std::int64_t(n));
+    if (op == Op::logsumexp) take_lse(static_cast<long double>(double(v)), 1.0L);
+    if (var_op(op)) {
+      // Welford; an infinity makes M2 NaN (inf * (inf - inf)), as torch's var gives.
+      const long double xv = is_float_like_v<T> ? static_cast<long double>(double(v))
+                                                : static_cast<long double>(v);
+      const long double delta = xv - mean;
+      mean += delta / static_cast<long double>(n + 1);
+      m2 += delta * (xv - mean);
+      abs += double(xv) * double(xv);
+      ++n;
+      return;
+    }
     ++n;
     if (v != A(0)) ++nonzero; // a NaN is not zero
     if constexpr (is_float_like_v<T>) {
@@ -71,6 +119,17 @@ template <typename T> struct RefAcc {
     }
   }
   void merge(const RefAcc& o) {
+    if (arg_op(op) && o.best_i >= 0) take_arg(o.best, o.best_i + std::int64_t(n)); // o follows
+    if (op == Op::logsumexp) take_lse(o.lm, o.ls);
+    if (var_op(op) && o.n > 0) { // Chan's merge
+      if (n == 0) {
+        mean = o.mean, m2 = o.m2;
+      } else {
+        const long double na = n, nb = o.n, d = o.mean - mean;
+        mean += d * nb / (na + nb);
+        m2 += o.m2 + d * d * na * nb / (na + nb);
+      }
+    }
     n += o.n, nonzero += o.nonzero, sum += o.sum, abs += o.abs, isum += o.isum;
     acc = host_ops::combine(acc, o.acc, op); // integer sumsq: a wrapping add, as its combine
   }
@@ -83,7 +142,25 @@ template <typename T> struct RefAcc {
     case Op::all: r.value = Scalar::of(std::uint8_t(nonzero == n)); return r;
     case Op::min:
     case Op::max: r.value = Scalar::of(narrow<T>(acc)); return r;
+    case Op::argmax:
+    case Op::argmin: r.value = Scalar::of(std::int64_t(best_i)); return r; // -1: empty
     default: break;
+    }
+    if (op == Op::logsumexp) {
+      r.exact = double(lm + std::log(ls)); // empty or all -inf: -inf; NaN: NaN
+      r.abs_sum = double(std::log(ls));    // log of the rescaled sum, for the bound
+      if constexpr (is_float_like_v<T>) r.value = Scalar::of(T(r.exact));
+      return r;
+    }
+    if (var_op(op)) {
+      const long double c = static_cast<long double>(n) - ((op == Op::var || op == Op::std_) ? 1 : 0);
+      long double var = m2 / (c > 0 ? c : 0.0L); // n <= correction: 0 / 0 (NaN) or inf, as torch
+      if (op == Op::std_ || op == Op::std_population) var = std::sqrt(var);
+      r.exact = double(var);
+      r.abs_sum = abs; // the sum of squares, for the bound
+      if constexpr (is_float_like_v<T>) r.value = Scalar::of(T(r.exact));
+      else r.value = Scalar::of(r.exact);
+      return r;
     }
     if constexpr (is_float_like_v<T>) {
       r.abs_sum = abs;
@@ -290,6 +367,45 @@ double op_bound(Op op, DType d, std::uint64_t depth, const Reference& ref) {
     const double hi = std::sqrt(s + e);
     double b = hi - std::sqrt(std::max(0.0, s - e)) + u * hi;
     if (is_half(d)) b += half_unit_roundoff(d) * (hi + b) + half_subnormal_error(d);
+    return b;
+  }
+  case Op::logsumexp: {
+    // The rescaled sum S of positive terms: each level of the combine chain rounds an exp (2 ulp
+    // in float32, an argument rounded once), a product and a sum: a relative error of at most
+    // gamma(6 depth + 2). Its log is then off by at most gamma / (1 - gamma), plus the log's own
+    // rounding (2 u |log S|, abs_sum holds log S) and the final add's (u |result|).
+    const DType acc = is_half(d) ? DType::f32 : d;
+    const double u = acc == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+    const double ku = (6.0 * double(depth) + 2) * u;
+    const double g = ku < 0.5 ? ku / (1 - ku) : 2.0;
+    double b = g / (1 - std::min(g, 0.5)) + 2 * u * std::fabs(ref.abs_sum) + u * std::fabs(ref.exact);
+    if (is_half(d)) b += half_unit_roundoff(d) * (std::fabs(ref.exact) + b) + half_subnormal_error(d);
+    return b;
+  }
+  case Op::var:
+  case Op::std_:
+  case Op::var_population:
+  case Op::std_population: {
+    // Chan's pairwise merge of (count, mean, M2): Chan, Golub and LeVeque bound its relative error
+    // by about depth u kappa, kappa = sqrt(sum x^2 / M2), i.e. an absolute error of depth u
+    // sqrt(sum x^2 M2) <= depth u sum x^2; 4 depth + 4 covers the roundings of each merge (the
+    // weight, the mean's update, the squared difference and its products) and the conversion of
+    // integers to float64. Then the division by n - correction (u |var|) and, for std, the spread
+    // of sqrt over var's interval plus the root's rounding; bf16 and f16 round once more.
+    const DType acc = is_half(d) ? DType::f32 : d;
+    const double u = acc == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+    const double ku = (4.0 * double(depth) + 4) * u;
+    const double g = ku < 0.5 ? ku / (1 - ku) : 2.0;
+    const double c = std::max(1.0, ref.count - ((op == Op::var || op == Op::std_) ? 1 : 0));
+    const bool root = op == Op::std_ || op == Op::std_population;
+    const double var = root ? ref.exact * ref.exact : ref.exact;
+    const double ev = g * ref.abs_sum / c + u * std::fabs(var);
+    double b = ev;
+    if (root) {
+      const double hi = std::sqrt(var + ev);
+      b = hi - std::sqrt(std::max(0.0, var - ev)) + u * hi;
+    }
+    if (is_half(d)) b += half_unit_roundoff(d) * (std::fabs(ref.exact) + b) + half_subnormal_error(d);
     return b;
   }
   default: return float_bound(d, depth, ref.abs_sum, ref.exact);

@@ -28,8 +28,11 @@ struct Reference {
                        ///< (sum, mean, sumsq, norm1, norm2, integer mean) `exact` rounded to the
                        ///< dtype once (also for bf16 and f16)
   double exact = 0;    ///< those float results in double precision: the sum of the mapped
-                       ///< values (x, x^2, |x|), over the count for mean, its root for norm2
-  double abs_sum = 0;  ///< the sum of |mapped value| (norm2: the sum of squares)
+                       ///< values (x, x^2, |x|), over the count for mean, its root for norm2;
+                       ///< logsumexp, var and std from extended-precision accumulators (argmax
+                       ///< and argmin: `value` is the exact int64 index, -1 for nothing)
+  double abs_sum = 0;  ///< the sum of |mapped value| (norm2, var, std: the sum of squares;
+                       ///< logsumexp: the log of the sum rescaled to the maximum)
   double count = 0;    ///< elements reduced
 };
 Reference reference(const HostArray& a, Op op);
@@ -75,7 +78,11 @@ struct Check {
 /// with depth + 2 (an integer's conversion and the division round once), for integer means with float64's u; norm2:
 /// sqrt(s + e) - sqrt(s - e) for the sum of squares s and its bound e (depth + 1), plus the
 /// square root's rounding u |result| and, for bf16 and f16, the element type's. count_nonzero,
-/// any, all and integer sumsq: exact.
+/// any, all, argmax, argmin and integer sumsq: exact. logsumexp: gamma(6 depth + 2) / (1 - gamma)
+/// (the rescaled sum's relative error: an exp, a product and a sum per level) + 2 u |log S| + u
+/// |result|. var: gamma(4 depth + 4) sum x^2 / max(n - correction, 1) + u |var| (Chan, Golub and
+/// LeVeque: pairwise merging errs by about depth u kappa M2 <= depth u sum x^2); std: the square
+/// root's spread over that interval plus u |std|. bf16 and f16 add their one rounding.
 Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth);
 double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact);
 /// Checks every result of a segmented reduction (`got` holds s.shape.count of them) against its

@@ -21,8 +21,16 @@ enum class DType { i32, u32, i64, f32, f64, bf16, f16, u8 };
 /// floats: the element type; empty: NaN). sumsq: the sum of squares (integers wrap). norm1, norm2
 /// (floats only): the sum of |x|, the square root of the sum of squares. count_nonzero: int64.
 /// any, all: whether any / every element is non-zero, as a uint8 0 or 1 (torch's bool).
+/// argmax, argmin: the int64 index of the first maximum / minimum within the reduced range (a
+/// NaN wins, the first NaN), as torch.argmax; nothing to reduce is an error (an empty offsets
+/// segment gives -1). logsumexp (floats): log(sum(exp(x))) in one pass. var, std: the variance
+/// and standard deviation with torch's default correction 1 (sum of squared deviations over
+/// n - 1); var_population, std_population: with correction 0 (over n). Integers give float64.
 /// Floats of bf16 and f16 accumulate in float32. The values are stable (appended only).
-enum class Op { sum, min, max, mean, sumsq, norm1, norm2, count_nonzero, any, all };
+enum class Op {
+  sum, min, max, mean, sumsq, norm1, norm2, count_nonzero, any, all,
+  argmax, argmin, logsumexp, var, std_, var_population, std_population
+};
 /// How a block finishes its last 32 partials.
 enum class Tail {
   none,      ///< barrier loop all the way down

@@ -150,8 +150,8 @@ public:
   template <typename T> T max(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
     return reduce<T>(Op::max, d_in, n, stream);
   }
-  /// Any op whose result has the element type (sum, min, max, sumsq, norm1, norm2; mean of
-  /// floats) by `op`; InvalidArgument for the others (their helpers below).
+  /// Any op whose result has the element type (sum, min, max, sumsq, norm1, norm2, logsumexp;
+  /// mean, var and std of floats) by `op`; InvalidArgument for the others (their helpers below).
   template <typename T> T reduce(Op op, const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
     T out;
     reduce_sync(dtype_of<T>(), op, d_in, n, &out, dtype_of<T>(), stream);
@@ -196,6 +196,50 @@ public:
     std::uint8_t out;
     reduce_sync(dtype_of<T>(), Op::all, d_in, n, &out, DType::u8, stream);
     return out != 0;
+  }
+
+  /// The int64 index of the first maximum / minimum of the n elements, as torch.argmax and
+  /// torch.argmin (the index alone; a NaN wins, the first NaN). The asynchronous and segmented
+  /// calls write one int64 each: the index within its row, column or segment (torch's dim
+  /// reductions), -1 for an empty offsets segment. n = 0 (and rows or columns of no elements)
+  /// throws InvalidArgument: there is no index of nothing, as torch raises.
+  template <typename T>
+  std::int64_t argmax(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    std::int64_t out;
+    reduce_sync(dtype_of<T>(), Op::argmax, d_in, n, &out, DType::i64, stream);
+    return out;
+  }
+  template <typename T>
+  std::int64_t argmin(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    std::int64_t out;
+    reduce_sync(dtype_of<T>(), Op::argmin, d_in, n, &out, DType::i64, stream);
+    return out;
+  }
+  /// log(sum(exp(x))) of floating-point elements in one pass (a running maximum and a sum
+  /// rescaled to it; bf16 and f16 in float32, rounded once). -infinity elements add nothing; all
+  /// -infinity, or n = 0, gives -infinity; a +infinity gives +infinity; a NaN gives NaN.
+  template <typename T> T logsumexp(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return reduce<T>(Op::logsumexp, d_in, n, stream);
+  }
+  /// The variance, the sum of squared deviations from the mean over n - 1 (torch.var's default
+  /// correction of 1; Op::var), and its square root (Op::std_). Integers give float64, floats
+  /// their own type (bf16 and f16 accumulate in float32). n <= 1 gives NaN, as torch; an infinity
+  /// or a NaN among the elements gives NaN.
+  template <typename T> mean_t<T> var(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return moment(Op::var, d_in, n, stream);
+  }
+  template <typename T> mean_t<T> stddev(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return moment(Op::std_, d_in, n, stream);
+  }
+  /// The same with correction 0: over n (torch.var(x, correction=0); Op::var_population,
+  /// Op::std_population). n = 0 gives NaN.
+  template <typename T>
+  mean_t<T> var_population(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return moment(Op::var_population, d_in, n, stream);
+  }
+  template <typename T>
+  mean_t<T> stddev_population(const T* d_in, std::uint64_t n, CUstream stream = nullptr) {
+    return moment(Op::std_population, d_in, n, stream);
   }
 
   /// Asynchronous: writes the result (one element of `dtype`, for bf16 and f16 too: see sum) to
@@ -335,6 +379,11 @@ public:
   std::string device_name() const;
 
 private:
+  template <typename T> mean_t<T> moment(Op op, const T* d_in, std::uint64_t n, CUstream stream) {
+    mean_t<T> out;
+    reduce_sync(dtype_of<T>(), op, d_in, n, &out, dtype_of<mean_t<T>>(), stream);
+    return out;
+  }
   struct Impl;
   std::unique_ptr<Impl> impl_;
   void reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n, void* h_out,
