@@ -163,9 +163,9 @@ public:
   static std::uint64_t key(int kind, int dev, int dtype, int op, std::uint64_t a, std::uint64_t b,
                            int result) {
     return 1 + (std::uint64_t(kind & 3) | std::uint64_t(dev & 0xff) << 2 |
-                std::uint64_t(dtype & 0x3f) << 10 | std::uint64_t(op & 0xf) << 16 |
-                std::uint64_t(std::bit_width(a)) << 20 | std::uint64_t(std::bit_width(b)) << 27 |
-                std::uint64_t(result & 0x3f) << 34);
+                std::uint64_t(dtype & 0x3f) << 10 | std::uint64_t(op & 0x3f) << 16 |
+                std::uint64_t(std::bit_width(a)) << 22 | std::uint64_t(std::bit_width(b)) << 29 |
+                std::uint64_t(result & 0x3f) << 36);
   }
   /// Runs f, without the GIL unless `k` is warm; `k` is warm after f returns.
   template <typename F> void run(std::uint64_t k, F&& f) {

@@ -131,6 +131,8 @@ def test_opcheck(torch, op):
             if op.startswith("norm") and not dt.is_floating_point:
                 continue
             x = data(torch, shape, dt, g)
+            if op == "mean" and x.numel() == 0:
+                continue  # NaN results: opcheck compares them with equal_nan off (test above)
             x.requires_grad_(dt == torch.float64 and op in ("mean", "sumsq", "norm2"))
             for dim in dims:
                 torch.library.opcheck(f, (x,), {"dim": dim}, atol=2e-5, rtol=2e-5)
