@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""reduce_tune's ops beside torch's, float32, cold L2, in one run.
+
+The ops the package has beside sum (mean, sum of squares, the 1- and 2-norms, count_nonzero, any,
+all) on the issue's three shapes of 2^24 elements: the whole array, rows (dim=-1) of 2^20 x 16 and
+columns (dim=0) of 65536 x 256; torch's counterpart for each: torch.mean, (x * x).sum(dim),
+torch.linalg.vector_norm(ord=1, 2), torch.count_nonzero, torch.any, torch.all (of x != 0 for a
+float array, as a caller writes it). A plain read of the same bytes (a streaming-read ceiling:
+torch.sum of the whole array at 2^24 is not one, so the ceiling is the bytes over the GPU's peak
+bandwidth) gives "% of peak".
+
+Method: bench/frameworks.py's Timer (a fill of 2 x L2 before each call, a spin kernel hiding the
+dispatch, CUDA events around the call, warm-up, the median of the timed calls). Every
+reduce_tune result is checked against torch's on the same data (float results to a relative
+1e-4 of the largest |result|, counts and booleans exactly). Data: uniform in [-1, 1) with a
+quarter of the elements set to zero (so the counts and any/all mean something; all() is false).
+Output: Markdown on stdout. Exit code: 0 all checks passed, 1 a check FAILED, 4 torch or a GPU
+not available.
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from frameworks import Timer, gpu_figures  # noqa: E402
+
+SHAPES = (("whole array", (1 << 24,), None), ("rows, 2^20 x 16", (1 << 20, 16), -1),
+          ("columns, 65536 x 256", (65536, 256), 0))
+
+
+def ops(torch, rt):
+    """(name, reduce_tune call, torch call) of x and dim."""
+    vn = torch.linalg.vector_norm
+
+    def tsum(x, d):
+        return (x * x).sum() if d is None else (x * x).sum(d)
+
+    def tred(f):
+        return lambda x, d: f(x) if d is None else f(x, d)
+    return (
+        ("mean", lambda x, d: rt.mean(x, d), tred(torch.mean)),
+        ("sumsq", lambda x, d: rt.sumsq(x, d), tsum),
+        ("norm1", lambda x, d: rt.norm(x, 1, d), lambda x, d: vn(x, 1, d)),
+        ("norm2", lambda x, d: rt.norm(x, 2, d), lambda x, d: vn(x, 2, d)),
+        ("count_nonzero", lambda x, d: rt.count_nonzero(x, d), tred(torch.count_nonzero)),
+        ("any", lambda x, d: rt.any(x, d), lambda x, d: tred(torch.any)(x != 0, d)),
+        ("all", lambda x, d: rt.all(x, d), lambda x, d: tred(torch.all)(x != 0, d)),
+        ("sum", lambda x, d: rt.sum(x, d), tred(torch.sum)),
+    )
+
+
+def agree(torch, got, want):
+    if got.shape != want.shape:
+        return False
+    if want.dtype.is_floating_point:
+        scale = max(float(want.abs().max()), 1e-30) if want.numel() else 1.0
+        return bool(((got.double() - want.double()).abs() <= 1e-4 * scale).all())
+    return bool(torch.equal(got.to(want.dtype), want))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--spin-us", type=float, default=100.0)
+    a = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("ops_torch.py: no torch", file=sys.stderr)
+        return 4
+    if not torch.cuda.is_available():
+        print("ops_torch.py: no CUDA device", file=sys.stderr)
+        return 4
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    import reduce_tune as rt
+    props, l2, clock_khz, peak = gpu_figures(torch, cupy)
+    timer = Timer(torch, l2, clock_khz or 1_700_000, a.spin_us, a.warmup, a.reps, 2.0)
+    g = torch.Generator(device="cuda").manual_seed(7)
+    print(f"# reduce_tune ops against torch\n\n- **Device**: {props.name}, peak "
+          f"{peak:.0f} GB/s\n- **torch**: {torch.__version__}\n- **Method**: cold L2, median of "
+          f"{a.reps} timed calls; float32; ratio = torch time / reduce_tune time (above 1: "
+          "reduce_tune faster); % of peak = bytes read / time / peak bandwidth\n")
+    failed = 0
+    print("| op | shape | reduce_tune us | % of peak | torch us | torch / reduce_tune | check |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for label, shape, dim in SHAPES:
+        x = torch.rand(shape, device="cuda", generator=g) * 2 - 1
+        x[torch.rand(shape, device="cuda", generator=g) < 0.25] = 0
+        for name, mine, theirs in ops(torch, rt):
+            t_rt, _, _, got = timer.time(lambda: mine(x, dim))
+            t_th, _, _, want = timer.time(lambda: theirs(x, dim))
+            ok = agree(torch, got, want)
+            failed += not ok
+            pct = 100.0 * x.numel() * 4 / (t_rt * 1e-6) / (peak * 1e9) if peak else float("nan")
+            print(f"| {name} | {label} | {t_rt:.2f} | {pct:.1f} | {t_th:.2f} | {t_th / t_rt:.2f} | "
+                  f"{'ok' if ok else 'FAILED'} |")
+    print(f"\n**ops_torch summary**: {failed} FAILED")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
