@@ -32,9 +32,15 @@ def test_public_functions():
         assert f in rt.__all__ and callable(getattr(rt, f)) and getattr(rt, f).__doc__, f
 
 
+# The library's ops the package does not offer yet (C++ and the CLI only; docs/PYTHON.md).
+NOT_IN_PYTHON = {"argmax", "argmin", "logsumexp", "var", "std", "var_population", "std_population"}
+
+
 def test_every_library_op_has_a_row():
-    # The library's ops (_ext.ops) are the package's: a new one needs its row in _ops.TABLE.
-    assert set(_dtypes.OPS) == set(_ops.TABLE), set(_dtypes.OPS) ^ set(_ops.TABLE)
+    # The library's ops (_ext.ops) are the package's: a new one needs its row in _ops.TABLE, or a
+    # place in NOT_IN_PYTHON.
+    assert set(_ops.TABLE) <= set(_dtypes.OPS), set(_ops.TABLE) - set(_dtypes.OPS)
+    assert set(_dtypes.OPS) - set(_ops.TABLE) == NOT_IN_PYTHON
 
 
 def test_result_dtypes_are_the_librarys():
