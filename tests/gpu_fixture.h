@@ -6,10 +6,12 @@
 #pragma once
 
 #include "tuner/reference.h"
+#include "kernels/catalogue.h"
 #include "kernels/runner.h"
 #include "reduce_tune/reducer.h"
 
 #include <string>
+#include <vector>
 
 namespace reduce_tune::testing {
 
@@ -44,6 +46,33 @@ inline std::string mismatch(const GpuContext& g, const Choice& c, const HostArra
   return key(c.config) + " " + std::string(name(a.dtype)) + " " + std::string(name(op)) +
          " n=" + std::to_string(a.n) + ": got " + k.observed + ", expected " + k.expected +
          " (error " + std::to_string(k.error) + ", bound " + std::to_string(k.bound) + ")";
+}
+
+/// One launch of a segmented kernel on `a` (its plan `p`, workspace `ws`), its results copied into
+/// `got` and checked against `refs` with the configuration's bound. The caller poisons `a.out`
+/// before the first launch.
+inline Check launch_checked(const Kernel& k, const Config& config, const Target& t,
+                            const Segmentation& seg, const SegmentedPlan& p,
+                            const SegmentedArgs& a, Workspace& ws, HostArray& got,
+                            const std::vector<Reference>& refs, Op op, CUstream s) {
+  enqueue(k, p, a, ws, s);
+  RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), a.out, got.bytes.size(), s));
+  RT_CU(cuStreamSynchronize(s));
+  return check_segmented(refs, got, seg, op, [&](std::uint64_t len) {
+    return segment_depth(config, t, seg.shape, len);
+  });
+}
+
+/// The arguments of a segmented launch over `seg` (input, offsets and result in device memory).
+inline SegmentedArgs segmented_args(const Segmentation& seg, CUdeviceptr in, CUdeviceptr offsets,
+                                    CUdeviceptr out) {
+  SegmentedArgs a;
+  a.in = in;
+  a.offsets = offsets;
+  a.out = out;
+  a.shape = seg.shape;
+  a.stride = seg.stride;
+  return a;
 }
 
 } // namespace reduce_tune::testing

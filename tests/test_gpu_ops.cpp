@@ -146,18 +146,8 @@ TEST_CASE("ops: every op on rows, columns and segments matches the CPU, every ma
           const SegmentedPlan p = segmented_plan(j.config, t, seg.shape);
           ws.reserve(p);
           RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-          SegmentedArgs a;
-          a.in = in.get();
-          a.offsets = offsets.get();
-          a.out = out.get();
-          a.shape = seg.shape;
-          a.stride = seg.stride;
-          enqueue(k, p, a, ws, s);
-          RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-          RT_CU(cuStreamSynchronize(s));
-          const Check c = check_segmented(refs, got, seg, op, [&](std::uint64_t len) {
-            return segment_depth(j.config, t, seg.shape, len);
-          });
+          const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
+          const Check c = testing::launch_checked(k, j.config, t, seg, p, a, ws, got, refs, op, s);
           INFO(key(j.config) << " " << name(d) << " " << name(op) << " " << name(cs.p) << " "
                              << seg.shape.count << " x " << seg.shape.length << ": got "
                              << c.observed << ", expected " << c.expected << " (error " << c.error

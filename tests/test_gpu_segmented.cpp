@@ -89,22 +89,13 @@ std::size_t check_problem(Problem problem, DType d, Op op, const std::vector<Cas
       const SegmentedPlan p = segmented_plan(j.config, t, seg.shape);
       ws.reserve(p);
       RT_CU(cuMemsetD8Async(out.get(), 0xA5, seg.shape.count * es, s));
-      SegmentedArgs a;
-      a.in = in.get() + k.shift * es;
-      a.offsets = offsets.get() + off_at;
-      a.out = out.get();
-      a.shape = seg.shape;
-      a.stride = seg.stride;
+      const SegmentedArgs a =
+          testing::segmented_args(seg, in.get() + k.shift * es, offsets.get() + off_at, out.get());
       // Twice: the second launch finds the self-resetting state as the first left it. Without
       // atomics (the direct finish) it gives the same bits as the first.
       std::vector<unsigned char> first;
       for (int rep = 0; rep < 2; ++rep) {
-        enqueue(kern, p, a, ws, s);
-        RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-        RT_CU(cuStreamSynchronize(s));
-        const Check c = check_segmented(refs, got, seg, op, [&](std::uint64_t len) {
-          return segment_depth(j.config, t, seg.shape, len);
-        });
+        const Check c = testing::launch_checked(kern, j.config, t, seg, p, a, ws, got, refs, op, s);
         INFO(key(j.config) << " " << name(d) << " " << name(op) << " " << name(problem) << " "
                            << seg.shape.count << " x " << seg.shape.length << " stride "
                            << seg.stride << " shift " << k.shift << " offsets shift "

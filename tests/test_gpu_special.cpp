@@ -218,18 +218,8 @@ template <typename T> std::size_t check_segmented_nan(DType d, const SegCase& k)
       const SegmentedPlan p = segmented_plan(j.config, t, seg.shape);
       ws.reserve(p);
       RT_CU(cuMemsetD8Async(out.get(), 0xA5, seg.shape.count * es, s));
-      SegmentedArgs a;
-      a.in = in.get();
-      a.offsets = offsets.get();
-      a.out = out.get();
-      a.shape = seg.shape;
-      a.stride = seg.stride;
-      enqueue(kern, p, a, ws, s);
-      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-      RT_CU(cuStreamSynchronize(s));
-      const Check c = check_segmented(refs, got, seg, op, [&](std::uint64_t len) {
-        return segment_depth(j.config, t, seg.shape, len);
-      });
+      const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
+      const Check c = testing::launch_checked(kern, j.config, t, seg, p, a, ws, got, refs, op, s);
       INFO(key(j.config) << " " << name(d) << " " << name(op) << " " << k.what << ": got "
                          << c.observed << ", expected " << c.expected);
       REQUIRE(c.ok);
