@@ -1,10 +1,10 @@
-// reduce-tune bench: CUB's argmax alone (reduce_bench_cub_argmax), the baseline the library's
-// argmax is to beat: cub::DeviceReduce::ArgMax on the 1-D problem, the fixed-size
-// cub::DeviceSegmentedReduce::ArgMax on rows (CCCL 3.2 and later; before, the offsets overload
-// with counting-iterator offsets) and the offsets overload on skewed segments (bench/cub_argmax.h).
-// reduce_bench and reduce_bench_segmented time the library against CUB in one run; until the
-// library has an argmax this program times CUB's side with the same method (bench/timer.cuh:
-// cold L2, chunk medians) and checks every result on the CPU.
+// reduce-tune bench: the library's argmax beside CUB's (reduce_bench_cub_argmax), in one run on
+// the same data: cub::DeviceReduce::ArgMax against Reducer::reduce_async on the 1-D problem, the
+// fixed-size cub::DeviceSegmentedReduce::ArgMax (CCCL 3.2 and later; before, the offsets overload
+// with counting-iterator offsets) against Reducer::reduce_rows on rows, and the offsets overload
+// against Reducer::reduce_segments on skewed segments (bench/cub_argmax.h). Both timed with
+// reduce_bench's method (bench/timer.cuh: cold L2, chunk medians); every result checked on the
+// CPU (CUB's with bench/cub_argmax.h, the library's int64 indices against tuner/reference.h).
 // Exit code: 0 all checks passed, 1 a check FAILED, 2 no CUDA device, 3 error.
 #include "bench/cccl.h"
 #include "bench/common.h"
@@ -14,6 +14,7 @@
 #include "kernels/half.h"
 #include "tuner/reference.h"
 #include "tuner/sizes.h"
+#include "reduce_tune/reducer.h"
 
 #include <cuda_runtime.h>
 
@@ -41,6 +42,7 @@ struct Options {
   bool self_test = false;
   int device = 0;
   std::uint64_t seed = 20240601;
+  std::string db; ///< the Reducer's store ("": $REDUCE_TUNE_DB or the default path)
   std::string command;
 };
 
@@ -55,6 +57,7 @@ const char* kUsage =
     "  --hot           no L2 flush before each call (default: cold)\n"
     "  --device N      CUDA device ordinal (default 0)\n"
     "  --seed N        data and offsets seed\n"
+    "  --db PATH       tuning store for the Reducer (default $REDUCE_TUNE_DB, else the default path)\n"
     "  --self-test     check the CPU checks on fixed data (no GPU) and exit\n"
     "exit code: 0 all results correct, 1 a result FAILED its check, 2 no CUDA device, 3 error\n";
 
@@ -84,6 +87,8 @@ Options parse(int argc, char** argv) {
       o.device = int_arg(flag, next(), 0);
     } else if (flag == "--self-test") {
       o.self_test = true;
+    } else if (flag == "--db") {
+      o.db = next();
     } else if (flag == "--seed") {
       o.seed = std::stoull(next());
     } else {
@@ -177,26 +182,50 @@ int run(const Options& o) {
     return 2;
   }
   const Device dev = open_device(o.device);
-  std::printf("# CUB argmax bench\n\n");
+  reduce_tune::Options ro;
+  ro.store_path = o.db;
+  reduce_tune::Reducer reducer(o.device, ro);
+  CK(cudaSetDevice(o.device)); // the reducer restores the caller's context; make sure it is ours
+  std::printf("# argmax: reduce-tune beside CUB\n\n");
   std::printf("- **Device**: %s, %d SMs, L2 %.0f MiB, peak %.0f GB/s\n", dev.prop.name, dev.sm_count,
               dev.l2_bytes / 1048576.0, dev.peak_gbps);
   std::printf("- **CUB**: %s\n- **Date**: %s\n- **Command**: `%s`\n", cub_line().c_str(), today().c_str(),
               o.command.c_str());
   std::printf("- **Method**: reduce_bench's timer (%d warm-up + %d timed calls in 4 chunks, the lowest "
               "chunk median; %s); GB/s = bytes read (elements, and the offsets for segments) / time; "
-              "every result checked on the CPU against the first maximum (CUB's rule: `>`, no NaN "
-              "in the data).\n\n",
+              "both on the same data, every result checked on the CPU against the first maximum "
+              "(CUB's rule: `>`, no NaN in the data; the library's int64 index against the CPU "
+              "reference). reduce-tune: `Reducer::reduce_async / reduce_rows / reduce_segments` "
+              "with `Op::argmax` and the tuning its lookup finds (the grade in the table).\n\n",
               o.timer.warmup, o.timer.reps, o.hot ? "hot: no L2 flush" : "cold: a 2 x L2 memset before each call");
-  std::printf("| problem | dtype | n | shape | CUB call | us | GB/s | %% peak | check |\n"
+  std::printf("| problem | dtype | n | shape | call | us | GB/s | %% peak | check |\n"
               "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- |\n");
   Timer timer(dev, o.timer);
   const cudaStream_t s = timer.stream();
   const bool fixed = cub_fixed_size_segments();
   int failed = 0;
+  struct Side { std::string problem, dtype, shape, config; double cub = 0, rt = 0; };
+  std::vector<Side> sides;
+  using reduce_tune::Op;
+  using reduce_tune::Problem;
+  // The library's indices (int64, `count` of them) against the CPU reference of `sg`.
+  auto check_indices = [](const reduce_tune::HostArray& a, const reduce_tune::Segmentation& sg,
+                          const void* d_out, std::uint64_t count) {
+    reduce_tune::HostArray got{DType::i64, count, std::vector<unsigned char>(count * 8)};
+    CK(cudaMemcpy(got.bytes.data(), d_out, count * 8, cudaMemcpyDeviceToHost));
+    const auto c = reduce_tune::check_segmented(reduce_tune::segmented_reference(a, sg, Op::argmax),
+                                                got, sg, Op::argmax, [](std::uint64_t) { return 1; });
+    return c.ok ? std::string() : "expected " + c.expected + ", got " + c.observed;
+  };
+  auto config_text = [](const reduce_tune::Choice& c) {
+    return reduce_tune::key(c.config) + " (" + std::string(reduce_tune::name(c.match)) + ")";
+  };
   for (DType dt : o.dtypes)
     for (std::uint64_t n : o.totals) {
       const std::size_t es = reduce_tune::size_of(dt);
       const auto host = make_data(dt, n, o.seed + std::uint64_t(dt));
+      reduce_tune::HostArray ha{dt, n, std::vector<unsigned char>(n * es)};
+      std::memcpy(ha.bytes.data(), host.get(), n * es);
       Buffer in(n * es);
       CK(cudaMemcpy(in.p, host.get(), n * es, cudaMemcpyHostToDevice));
       {
@@ -215,8 +244,20 @@ int run(const Options& o) {
         CK(cudaMemcpy(got, out.p, 16, cudaMemcpyDeviceToHost));
         std::int64_t idx = 0;
         std::memcpy(&idx, got + 8, 8);
-        report(dev, "array", dt, n, "-", "DeviceReduce::ArgMax", st, double(n * es),
+        report(dev, "array", dt, n, "-", "cub::DeviceReduce::ArgMax", st, double(n * es),
                check_cub_argmax(dt, host.get(), n, got, idx), failed);
+        const Stats rs = timer.time(!o.hot, out.p, 8, [&] {
+          reducer.reduce_async(dt, Op::argmax, in.p, n, out.p, s);
+        });
+        reduce_tune::Segmentation whole;
+        whole.problem = Problem::rows;
+        whole.shape = {1, n};
+        whole.stride = n;
+        report(dev, "array", dt, n, "-", "reduce-tune argmax", rs, double(n * es),
+               check_indices(ha, whole, out.p, 1), failed);
+        sides.push_back({"array", dtype_name(dt), reduce_tune::format_size(n),
+                         config_text(reducer.async_config_for(dt, Op::argmax, n)), st.median_us,
+                         rs.median_us});
       }
       auto segmented = [&](const char* problem, CubKind kind, const char* api, std::uint64_t segs,
                            std::uint64_t cols, const std::vector<std::int64_t>& offsets,
@@ -235,26 +276,56 @@ int run(const Options& o) {
         });
         std::vector<unsigned char> got(out_bytes);
         CK(cudaMemcpy(got.data(), out.p, out_bytes, cudaMemcpyDeviceToHost));
-        report(dev, problem, dt, n, shape, api, st, double(n * es + offsets.size() * 8),
+        const double read = double(n * es + offsets.size() * 8);
+        report(dev, problem, dt, n, shape, api, st, read,
                check_cub_segmented_argmax(dt, host.get(), offsets.empty() ? nullptr : offsets.data(),
                                           segs, cols, got.data()),
                failed);
+        // The library's int64 indices (8 bytes a result: within CUB's pair buffer).
+        reduce_tune::Segmentation sg;
+        sg.shape = {segs, offsets.empty() ? cols : n / segs};
+        reduce_tune::Choice choice;
+        Stats rs;
+        if (offsets.empty()) {
+          sg.problem = Problem::rows;
+          sg.stride = cols;
+          rs = timer.time(!o.hot, out.p, segs * 8, [&] {
+            reducer.reduce_rows(dt, Op::argmax, in.p, segs, cols, out.p, s);
+          });
+          choice = reducer.config_for(dt, Op::argmax, Problem::rows, sg.shape);
+        } else {
+          sg.problem = Problem::segments;
+          sg.offsets = offsets;
+          rs = timer.time(!o.hot, out.p, segs * 8, [&] {
+            reducer.reduce_segments(dt, Op::argmax, in.p, d_offs, segs, out.p, s, n);
+          });
+          choice = reducer.segments_config_for(dt, Op::argmax, in.p, segs, n);
+        }
+        report(dev, problem, dt, n, shape, "reduce-tune argmax", rs, read,
+               check_indices(ha, sg, out.p, segs), failed);
+        sides.push_back({problem, dtype_name(dt), shape, config_text(choice), st.median_us, rs.median_us});
       };
       for (std::uint64_t len : o.lengths) {
         if (len > n || n % len) continue;
         segmented("rows", fixed ? CubKind::row_fixed : CubKind::row_iterator,
-                  fixed ? "DeviceSegmentedReduce::ArgMax(num_segments, segment_size)"
-                        : "DeviceSegmentedReduce::ArgMax(counting-iterator offsets)",
+                  fixed ? "cub::DeviceSegmentedReduce::ArgMax(num_segments, segment_size)"
+                        : "cub::DeviceSegmentedReduce::ArgMax(counting-iterator offsets)",
                   n / len, len, {}, reduce_tune::format_size(n / len) + " x " + reduce_tune::format_size(len));
       }
       for (std::uint64_t mean : o.means) {
         if (mean > n) continue;
         const std::uint64_t segs = n / mean;
-        segmented("segments", CubKind::offsets, "DeviceSegmentedReduce::ArgMax(int64 offsets)", segs, 0,
+        segmented("segments", CubKind::offsets, "cub::DeviceSegmentedReduce::ArgMax(int64 offsets)", segs, 0,
                   reduce_tune::skewed_offsets(segs, n, o.seed),
                   reduce_tune::format_size(segs) + " x " + reduce_tune::format_size(mean) + " (mean)");
       }
     }
+  std::printf("\n| problem | dtype | shape | CUB us | reduce-tune us | CUB / reduce-tune | reduce-tune's configuration |\n"
+              "| --- | --- | ---: | ---: | ---: | ---: | --- |\n");
+  for (const Side& d : sides)
+    std::printf("| %s | %s | %s | %s | %s | %.2fx | `%s` |\n", d.problem.c_str(), d.dtype.c_str(),
+                d.shape.c_str(), us_str(d.cub).c_str(), us_str(d.rt).c_str(), d.cub / d.rt,
+                d.config.c_str());
   std::printf("\n%s\n", failed ? "Some results FAILED their check." : "All results checked: correct.");
   return failed ? 1 : 0;
 }
