@@ -9,7 +9,8 @@ call (the problem kind and its extents, the result's dtype and shape, a kept ten
 like) and `_plans` keeps it, so a repeat call reads five things of the tensor (requires_grad,
 get_device, dtype, shape, is_contiguous), looks its plan up in one dict and makes the result and the
 C++ call. What no key holds is checked on every call: the tensor's contiguity (and with it its
-layout: a sparse tensor has no is_contiguous), that nothing needs the dispatcher, and out=.
+layout: a sparse tensor has no is_contiguous), that nothing needs the dispatcher, and out=. (One
+function, one frame: a call of a Python function costs as much as two attribute reads.)
 
 Where the time goes (bench/python_api.py prints it per step): the C++ call (Reducer::reduce_async),
 which for a call this thread made before on pointers in allocations it checked before is the warm
@@ -27,7 +28,10 @@ from . import _dtypes, _ext, _ops
 
 Tensor = torch.Tensor
 _strided = torch.strided
-_is_compiling = torch.compiler.is_compiling
+# Dynamo's own flag (one frame, where is_compiling is two): torch.compile's tracing reads it as
+# True; the other tracers (make_fx, export's non-strict mode, FakeTensorMode) run under a dispatch
+# mode, which fast checks too.
+_is_compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
 _grad_enabled = torch.is_grad_enabled
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _stream_of = torch._C._cuda_getCurrentRawStream
@@ -122,13 +126,6 @@ def _planned(opv: int, x: Tensor, dim: Optional[int], keepdim: Any, dev: int) ->
     return p
 
 
-def out_ok(out: Any, rdt: Any, dev: int, count: int) -> bool:
-    """Whether `out` takes the result as it is: a plain contiguous tensor of the result's dtype
-    and size on x's GPU (else the general route checks it, and says what is wrong)."""
-    return (type(out) is Tensor and out.dtype == rdt and out.get_device() == dev
-            and out.layout is _strided and out.numel() == count and out.is_contiguous())
-
-
 def fast(opv: int, x: Tensor, dim: Optional[int], out: Any, keepdim: Any = False) -> Any:
     """reduce_tune.<op>(x, dim, keepdim, out=out) of a torch.Tensor (exactly that type) with no
     stream= or dtype=, or None where the general route must take it."""
@@ -154,7 +151,10 @@ def fast(opv: int, x: Tensor, dim: Optional[int], out: Any, keepdim: Any = False
     kind, dt, a, b, count, t, rdt, rshape = p
     if out is None:
         o = _empty_like(t) if t is not None else x.new_empty(rshape, dtype=rdt)
-    elif out_ok(out, rdt, dev, count):
+    # out= as it is: a plain contiguous tensor of the result's dtype and size on x's GPU (else
+    # the general route checks it, and says what is wrong).
+    elif (type(out) is Tensor and out.dtype == rdt and out.get_device() == dev
+          and out.layout is _strided and out.numel() == count and out.is_contiguous()):
         o = out
     else:
         return None
