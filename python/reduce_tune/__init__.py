@@ -20,8 +20,9 @@ the identity (0; for min the largest value, +inf for floats; for max the lowest,
 
 With PyTorch, each reduction is also a ``torch.library`` custom op (``torch.ops.reduce_tune.sum``,
 ``min``, ``max``, ``mean``, ``sumsq``, ``norm1``, ``norm2``, ``count_nonzero``, ``any``, ``all``,
+``argmax``, ``argmin``, ``logsumexp``, ``var``, ``std``, ``var_population``, ``std_population``,
 ``segment_sum``, ``segment_min``, ``segment_max``) with a fake implementation and a gradient
-(none for count_nonzero, any and all), registered as soon as torch is imported (reduce_tune never
+(none for count_nonzero, any, all, argmax and argmin), registered as soon as torch is imported (reduce_tune never
 imports torch itself):
 
     f = torch.compile(lambda x: reduce_tune.max(x, dim=-1).sum(), fullgraph=True)  # no graph break
@@ -53,6 +54,7 @@ import os as _os
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _ext, _nvrtc, _torch_hook
+from . import _ops as _ops_table
 from ._api import StreamLike
 from ._api import config_for as _config_for
 from ._api import devices as _devices
@@ -74,7 +76,7 @@ _torch_hook.install()
 _ext.set_nvrtc_candidates(_nvrtc.candidates())
 
 __all__ = ["sum", "min", "max", "mean", "sumsq", "norm", "count_nonzero", "any", "all",
-           "segment_sum", "segment_min", "segment_max", "config_for", "devices", "gpu_available",
+           "argmax", "argmin", "logsumexp", "var", "std", "segment_sum", "segment_min", "segment_max", "config_for", "devices", "gpu_available",
            "dtypes", "nvrtc_info", "record", "DeviceArray", "__version__"]
 
 
@@ -99,7 +101,7 @@ def sum(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = 
     """
     h = _torch_hook
     if type(x) is h.tensor and stream is None and dtype is None:
-        r = h.fast(_SUM, x, dim, out) if not keepdim else h.fast_op(_SUM, x, dim, out, True)
+        r = h.fast(_SUM, x, dim, out, keepdim)
         if r is not None:
             return r
     t = h.ops
@@ -116,7 +118,7 @@ def min(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = 
     result, as torch.amin's."""
     h = _torch_hook
     if type(x) is h.tensor and stream is None and dtype is None:
-        r = h.fast(_MIN, x, dim, out) if not keepdim else h.fast_op(_MIN, x, dim, out, True)
+        r = h.fast(_MIN, x, dim, out, keepdim)
         if r is not None:
             return r
     t = h.ops
@@ -131,7 +133,7 @@ def max(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = 
     gives NaN as in :func:`min`, and +0.0 orders above -0.0; the gradient as torch.amax's."""
     h = _torch_hook
     if type(x) is h.tensor and stream is None and dtype is None:
-        r = h.fast(_MAX, x, dim, out) if not keepdim else h.fast_op(_MAX, x, dim, out, True)
+        r = h.fast(_MAX, x, dim, out, keepdim)
         if r is not None:
             return r
     t = h.ops
@@ -144,7 +146,7 @@ def _op(op: str, opv: int, x: Any, dim: Optional[int], keepdim: bool, out: Any,
         stream: StreamLike) -> Any:
     h = _torch_hook
     if type(x) is h.tensor and stream is None:
-        r = h.fast_op(opv, x, dim, out, keepdim)
+        r = h.fast(opv, x, dim, out, keepdim)
         if r is not None:
             return r
     t = h.ops
@@ -205,6 +207,56 @@ def all(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = 
     return _op("all", _OPS["all"], x, dim, keepdim, out, stream)
 
 
+def argmax(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,
+           stream: StreamLike = None) -> Any:
+    """The index of the maximum of `x`'s elements, as torch.argmax: int64, of the flattened array
+    (``dim=None``: x in its row-major order, which a whole non-contiguous array must be; a
+    transposed matrix raises ValueError) or along a dimension (other arguments as for
+    :func:`sum`). The first index among equal maxima; a NaN is the maximum (the first NaN). An
+    empty reduction has no index: ValueError, where torch raises too. No gradient."""
+    return _op("argmax", _OPS["argmax"], x, dim, keepdim, out, stream)
+
+
+def argmin(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,
+           stream: StreamLike = None) -> Any:
+    """The index of the minimum, as torch.argmin (see :func:`argmax`; a NaN is the minimum)."""
+    return _op("argmin", _OPS["argmin"], x, dim, keepdim, out, stream)
+
+
+def logsumexp(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,
+              stream: StreamLike = None) -> Any:
+    """``log(sum(exp(x)))`` of `x`'s elements, or along a dimension, as torch.logsumexp (which
+    needs a dim; here ``dim=None`` reduces everything), in one pass (a running maximum and a sum
+    rescaled to it): floating-point arrays only, results of x's dtype (bf16/f16 accumulate in
+    float32). -inf elements add nothing; an empty reduction or all -inf gives -inf, a +inf gives
+    +inf, a NaN NaN. Other arguments as for :func:`sum`. Gradient (torch) grad * exp(x - result),
+    the softmax of x, as torch's."""
+    return _op("logsumexp", _OPS["logsumexp"], x, dim, keepdim, out, stream)
+
+
+def var(x: Any, dim: Optional[int] = None, *, correction: Union[int, float, None] = 1,
+        keepdim: bool = False, out: Any = None, stream: StreamLike = None) -> Any:
+    """The variance of `x`'s elements, or along a dimension, as torch.var: the sum of squared
+    deviations from the mean over ``n - correction``. ``correction=1`` (the default; None too)
+    and ``correction=0`` (over n); another correction raises ValueError (the library divides
+    by n - 1 or n, and the sum of squared deviations is no result to rescale exactly). Floating-point
+    arrays give x's dtype (bf16/f16 accumulate in float32), integers float64 (which torch.var
+    refuses to compute). ``n - correction <= 0`` gives NaN, as torch. A whole array that is not one
+    run of elements (``x[:, a:b]``) raises ValueError. Other arguments as for :func:`sum`
+    (keyword-only, as torch.var's). Gradient (torch) as torch.var's: 2 (x - mean) / (n -
+    correction)."""
+    op = _ops_table.moment_op("var", correction)
+    return _op(op, _OPS[op], x, dim, keepdim, out, stream)
+
+
+def std(x: Any, dim: Optional[int] = None, *, correction: Union[int, float, None] = 1,
+        keepdim: bool = False, out: Any = None, stream: StreamLike = None) -> Any:
+    """The standard deviation, the square root of :func:`var` (the same arguments), as torch.std.
+    Gradient (torch) as torch.std's: var's of grad / (2 std), 0 where std is 0."""
+    op = _ops_table.moment_op("std", correction)
+    return _op(op, _OPS[op], x, dim, keepdim, out, stream)
+
+
 def record(on: Optional[bool] = None) -> bool:
     """Records the call points the package serves without an exact tuning (the C++
     ``Options::record``): each (GPU, dtype, op, problem, shape) once, in the tuning store, without
@@ -262,7 +314,8 @@ def config_for(dtype: Any, op: str, n: Union[int, Tuple[int, int]], *, problem: 
     (its measured time), ``device_name`` (the GPU it was measured on), ``note``.
 
     dtype: a name ("float32"), NumPy/CuPy dtype or torch.dtype. op: the library's name of an op
-    ("sum", "min", "max", "mean", "sumsq", "norm1", "norm2", "count_nonzero", "any", "all").
+    ("sum", "min", "max", "mean", "sumsq", "norm1", "norm2", "count_nonzero", "any", "all",
+    "argmax", "argmin", "logsumexp", "var", "std", "var_population", "std_population").
     n: elements for ``problem="array"``; ``(rows, cols)`` for "rows" and "columns";
     ``(segments, mean segment length)`` for "segments". Raises RuntimeError without a GPU.
     """

@@ -223,7 +223,27 @@ def _c_strides(shape: Shape) -> Shape:
 # ---- results -----------------------------------------------------------------------------------
 
 def _identity(dt: _dtypes.DType, op: str) -> Union[int, float, bool]:
-    return _ops.info(op).identity(dt)
+    identity = _ops.info(op).identity
+    if identity is None:
+        raise ValueError(f"reduce_tune: {op} of no elements has no result")
+    return identity(dt)
+
+
+def check_reducible(op: str, shape: Sequence[Any], dim: Dim) -> None:
+    """ValueError where `op` has no result of an empty reduction (argmax, argmin: no index of
+    nothing, as torch raises) and the reduced extent is 0. Symbolic sizes are not compared."""
+    if _ops.info(op).identity is not None:
+        return
+    d = check_dim(len(shape), dim)
+    extent = shape if d is None else (shape[d],)
+    if all(isinstance(n, int) for n in extent) and math.prod(extent) == 0:
+        raise _empty_error(op, shape, dim)
+
+
+def _empty_error(op: str, shape: Sequence[Any], dim: Dim) -> ValueError:
+    what = "the array" if check_dim(len(shape), dim) is None else f"dimension {dim}"
+    return ValueError(f"reduce_tune: {op} of an empty reduction has no result: {what} of shape "
+                      f"{tuple(shape)} has no elements (torch raises too)")
 
 
 def _result(a: Array, shape: Shape, out: Any, dev: int, stream: int,
@@ -278,7 +298,15 @@ def _prepare(op: str, a: Array, dim: Dim, dtype: Any) -> Tuple[Plan, _dtypes.DTy
     """(the plan, the result's dtype) of a reduction of `a`, checked."""
     plan = _plan(a.shape, a.strides, dim)
     rdt = _result_dtype(op, a, dtype, plan.kind)
-    if plan.kind == "rows+array" and _ops.info(op).stages is None:
+    info = _ops.info(op)
+    if info.identity is None and plan.length == 0:
+        raise _empty_error(op, a.shape, dim)
+    if info.ordered and plan.kind in ("array", "rows+array") and not _in_order(a.shape, a.strides):
+        # An index counts the elements in the array's row-major order: not the order of a
+        # permuted run or of partial results by rows of its memory.
+        raise _not_expressible(a.shape, a.strides or (), f"is not one run of elements in its own "
+                               f"order, which {op} of the whole array needs")
+    if plan.kind == "rows+array" and info.stages is None:
         # No op combines the rows' results: one pass over the elements, which a transposed (or
         # otherwise permuted) dense array still is, in another order.
         if not _dense_run(a.shape, a.strides or ()):
@@ -286,6 +314,15 @@ def _prepare(op: str, a: Array, dim: Dim, dtype: Any) -> Tuple[Plan, _dtypes.DTy
                                    f"{op} of the whole array needs")
         plan = Plan("array", (plan.length,), (), 1, plan.length)
     return plan, rdt
+
+
+def _in_order(shape: Shape, strides: Optional[Shape]) -> bool:
+    """Whether the elements are one dense run in row-major order (C-contiguous but for size-1
+    dimensions)."""
+    if strides is None:
+        return True
+    dims = _merge(list(zip(shape, strides)))
+    return not dims or (len(dims) == 1 and dims[0][1] == 1)
 
 
 def _dense_run(shape: Shape, strides: Shape) -> bool:

@@ -17,10 +17,11 @@ be captured into CUDA graphs (torch.cuda.graph, torch.compile's mode="reduce-ove
 Gradients: sum's flows back to every element (in x's dtype); min's and max's go to the elements
 equal to the result, split evenly among ties, as torch.amin/amax (a NaN result gives NaN
 gradients, as theirs); the segment reductions likewise per segment, and elements outside every
-segment get zero.
+segment get zero. The other ops' as torch's (mean, sumsq, norm1, norm2, logsumexp, var, std and
+their correction-0 forms); count_nonzero, any, all, argmax and argmin have none.
 """
 import math
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 
@@ -34,7 +35,8 @@ _dispatch_modes = torch._C._len_torch_dispatch_stack
 _arrays._torch_setup(torch)
 
 OPS = ("sum", "min", "max")
-#: The other reductions (mean, sumsq, norm1, norm2, count_nonzero, any, all): each is
+#: The other reductions (mean, sumsq, norm1, norm2, count_nonzero, any, all, argmax, argmin,
+#: logsumexp, var, std, var_population, std_population): each is
 #: ``reduce_tune::<op>(Tensor x, int? dim=None) -> Tensor``, its result of the op's dtype.
 MORE = tuple(op for op in _ops.TABLE if op not in OPS)
 
@@ -108,6 +110,7 @@ def _op_impl(op: str) -> Callable[..., torch.Tensor]:
 def _op_fake(op: str) -> Callable[..., torch.Tensor]:
     def fake(x: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
         rdt = _ops.check(op, _arrays.torch_dtype(x, torch, "x", meta=True))
+        _api.check_reducible(op, x.shape, dim)
         return x.new_empty(_api.result_shape(x.shape, dim), dtype=getattr(torch, rdt.name))
     return fake
 
@@ -151,12 +154,50 @@ def _norm2_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor
     return (x * scale).to(x.dtype), None
 
 
-#: _ops.OpInfo.grad -> (backward, setup_context) of the ops in MORE.
-_GRADS = {
-    "mean": (_mean_backward, _setup_shape),
-    "sumsq": (_sumsq_backward, _setup_saved),
-    "norm1": (_norm1_backward, _setup_saved),
-    "norm2": (_norm2_backward, _setup_saved),
+def _logsumexp_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+    # torch.logsumexp's: grad * exp(x - result), the softmax of x scaled by grad.
+    x, r = ctx.saved_tensors
+    return (_spread(ctx, grad) * (x - _spread(ctx, r)).exp()).to(x.dtype), None
+
+
+def _setup_moment(correction: int) -> Callable[[Any, Tuple[Any, ...], torch.Tensor], None]:
+    def setup(ctx: Any, inputs: Tuple[Any, ...], output: torch.Tensor) -> None:
+        _setup_saved(ctx, inputs, output)
+        ctx.correction = correction
+    return setup
+
+
+def _var_grad(ctx: Any, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """torch.var's gradient: 2 (x - mean) / (n - correction) times grad (spread over x). A
+    divisor of 0 gives NaN (torch's too: n = 1 with correction 1)."""
+    if ctx.d is None:
+        n, mean = x.numel(), x.mean()
+    else:
+        n, mean = x.shape[ctx.d], x.mean(ctx.d, keepdim=True)
+    return (2 * _spread(ctx, grad) * (x - mean)) / (n - ctx.correction)
+
+
+def _var_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+    x, _ = ctx.saved_tensors
+    return _var_grad(ctx, x, grad).to(x.dtype), None
+
+
+def _std_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+    # torch.std's: var's gradient of grad / (2 std), 0 where std is 0.
+    x, r = ctx.saved_tensors
+    g = (grad / (2 * r)).masked_fill(r == 0, 0)
+    return _var_grad(ctx, x, g).to(x.dtype), None
+
+
+#: _ops.OpInfo.grad -> (backward, setup_context of the op) of the ops in MORE.
+_GRADS: Dict[str, Tuple[Callable[..., Any], Callable[[str], Callable[..., None]]]] = {
+    "mean": (_mean_backward, lambda op: _setup_shape),
+    "sumsq": (_sumsq_backward, lambda op: _setup_saved),
+    "norm1": (_norm1_backward, lambda op: _setup_saved),
+    "norm2": (_norm2_backward, lambda op: _setup_saved),
+    "logsumexp": (_logsumexp_backward, lambda op: _setup_saved),
+    "var": (_var_backward, lambda op: _setup_moment(_ops.CORRECTION[op])),
+    "std": (_std_backward, lambda op: _setup_moment(_ops.CORRECTION[op])),
 }
 
 
@@ -238,7 +279,7 @@ for _op in MORE:
     _d.register_fake(_op_fake(_op))
     _g = _ops.TABLE[_op].grad
     if _g is not None:
-        _d.register_autograd(_GRADS[_g][0], setup_context=_GRADS[_g][1])
+        _d.register_autograd(_GRADS[_g][0], setup_context=_GRADS[_g][1](_op))
 del _op, _d
 
 _REDUCE = {op: getattr(torch.ops.reduce_tune, op).default for op in OPS + MORE}

@@ -1,7 +1,16 @@
 """The eager call on a torch tensor, on as few host operations as possible: reduce_tune.sum(x) /
-sum(x, dim) / sum(x, dim, out=o) with x a plain contiguous CUDA tensor, on torch's current stream.
-Everything else (stream=, dtype=, strides, empty arrays, autograd, tracing, dispatch modes) returns
-None here and takes the general route, which also reports errors.
+sum(x, dim, keepdim) / sum(x, dim, out=o) (and every other op of the package) with x a plain
+contiguous CUDA tensor, on torch's current stream. Everything else (stream=, dtype=, strides, empty
+arrays, autograd, tracing, dispatch modes) returns None here and takes the general route, which also
+reports errors.
+
+A call is planned once per (op, dtype, shape, dim, keepdim, device): `plan` works out the library
+call (the problem kind and its extents, the result's dtype and shape, a kept tensor to make results
+like) and `_plans` keeps it, so a repeat call reads five things of the tensor (requires_grad,
+get_device, dtype, shape, is_contiguous), looks its plan up in one dict and makes the result and the
+C++ call. What no key holds is checked on every call: the tensor's contiguity (and with it its
+layout: a sparse tensor has no is_contiguous), that nothing needs the dispatcher, and out=. (One
+function, one frame: a call of a Python function costs as much as two attribute reads.)
 
 Where the time goes (bench/python_api.py prints it per step): the C++ call (Reducer::reduce_async),
 which for a call this thread made before on pointers in allocations it checked before is the warm
@@ -9,7 +18,7 @@ path (runtime/warm.h: no pointer query, lookup or planning; the stream's capture
 launch); calling it from Python through ``_ext.hot``, a METH_FASTCALL function of nine ints; the
 result tensor (``torch.empty_like`` of a kept tensor of the result's dtype, device and shape:
 ``Tensor.new_empty(shape)`` parses more and costs 0.5 us more, and tensors made 32 at a time by one
-torch call cost as much each); and about ten reads of the tensor's attributes at 0.07-0.12 us each.
+torch call cost as much each); and the reads of the tensor's attributes and the checks above.
 """
 from typing import Any, Dict, Optional, Tuple
 
@@ -19,7 +28,10 @@ from . import _dtypes, _ext, _ops
 
 Tensor = torch.Tensor
 _strided = torch.strided
-_is_compiling = torch.compiler.is_compiling
+# Dynamo's own flag (one frame, where is_compiling is two): torch.compile's tracing reads it as
+# True; the other tracers (make_fx, export's non-strict mode, FakeTensorMode) run under a dispatch
+# mode, which fast checks too.
+_is_compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
 _grad_enabled = torch.is_grad_enabled
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _stream_of = torch._C._cuda_getCurrentRawStream
@@ -33,122 +45,118 @@ DTYPES: Dict[Any, int] = {getattr(torch, d.name): d.value for d in _dtypes.BY_NA
                           if getattr(torch, d.name, None) is not None}
 
 #: (Op value, torch dtype) -> (the library's DType value, the result's torch dtype), for every op
-#: of the package and dtype it takes (fast_op).
+#: of the package and dtype it takes.
 RESULTS: Dict[Tuple[int, Any], Tuple[int, Any]] = {
     (_dtypes.op_value(op), t): (v, getattr(torch, _dtypes.result_of(op, _dtypes.RESULTS[v]).name))
     for op in _ops.TABLE for t, v in DTYPES.items()
     if not _ext.op_unsupported(v, _dtypes.op_value(op))}
 
 TEMPLATE_MAX = 4096  #: results of at most this many elements are made like a kept tensor
-_TEMPLATE_KEYS = 64  #: (dtype, device, shape) kept at most; then the cache starts over
+PLAN_KEYS = 256  #: plans kept at most; then the cache starts over
+_TEMPLATE_KEYS = 64  #: kept tensors (dtype, device, shape) at most; then that cache starts over
+
+#: A plan: (kind, the library's DType value of x, a, b, results, kept tensor or None, the result's
+#: torch dtype, its shape), the arguments of _ext.hot and of the result; a plain tuple, unpacked
+#: at once.
+Plan = Tuple[int, int, int, int, int, Optional[Tensor], Any, Tuple[int, ...]]
+#: (Op value, dtype, shape, dim, keepdim, device) -> its plan, or None: the general route's.
+_plans: Dict[Tuple[Any, ...], Optional[Plan]] = {}
 _templates: Dict[Tuple[Any, int, Any], Tensor] = {}
 
 
-def _result(x: Tensor, dev: int, shape: Any, count: int, dtype: Any) -> Tensor:
-    """A new contiguous tensor of `shape` and `dtype` on x's device (GPU `dev`), allocated on
-    torch's current stream like any: empty_like of a kept contiguous tensor of that kind."""
-    key = (dtype, dev, shape)
-    t = _templates.get(key)
-    if t is not None:
-        return _empty_like(t)
-    r = x.new_empty(shape, dtype=dtype)
-    # Not while a CUDA graph is captured: the kept tensor would hold the graph's memory pool.
-    if count <= TEMPLATE_MAX and not _capturing():
-        if len(_templates) >= _TEMPLATE_KEYS:
-            _templates.clear()
-        _templates[key] = x.new_empty(shape, dtype=dtype)
-    return r
-
-
-def fast(opv: int, x: Tensor, dim: Optional[int], out: Any) -> Any:
-    """reduce_tune.sum/min/max(x, dim, out=out) of a torch.Tensor (exactly that type) with no
-    stream= or dtype=, or None where the general route must take it."""
-    if (x.requires_grad and _grad_enabled()) or _is_compiling() or _dispatch_modes():
-        return None
-    xd = x.dtype
-    dt = DTYPES.get(xd)
+def plan(opv: int, x: Tensor, dim: Optional[int], keepdim: Any, dev: int,
+         keep: bool = True) -> Optional[Plan]:
+    """The library call of op `opv` over x along `dim` (x on GPU `dev`, as ``x.get_device()``
+    says), from x's dtype and shape alone; None where the general route must take it: x not on a
+    GPU, a dtype the op does not take, no elements, a dim that is not None, 0 or -1 (or not an
+    int). With `keep`, the kept tensor to make results like (results of at most TEMPLATE_MAX
+    elements) is made here, on x's device."""
+    rt = RESULTS.get((opv, x.dtype))
     # get_device(): -1 on the CPU (and for meta tensors); a CUDA build's other devices are not
     # CUDA's, and the library refuses their pointers.
-    dev = x.get_device()
-    if dt is None or dev < 0 or x.layout is not _strided or not x.is_contiguous():
+    if rt is None or dev < 0:
         return None
+    shape = tuple(x.shape)
+    nd = len(shape)
     n = x.numel()
     if n == 0:
-        return None  # the identity: the general route
-    if dim is None:
-        kind, a, b, count, rshape = _ARRAY, n, 0, 1, ()
-    else:
-        nd = x.dim()
-        if type(dim) is not int or not -nd <= dim < max(nd, 1):
+        return None  # the identity, or no result: the general route
+    d = None
+    if dim is None or nd <= 1:
+        if dim is not None and (type(dim) is not int or not -nd <= dim < max(nd, 1)):
             return None
-        d = dim % nd if nd else 0
-        if nd <= 1:
-            kind, a, b, count, rshape = _ARRAY, n, 0, 1, ()
-        elif d == nd - 1:
-            shape = x.shape
+        kind, a, b, count, rshape = _ARRAY, n, 0, 1, ()
+        if dim is not None:
+            d = dim % nd if nd else 0
+    else:
+        if type(dim) is not int or not -nd <= dim < nd:
+            return None
+        d = dim % nd
+        if d == nd - 1:
             kind, b, rshape = _ROWS, shape[-1], shape[:-1]
             a = count = n // b
         elif d == 0:
-            shape = x.shape
             kind, a, rshape = _COLUMNS, shape[0], shape[1:]
             b = count = n // a
         else:
             return None
-    s = _stream_of(dev)
-    if out is None:
-        o = _result(x, dev, rshape, count, xd)
-    elif (type(out) is Tensor and out.dtype == xd and out.get_device() == dev
-          and out.layout is _strided and out.numel() == count and out.is_contiguous()):
-        o = out
-    else:
-        return None
-    _hot(kind, dev, dt, opv, x.data_ptr(), a, b, o.data_ptr(), s)
-    return o
+    if keepdim:
+        rshape = (1,) * nd if d is None else tuple(1 if i == d else k for i, k in enumerate(shape))
+    dt, rdt = rt
+    t = None
+    if keep and count <= TEMPLATE_MAX:
+        key = (rdt, dev, rshape)
+        t = _templates.get(key)
+        if t is None:
+            if len(_templates) >= _TEMPLATE_KEYS:
+                _templates.clear()
+            t = _templates[key] = x.new_empty(rshape, dtype=rdt)
+    return (kind, dt, a, b, count, t, rdt, rshape)
 
 
-def fast_op(opv: int, x: Tensor, dim: Optional[int], out: Any, keepdim: bool) -> Any:
-    """fast for every op of the package (mean, norms, any, ...), whose result dtype may differ
-    from x's, and with keepdim; or None where the general route must take it. (sum, min and max
-    take fast, which leaves out these steps: their calls are the ones most often made.)"""
+def _planned(opv: int, x: Tensor, dim: Optional[int], keepdim: Any, dev: int) -> Optional[Plan]:
+    """plan, kept in _plans. Not while a CUDA graph is captured: a kept tensor made then would
+    hold the graph's memory pool (the call is planned again after the capture)."""
+    if dev >= 0 and _capturing():
+        return plan(opv, x, dim, keepdim, dev, keep=False)
+    p = plan(opv, x, dim, keepdim, dev)
+    if len(_plans) >= PLAN_KEYS:
+        _plans.clear()
+    _plans[(opv, x.dtype, x.shape, dim, keepdim, dev)] = p
+    return p
+
+
+def fast(opv: int, x: Tensor, dim: Optional[int], out: Any, keepdim: Any = False) -> Any:
+    """reduce_tune.<op>(x, dim, keepdim, out=out) of a torch.Tensor (exactly that type) with no
+    stream= or dtype=, or None where the general route must take it."""
+    # is_compiling before the others: torch.compile traces it as True and stops there.
     if (x.requires_grad and _grad_enabled()) or _is_compiling() or _dispatch_modes():
         return None
-    rt = RESULTS.get((opv, x.dtype))
+    if dim is not None and type(dim) is not int:  # a bool hashes as an int: the general route's
+        return None
     dev = x.get_device()
-    if rt is None or dev < 0 or x.layout is not _strided or not x.is_contiguous():
+    try:
+        p = _plans[opv, x.dtype, x.shape, dim, keepdim, dev]
+    except KeyError:
+        p = _planned(opv, x, dim, keepdim, dev)
+    except TypeError:  # keepdim unhashable
         return None
-    dt, rdt = rt
-    n = x.numel()
-    if n == 0:
+    if p is None:
         return None
-    nd = x.dim()
-    if dim is None:
-        kind, a, b, count, rshape = _ARRAY, n, 0, 1, ()
-        if keepdim:
-            rshape = (1,) * nd
-    else:
-        if type(dim) is not int or not -nd <= dim < max(nd, 1):
+    try:
+        if not x.is_contiguous():
             return None
-        d = dim % nd if nd else 0
-        shape = x.shape
-        if nd <= 1:
-            kind, a, b, count, rshape = _ARRAY, n, 0, 1, ()
-        elif d == nd - 1:
-            kind, b, rshape = _ROWS, shape[-1], shape[:-1]
-            a = count = n // b
-        elif d == 0:
-            kind, a, rshape = _COLUMNS, shape[0], shape[1:]
-            b = count = n // a
-        else:
-            return None
-        if keepdim:
-            rshape = tuple(1 if i == d else k for i, k in enumerate(shape))
-    s = _stream_of(dev)
+    except RuntimeError:  # a layout other than strided (sparse, ...)
+        return None
+    kind, dt, a, b, count, t, rdt, rshape = p
     if out is None:
-        o = _result(x, dev, rshape, count, rdt)
+        o = _empty_like(t) if t is not None else x.new_empty(rshape, dtype=rdt)
+    # out= as it is: a plain contiguous tensor of the result's dtype and size on x's GPU (else
+    # the general route checks it, and says what is wrong).
     elif (type(out) is Tensor and out.dtype == rdt and out.get_device() == dev
           and out.layout is _strided and out.numel() == count and out.is_contiguous()):
         o = out
     else:
         return None
-    _hot(kind, dev, dt, opv, x.data_ptr(), a, b, o.data_ptr(), s)
+    _hot(kind, dev, dt, opv, x.data_ptr(), a, b, o.data_ptr(), _stream_of(dev))
     return o

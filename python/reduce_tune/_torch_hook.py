@@ -27,11 +27,10 @@ class _NoTensor:
 
 tensor: Any = _NoTensor
 fast: Any = None
-fast_op: Any = None
 
 
 def _register() -> None:
-    global ops, why, tensor, fast, fast_op
+    global ops, why, tensor, fast
     if ops is not None:
         return
     try:
@@ -40,7 +39,7 @@ def _register() -> None:
         why = f"the torch custom ops could not be registered ({type(e).__name__}: {e})"
         return
     ops, why = _torch, ""
-    fast, fast_op, tensor = _torch_fast.fast, _torch_fast.fast_op, _torch.Tensor
+    fast, tensor = _torch_fast.fast, _torch.Tensor
 
 
 class _Loader(importlib.abc.Loader):

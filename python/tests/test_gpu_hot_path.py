@@ -96,3 +96,26 @@ def test_results_on_other_streams_and_in_graph_capture(torch):
     side.synchronize()
     assert captured.item() == 2 * x.numel()
     assert all(t.item() == pytest.approx(r[0].item()) for t in r)
+
+
+def test_every_op_and_keepdim_is_warm_after_its_first_call(torch):
+    # The planned calls of every public function (one plan per op, dtype, shape, dim, keepdim):
+    # after the first, no lookup, Reducer, wait or pointer query, and one allocation, the result.
+    m = torch.rand(32, 32, device="cuda")
+    calls = [lambda: rt.argmax(m, -1), lambda: rt.argmin(m, 0, True), lambda: rt.logsumexp(m, -1),
+             lambda: rt.var(m, -1, keepdim=True), lambda: rt.std(m, 0, correction=0),
+             lambda: rt.mean(m), lambda: rt.sum(m, -1, True), lambda: rt.max(m, keepdim=True)]
+    for c in calls:
+        c()
+    torch.cuda.synchronize()
+    before, allocated = _ext.stats(), _allocations(torch)
+    k = 20
+    for _ in range(k):
+        for c in calls:
+            c()
+    torch.cuda.synchronize()
+    assert _ext.stats() == before
+    assert _allocations(torch) - allocated == k * len(calls)
+    assert torch.equal(rt.argmax(m, -1), m.argmax(-1)) and torch.equal(rt.argmin(m, 0, True),
+                                                                        m.argmin(0, keepdim=True))
+    torch.testing.assert_close(rt.var(m, -1, keepdim=True), m.var(-1, keepdim=True))

@@ -1,8 +1,9 @@
-"""The ops beyond sum, min and max (mean, sumsq, norm, count_nonzero, any, all), keepdim and
-record(), without a GPU: the op table against the library's, result dtypes, argument errors raised
+"""The ops beyond sum, min and max (mean, sumsq, norm, count_nonzero, any, all, argmax, argmin,
+logsumexp, var, std), keepdim and record(), without a GPU: the op table against the library's, result dtypes, argument errors raised
 before the driver is asked, and the record switch. test_gpu_ops.py runs them."""
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from reduce_tune import _api, _dtypes, _ops
 from conftest import GPU_OK
 from test_api import FakeCAI
 
-NEW = ("mean", "sumsq", "norm", "count_nonzero", "any", "all")
+NEW = ("mean", "sumsq", "norm", "count_nonzero", "any", "all", "argmax", "argmin", "logsumexp",
+       "var", "std")
 
 
 def run_python(code: str, **env: str) -> str:
@@ -33,7 +35,7 @@ def test_public_functions():
 
 
 # The library's ops the package does not offer yet (C++ and the CLI only; docs/PYTHON.md).
-NOT_IN_PYTHON = {"argmax", "argmin", "logsumexp", "var", "std", "var_population", "std_population"}
+NOT_IN_PYTHON: set = set()
 
 
 def test_every_library_op_has_a_row():
@@ -62,6 +64,113 @@ def test_result_dtypes_are_the_librarys():
                     _ops.check(op, d)
 
 
+def test_result_dtypes_of_index_and_moment_ops():
+    for name, d in _dtypes.BY_NAME.items():
+        floating = d.dlpack[0] in (2, 4)
+        for op in ("argmax", "argmin"):
+            assert _ops.check(op, d).name == "int64"
+        for op in ("var", "std", "var_population", "std_population"):
+            assert _ops.check(op, d).name == (name if floating else "float64"), (op, name)
+        if floating:
+            assert _ops.check("logsumexp", d) is d
+        else:
+            with pytest.raises(TypeError, match=f"logsumexp of {name}: .*floating-point"):
+                _ops.check("logsumexp", d)
+
+
+def test_every_op_of_the_table_is_a_public_function():
+    # Each library op is reached by a public function: its own name, norm's ord, var/std's
+    # correction.
+    reached = {"norm1", "norm2"} | {op for pair in _ops.MOMENTS.values() for op in pair}
+    for op in _ops.TABLE:
+        assert op in reached or (op in rt.__all__ and callable(getattr(rt, op))), op
+    assert set(_ops.CORRECTION) == {op for pair in _ops.MOMENTS.values() for op in pair}
+
+
+@pytest.mark.parametrize("correction,want", [
+    (None, 0), (1, 0), (1.0, 0), (True, 0), (0, 1), (0.0, 1), (False, 1)])
+def test_correction_picks_the_librarys_op(correction, want):
+    for name in ("var", "std"):
+        op = _ops.moment_op(name, correction)
+        assert op == _ops.MOMENTS[name][want]
+        assert _ops.CORRECTION[op] == (1 if want == 0 else 0)
+
+
+@pytest.mark.parametrize("correction", [2, -1, 0.5, 1.5, "1", float("nan")])
+def test_other_corrections_are_a_value_error(correction):
+    for f in (rt.var, rt.std):
+        with pytest.raises(ValueError, match="correction=1 .* and correction=0"):
+            f(FakeCAI((10,)), correction=correction)
+
+
+def test_var_and_std_take_keyword_arguments_as_torch():
+    # torch.var(x, dim, *, correction, keepdim): keepdim is keyword-only, as there.
+    with pytest.raises(TypeError):
+        rt.var(FakeCAI((4, 3)), 0, True)
+    with pytest.raises(TypeError, match="dim must be None or an int"):
+        rt.std(FakeCAI((4, 3)), dim=0.0, keepdim=True)
+
+
+def test_empty_argmax_is_a_value_error_before_the_driver():
+    # No index of nothing (torch raises as well): said before any GPU is asked for.
+    for f in (rt.argmax, rt.argmin):
+        for shape, dim in (((0,), None), ((0,), 0), ((3, 0), -1), ((0, 3), 0), ((2, 0, 4), None),
+                           ((0, 0), 0), ((5, 0), 1)):
+            with pytest.raises(ValueError, match="empty reduction has no result"):
+                f(FakeCAI(shape), dim)
+    with pytest.raises(ValueError, match="no result"):
+        _api._identity(_dtypes.BY_NAME["float32"], "argmax")
+    # Rows of no count but a length: an empty result, as torch's (planned, no error).
+    a = _api._read(FakeCAI((0, 3)), "x")
+    plan, rdt = _api._prepare("argmax", a, -1, None)
+    assert (plan.count, plan.length, plan.result_shape, rdt.name) == (0, 3, (0,), "int64")
+
+
+def test_check_reducible_for_the_fake_implementations():
+    _api.check_reducible("argmax", (4, 5), None)
+    _api.check_reducible("argmin", (0, 5), -1)  # 0 rows of 5: an empty result
+    _api.check_reducible("sum", (0,), None)  # an identity
+    for shape, dim in (((0,), None), ((4, 0), -1), ((0, 5), 0), ((0, 2), None)):
+        with pytest.raises(ValueError, match="empty reduction"):
+            _api.check_reducible("argmax", shape, dim)
+
+
+@pytest.mark.parametrize("shape,strides,ok", [
+    ((4, 3), (3, 1), True),            # contiguous
+    ((300,), (3,), True),              # a strided vector: one column, read in order
+    ((5, 1, 4), (4, 99, 1), True),     # contiguous but for a size-1 dimension
+    ((5, 4), (1, 5), False),           # transposed: a dense run, in another order
+    ((4, 3), (10, 1), False),          # rows with gaps
+    ((2, 3, 4), (1, 2, 6), False)])    # permuted
+def test_argmax_of_a_whole_array_reads_it_in_order(shape, strides, ok):
+    a = _api._read(FakeCAI(shape, strides=tuple(4 * s for s in strides)), "x")
+    for op in ("argmax", "argmin"):
+        if ok:
+            plan, rdt = _api._prepare(op, a, None, None)
+            assert plan.kind in ("array", "columns") and plan.count == 1 and rdt.name == "int64"
+        else:
+            with pytest.raises(ValueError, match=f"own order, which {op} of the whole array"):
+                _api._prepare(op, a, None, None)
+    if len(shape) == 2:  # along a dimension: the index within each row or column, any strides
+        for dim in (0, -1):
+            plan, _ = _api._prepare("argmax", a, dim, None)
+            assert plan.kind in ("rows", "columns") and plan.length == shape[dim]
+
+
+def test_moments_and_logsumexp_of_whole_strided_arrays():
+    # var/std need one pass over every element: a permuted dense run is fine, rows with gaps are
+    # not; logsumexp combines its rows' results (the logsumexp of the rows' logsumexps).
+    t = _api._read(FakeCAI((5, 4), strides=(4, 20)), "x")
+    gaps = _api._read(FakeCAI((4, 3), strides=(40, 4)), "x")
+    for op in ("var", "std", "var_population", "std_population"):
+        plan, rdt = _api._prepare(op, t, None, None)
+        assert (plan.kind, plan.args, rdt.name) == ("array", (20,), "float32")
+        with pytest.raises(ValueError, match=f"{op} of the whole array"):
+            _api._prepare(op, gaps, None, None)
+    plan, _ = _api._prepare("logsumexp", gaps, None, None)
+    assert plan.kind == "rows+array" and _ops.info("logsumexp").stages == ("logsumexp", "logsumexp")
+
+
 def test_bool_is_a_result_type_only():
     b = _dtypes.from_typestr("|b1", result=True)
     assert b.name == "bool" and _dtypes.from_name("bool", result=True) is b
@@ -81,6 +190,9 @@ def test_identities_of_the_new_ops():
     assert _api._identity(f32, "mean") != _api._identity(f32, "mean")  # NaN
     assert _api._identity(i32, "count_nonzero") == 0 and _api._identity(f32, "norm2") == 0
     assert _api._identity(i32, "any") is False and _api._identity(i32, "all") is True
+    assert _api._identity(f32, "logsumexp") == -math.inf  # torch.logsumexp of nothing
+    for op in ("var", "std", "var_population", "std_population"):
+        assert math.isnan(_api._identity(i32, op))
 
 
 def test_norm_orders():
@@ -96,7 +208,8 @@ def test_norm_of_integers_is_a_type_error():
 
 
 def test_dim_errors_of_the_new_ops():
-    for f in (rt.mean, rt.sumsq, rt.norm, rt.any, rt.all, rt.count_nonzero):
+    for f in (rt.mean, rt.sumsq, rt.norm, rt.any, rt.all, rt.count_nonzero, rt.argmax, rt.argmin,
+              rt.logsumexp, rt.var, rt.std):
         with pytest.raises(ValueError, match="dim must be None, 0 or -1"):
             f(FakeCAI((2, 3, 4)), dim=1)
         with pytest.raises(TypeError, match="dim must be None or an int"):
@@ -145,7 +258,8 @@ def test_keepdim_shapes(shape, dim, want):
 
 @pytest.mark.skipif(GPU_OK, reason="this machine has a GPU")
 def test_new_ops_without_a_gpu_are_a_runtime_error():
-    for f in (rt.mean, rt.sumsq, rt.norm, rt.any, rt.all, rt.count_nonzero):
+    for f in (rt.mean, rt.sumsq, rt.norm, rt.any, rt.all, rt.count_nonzero, rt.argmax, rt.argmin,
+              rt.logsumexp, rt.var, rt.std):
         with pytest.raises(RuntimeError, match="no CUDA driver or GPU"):
             f(FakeCAI((10,)))
     with pytest.raises(RuntimeError, match="no CUDA driver or GPU"):
