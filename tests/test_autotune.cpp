@@ -106,7 +106,7 @@ TEST_CASE("autotune: the worker's request lines", "[autotune]") {
   CHECK(r->budget_ms == 250);
   CHECK(r->store_path == "/tmp/a b.db"); // a path with a space: fields are tab-separated
   CHECK(r->nvrtc_path.empty());
-  const auto wide = parse_autotune_request("tune\tG\tbf16\tsum\tarray\t1\t1048576\twide\t0\t1\t300\ts.db\tlib.so");
+  const auto wide = parse_autotune_request("tune\tG\tbfloat16\tsum\tarray\t1\t1048576\twide\t0\t1\t300\ts.db\tlib.so");
   REQUIRE(wide);
   CHECK(wide->wide_result);
   CHECK(wide->device_result);
