@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <random>
 #include <string>
@@ -76,9 +77,17 @@ std::size_t first_use_runs(const db::Store& s, const std::string& status) {
   return k;
 }
 
+/// The CLI of this build: beside the tests' folder (a build folder copied to a GPU host keeps
+/// that), else where it was built.
+std::string cli() {
+  std::error_code ec;
+  const auto beside = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "reduce-tune";
+  return !ec && std::filesystem::is_regular_file(beside, ec) ? beside.string() : std::string(RT_TEST_CLI);
+}
+
 /// Points the worker at the CLI of this build, the shipped tuning kept (its seeds).
 struct WorkerEnv {
-  EnvVar worker{"REDUCE_TUNE_WORKER", std::string(RT_TEST_CLI)};
+  EnvVar worker{"REDUCE_TUNE_WORKER", cli()};
   EnvVar on{"REDUCE_TUNE_AUTOTUNE", std::nullopt};
   WorkerEnv() { detail::stop_autotune_worker(); }
   ~WorkerEnv() { detail::stop_autotune_worker(); }
@@ -132,7 +141,7 @@ TEST_CASE("autotune: a first call tunes its point, runs checked, and later proce
     CHECK(first_use_runs(db::Store(path), "done") == 1);
   }
   // Another process: the CLI's lookup, as any program's, grades the point exact.
-  const std::string cmd = std::string(RT_TEST_CLI) + " query --lookup --device 0 --dtype float32 --op sum --n " +
+  const std::string cmd = cli() + " query --lookup --device 0 --dtype float32 --op sum --n " +
                           std::to_string(n) + " --db '" + path + "' 2>&1";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
