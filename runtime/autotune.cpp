@@ -367,6 +367,14 @@ Worker& worker() {
 
 } // namespace
 
+FirstUse first_use(bool autotune, Match match, EntryUse use, Problem problem, Shape at) {
+  if (!autotune || match == Match::exact) return FirstUse::as_is;
+  if (use != EntryUse::call) return FirstUse::provisional;
+  // Offsets whose lengths are on the device have no shape to search at.
+  if (problem == Problem::segments && at.length == 0) return FirstUse::as_is;
+  return FirstUse::tune;
+}
+
 bool autotune_from_env() { return env_on("REDUCE_TUNE_AUTOTUNE"); }
 
 double autotune_budget_ms(double option) {

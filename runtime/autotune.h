@@ -15,6 +15,20 @@
 
 namespace reduce_tune::detail {
 
+/// Why an entry of the Reducer is made ready: a call, a call on a stream being captured into a
+/// CUDA graph, or a question (config_for).
+enum class EntryUse { call, capture, query };
+/// What the first use of an entry does, given its lookup's grade.
+enum class FirstUse {
+  as_is,       ///< take the lookup's answer (autotune off, an exact tuning, or nothing to search:
+               ///< offsets looked up by their count alone)
+  provisional, ///< take it for this use only, record the point, leave the entry to the next call
+  tune,        ///< tune the point first, then look it up again
+};
+/// The rule: only a call tunes; a capture or a question never does (a capture must not wait on
+/// a search, nor may a question measure).
+FirstUse first_use(bool autotune, Match match, EntryUse use, Problem problem, Shape at);
+
 /// Whether $REDUCE_TUNE_AUTOTUNE asks for first-use tuning ("1", "true", "yes" or "on").
 bool autotune_from_env();
 /// The time a point's tuning may take, in ms: $REDUCE_TUNE_AUTOTUNE_MS where it is a positive

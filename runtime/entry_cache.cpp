@@ -87,22 +87,21 @@ const Entry& Reducer::Impl::ready(const EntryKey& k, Use use) {
   std::lock_guard lock(e.mu);
   if (e.ready.load(std::memory_order_relaxed)) return e;
   if (!e.choice) e.choice = choose(k);
-  if (autotune && e.choice->match != Match::exact) {
-    if (use != Use::call) {
-      // Never tuned inside a capture (nor by a question): the store's answer serves it, and the
-      // entry stays unready so the next call tunes the point.
-      if (!e.provisional) {
-        auto p = std::make_unique<Entry>();
-        p->choice = e.choice;
-        load(*p, k);
-        note_point(k, *p->choice);
-        p->ready.store(true, std::memory_order_release);
-        e.provisional = std::move(p);
-      }
-      return *e.provisional;
+  const FirstUse first = first_use(autotune, e.choice->match, use, k.problem, k.at);
+  if (first == FirstUse::provisional) {
+    // Never tuned inside a capture (nor by a question): the store's answer serves it, and the
+    // entry stays unready so the next call tunes the point.
+    if (!e.provisional) {
+      auto p = std::make_unique<Entry>();
+      p->choice = e.choice;
+      load(*p, k);
+      note_point(k, *p->choice);
+      p->ready.store(true, std::memory_order_release);
+      e.provisional = std::move(p);
     }
-    tune_first(e, k);
+    return *e.provisional;
   }
+  if (first == FirstUse::tune) tune_first(e, k);
   load(e, k);
   if (record || autotune) note_point(k, *e.choice); // once an entry: the calls after it find it ready
   e.ready.store(true, std::memory_order_release);
@@ -120,8 +119,6 @@ void Reducer::Impl::load(Entry& e, const EntryKey& k) {
 }
 
 void Reducer::Impl::tune_first(Entry& e, const EntryKey& k) {
-  // Offsets looked up by their count alone (lengths on the device) have no shape to search at.
-  if (k.problem == Problem::segments && k.at.length == 0) return;
   try {
     TuneRequest r;
     r.device_uuid = device.uuid;

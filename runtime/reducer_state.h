@@ -13,6 +13,7 @@
 #include "kernels/nvrtc.h"
 #include "kernels/runner.h"
 #include "runtime/arguments.h"
+#include "runtime/autotune.h"
 #include "runtime/capture.h"
 #include "runtime/entry_cache.h"
 #include "runtime/leases.h"
@@ -71,7 +72,7 @@ struct Reducer::Impl {
   /// Why an entry is made ready: a call, a call on a capturing stream, or a question
   /// (config_for). With autotune on, only a call tunes a point on first use; the others take what
   /// the store has without marking the entry ready, so the next call still tunes it.
-  enum class Use { call, capture, query };
+  using Use = EntryUse;
   /// The key's entry, its configuration looked up and its kernel loaded on first use (needs the
   /// context current). A stored configuration that no longer compiles or loads (another NVRTC or
   /// driver than the tuner's) is replaced by the built-in default, and the note says why.

@@ -89,6 +89,27 @@ TEST_CASE("autotune: $REDUCE_TUNE_AUTOTUNE and $REDUCE_TUNE_AUTOTUNE_MS", "[auto
   CHECK_FALSE(Options{}.autotune);
 }
 
+TEST_CASE("autotune: only a call tunes; a capture or a question takes the store's answer and records", "[autotune]") {
+  using detail::EntryUse;
+  using detail::FirstUse;
+  using detail::first_use;
+  const Shape rows{1024, 4096};
+  for (EntryUse use : {EntryUse::call, EntryUse::capture, EntryUse::query}) {
+    // Off, or tuned exactly: as the lookup says, whatever the use.
+    CHECK(first_use(false, Match::builtin, use, Problem::rows, rows) == FirstUse::as_is);
+    CHECK(first_use(true, Match::exact, use, Problem::rows, rows) == FirstUse::as_is);
+  }
+  for (Match m : {Match::nearest_size, Match::shipped, Match::same_arch, Match::carried, Match::related, Match::builtin}) {
+    CHECK(first_use(true, m, EntryUse::call, Problem::rows, rows) == FirstUse::tune);
+    CHECK(first_use(true, m, EntryUse::capture, Problem::rows, rows) == FirstUse::provisional);
+    CHECK(first_use(true, m, EntryUse::query, Problem::array, Shape{1, 1 << 20}) == FirstUse::provisional);
+  }
+  // Offsets looked up by their count alone: nothing to search at; recorded as the lookup has it.
+  CHECK(first_use(true, Match::shipped, EntryUse::call, Problem::segments, Shape{512, 0}) == FirstUse::as_is);
+  CHECK(first_use(true, Match::shipped, EntryUse::call, Problem::segments, Shape{512, 64}) == FirstUse::tune);
+  CHECK(first_use(true, Match::shipped, EntryUse::capture, Problem::segments, Shape{512, 0}) == FirstUse::provisional);
+}
+
 TEST_CASE("autotune: the worker's request lines", "[autotune]") {
   const std::string line = "tune\tGPU-1\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\t/tmp/a b.db\t";
   std::string why;
