@@ -89,7 +89,7 @@ TEST_CASE("autotune: $REDUCE_TUNE_AUTOTUNE and $REDUCE_TUNE_AUTOTUNE_MS", "[auto
   CHECK_FALSE(Options{}.autotune);
 }
 
-TEST_CASE("autotune: only a call tunes; a capture or a question takes the store's answer and records", "[autotune]") {
+TEST_CASE("autotune: only a call tunes, a capture or a question takes the store's answer and records", "[autotune]") {
   using detail::EntryUse;
   using detail::FirstUse;
   using detail::first_use;

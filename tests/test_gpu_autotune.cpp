@@ -141,7 +141,7 @@ TEST_CASE("autotune: a first call tunes its point, runs checked, and later proce
     CHECK(first_use_runs(db::Store(path), "done") == 1);
   }
   // Another process: the CLI's lookup, as any program's, grades the point exact.
-  const std::string cmd = cli() + " query --lookup --device 0 --dtype float32 --op sum --n " +
+  const std::string cmd = cli() + " query --lookup --uuid " + g.info.uuid + " --dtype float32 --op sum --n " +
                           std::to_string(n) + " --db '" + path + "' 2>&1";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
@@ -198,7 +198,7 @@ TEST_CASE("autotune: several points in one process, rows and an async call, each
   CHECK(a.config.finish != Finish::host);
 }
 
-TEST_CASE("autotune: a capturing call is not tuned, it records the point; the next call tunes it", "[gpu][autotune][graphs]") {
+TEST_CASE("autotune: a capturing call is not tuned, it records the point, and the next call tunes it", "[gpu][autotune][graphs]") {
   const reduce_tune::testing::GpuContext g;
   const reduce_tune::testing::TempDir dir;
   const WorkerEnv env;
@@ -245,7 +245,7 @@ TEST_CASE("autotune: a capturing call is not tuned, it records the point; the ne
   CHECK(close(captured, in.sum, n));
 }
 
-TEST_CASE("autotune: a kernel that faults while tuning is recorded as failed; the call succeeds", "[gpu][autotune][fault]") {
+TEST_CASE("autotune: a kernel that faults while tuning is recorded as failed and the call succeeds", "[gpu][autotune][fault]") {
   const reduce_tune::testing::GpuContext g;
   const reduce_tune::testing::TempDir dir;
   // The worker's catalogue holds the test variants, and its search measures the faulting one first.
