@@ -39,13 +39,16 @@ std::vector<std::string> fields(const std::string& line) {
   }
 }
 
+/// The program that started the worker is gone (its end of the socket closed).
+struct Orphaned {};
+
 void say(const std::string& line) {
   std::string text = line;
   for (char& c : text)
     if (c == '\n') c = ' ';
   text += '\n';
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) std::exit(0); // the program is gone
-  std::fflush(stdout);
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+    throw Orphaned{};
 }
 
 std::string ms_text(Clock::time_point t0) {
@@ -160,6 +163,10 @@ public:
         say("done\tfailed\t" + ms_text(t0) + "\t" + std::to_string(measured) + "\t" + why);
       }
       return true;
+    } catch (const Orphaned&) {
+      // Nobody to reply to: the run ends as failed, the claim goes, and so does the worker.
+      finish(store.get(), run_id, owner);
+      throw;
     } catch (const cuda::CudaError& e) {
       // The sweep recorded the configuration; the context is lost, so this process ends.
       finish(store.get(), run_id, owner);
@@ -243,18 +250,22 @@ std::optional<AutotuneRequest> parse_autotune_request(const std::string& line, s
 }
 
 int serve_autotune() {
-  std::signal(SIGINT, SIG_IGN); // the program's Ctrl-C is the program's: its socket's end ends this
-  say("rt-autotune\t" + std::to_string(detail::kAutotuneProtocol) + "\tready");
-  Server server;
-  std::string buffer, line;
-  while (next_line(buffer, line)) {
-    std::string why;
-    const auto r = parse_autotune_request(line, &why);
-    if (!r) {
-      say("done\tfailed\t0\t0\tbad request: " + why);
-      continue;
+  std::signal(SIGINT, SIG_IGN);  // the program's Ctrl-C is the program's: its socket's end ends this
+  std::signal(SIGPIPE, SIG_IGN); // a reply to a program that is gone fails, and the worker ends cleanly
+  try {
+    say("rt-autotune\t" + std::to_string(detail::kAutotuneProtocol) + "\tready");
+    Server server;
+    std::string buffer, line;
+    while (next_line(buffer, line)) {
+      std::string why;
+      const auto r = parse_autotune_request(line, &why);
+      if (!r) {
+        say("done\tfailed\t0\t0\tbad request: " + why);
+        continue;
+      }
+      if (!server.handle(*r)) return kWorkerCudaFault;
     }
-    if (!server.handle(*r)) return kWorkerCudaFault;
+  } catch (const Orphaned&) {
   }
   return 0;
 }
