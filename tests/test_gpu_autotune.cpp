@@ -278,6 +278,37 @@ TEST_CASE("autotune: a kernel that faults while tuning is recorded as failed and
   CHECK(close(r.sum(in.ptr(), n), in.sum, n));
 }
 
+TEST_CASE("autotune: a kernel that hangs while tuning is killed, recorded as failed, and the call succeeds",
+          "[gpu][autotune][fault]") {
+  const reduce_tune::testing::GpuContext g;
+  const reduce_tune::testing::TempDir dir;
+  const EnvVar variants("REDUCE_TUNE_TEST_VARIANTS", "1");
+  const EnvVar first("REDUCE_TUNE_TEST_AUTOTUNE_FIRST", "test_hang.b32.lastblock");
+  const EnvVar timeout("REDUCE_TUNE_AUTOTUNE_TIMEOUT_S", "3");
+  const WorkerEnv env;
+  const std::string path = (dir.path / "tuning.db").string();
+  const std::uint64_t n = (1ull << 17) + 1;
+  const Input in(n, 4);
+  Options o;
+  o.store_path = path;
+  o.autotune = true;
+  Reducer r(0, o);
+  const auto t0 = Clock::now();
+  CHECK(close(r.sum(in.ptr(), n), in.sum, n));
+  const double ms = ms_since(t0);
+  db::Store s(path);
+  bool recorded = false;
+  for (const auto& m : s.measurements(g.info.uuid))
+    if (m.key == "test_hang.b32.lastblock") recorded = !m.valid && m.error.find("timed out") != std::string::npos;
+  CHECK(recorded);
+  CHECK(s.claims().empty()); // the killed worker's claim let go
+  const Choice c = r.config_for(DType::f32, Op::sum, n);
+  INFO(c.note);
+  CHECK(c.match == Match::exact);
+  std::printf("first-use tuning through a hanging kernel (3 s time-out): first call %.1f ms (%s)\n", ms,
+              c.note.c_str());
+}
+
 TEST_CASE("autotune: no worker: the call runs with what the lookup has and records the point", "[gpu][autotune]") {
   const reduce_tune::testing::GpuContext g;
   const reduce_tune::testing::TempDir dir;
