@@ -213,6 +213,7 @@ private:
   bool running() {
     if (pid_ <= 0) return false;
     if (spawner_ != getpid()) { // a fork of the process that started it: not ours to talk to
+      close(fd_);               // this copy only: the worker still ends when its program does
       pid_ = -1, fd_ = -1;
       return false;
     }

@@ -168,6 +168,12 @@ public:
       finish(store.get(), run_id, owner);
       throw;
     } catch (const cuda::CudaError& e) {
+      if (!run_id) {
+        // Before any kernel ran (no such GPU, no context for a second process): nothing is lost.
+        finish(store.get(), run_id, owner);
+        say("done\tfailed\t" + ms_text(t0) + "\t0\t" + e.what());
+        return true;
+      }
       // The sweep recorded the configuration; the context is lost, so this process ends.
       finish(store.get(), run_id, owner);
       say("done\tfault\t" + ms_text(t0) + "\t0\t" + e.what());
