@@ -142,6 +142,22 @@ CREATE TABLE recorded (
   PRIMARY KEY (device_uuid, dtype, op, problem, count, n)
 ) WITHOUT ROWID;
 )sql",
+    // 5: first-use tuning (Options::autotune): the process measuring a point holds its claim, so
+    // that several processes tuning into one store measure it once. A claim lapses at `expires`
+    // (Unix seconds), or earlier where its owner, a process of this host, is gone.
+    R"sql(
+CREATE TABLE claims (
+  device_uuid TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  op TEXT NOT NULL,
+  problem TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  owner TEXT NOT NULL,
+  expires REAL NOT NULL,
+  PRIMARY KEY (device_uuid, dtype, op, problem, count, n)
+) WITHOUT ROWID;
+)sql",
 };
 
 } // namespace

@@ -46,6 +46,7 @@ ShipStats write_shipped(const std::string& store_path, const std::string& out_pa
     exec(d, "DELETE FROM best");
     exec(d, "DELETE FROM published");
     exec(d, "DELETE FROM recorded"); // a user's call points, by GPU UUID: not shipped
+    exec(d, "DELETE FROM claims");   // first-use tuning in progress
     exec(d, "DELETE FROM measurements WHERE valid = 0 OR median_us IS NULL");
     exec(d, "UPDATE runs SET device_uuid = 'model:' || (SELECT name FROM devices d WHERE d.uuid = runs.device_uuid)");
     exec(d, "UPDATE measurements SET device_uuid = 'model:' || "

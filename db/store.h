@@ -8,6 +8,7 @@
 #include "reduce_tune/config.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -152,6 +153,21 @@ struct RecordedPoint {
   std::string first_seen, last_seen; ///< set by the store (UTC, ISO 8601)
 };
 
+/// A point of a device: what a first-use tuning claims (Store::claim).
+struct PointKey {
+  std::string device_uuid;
+  DType dtype = DType::f32;
+  Op op = Op::sum;
+  Problem problem = Problem::array;
+  Shape shape{1, 1};
+};
+
+/// Who is measuring a point on first use (Options::autotune), until when.
+struct Claim {
+  std::string owner;    ///< "host:pid" of the measuring process (db/claims.h)
+  double expires = 0;   ///< Unix time in seconds at which the claim lapses
+};
+
 /// What Store::merge_from brought in.
 struct MergeStats {
   std::size_t devices = 0;      ///< devices new to this store
@@ -239,6 +255,17 @@ public:
   std::vector<RecordedPoint> recorded(const std::string& device_uuid = {}) const;
   /// Forgets a device's recorded points.
   void forget_recorded(const std::string& device_uuid);
+
+  /// Takes the claim on `point` for `owner` for `lease_s` seconds from now, in one write
+  /// transaction: where the point has none, where it is `owner`'s already (renewed), or where
+  /// the holder's has lapsed (expired, or `stale` says so of it: db/claims.h, owner_gone).
+  /// Returns nullopt when `owner` holds it now, else the live claim of another.
+  std::optional<Claim> claim(const PointKey& point, const std::string& owner, double lease_s,
+                             const std::function<bool(const Claim&)>& stale = {});
+  /// Drops every claim of `owner` (its points stored, or its process gone).
+  void release_claims(const std::string& owner);
+  /// The claims held now, lapsed ones included (for tests and reports).
+  std::vector<std::pair<PointKey, Claim>> claims() const;
 
   /// Brings the devices, runs and measurements (and published rows) of another store file into
   /// this one, in one transaction, and recomputes the best rows it touched. Idempotent: a run is

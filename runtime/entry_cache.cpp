@@ -3,6 +3,7 @@
 // tuning, the built-in default: runtime/lookup.h), its kernel loaded once (through the disk cache).
 #include "runtime/entry_cache.h"
 
+#include "runtime/autotune.h"
 #include "runtime/defaults.h"
 
 #include "runtime/lookup.h"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 
 namespace reduce_tune::detail {
 
@@ -79,12 +81,34 @@ Choice Reducer::Impl::choice(const EntryKey& k) {
   return *e.choice;
 }
 
-const Entry& Reducer::Impl::ready(const EntryKey& k) {
+const Entry& Reducer::Impl::ready(const EntryKey& k, Use use) {
   Entry& e = entries.at(k);
   if (e.ready.load(std::memory_order_acquire)) return e;
   std::lock_guard lock(e.mu);
   if (e.ready.load(std::memory_order_relaxed)) return e;
   if (!e.choice) e.choice = choose(k);
+  const FirstUse first = first_use(autotune, e.choice->match, use, k.problem, k.at);
+  if (first == FirstUse::provisional) {
+    // Never tuned inside a capture (nor by a question): the store's answer serves it, and the
+    // entry stays unready so the next call tunes the point.
+    if (!e.provisional) {
+      auto p = std::make_unique<Entry>();
+      p->choice = e.choice;
+      load(*p, k);
+      note_point(k, *p->choice);
+      p->ready.store(true, std::memory_order_release);
+      e.provisional = std::move(p);
+    }
+    return *e.provisional;
+  }
+  if (first == FirstUse::tune) tune_first(e, k);
+  load(e, k);
+  if (record || autotune) note_point(k, *e.choice); // once an entry: the calls after it find it ready
+  e.ready.store(true, std::memory_order_release);
+  return e;
+}
+
+void Reducer::Impl::load(Entry& e, const EntryKey& k) {
   try {
     e.kernel = loader.load(e.choice->config, k.dtype, k.op, k.result == Result::wide);
   } catch (const CompileError& err) {
@@ -92,9 +116,38 @@ const Entry& Reducer::Impl::ready(const EntryKey& k) {
   } catch (const cuda::CudaError& err) {
     fall_back(e, k, err);
   }
-  if (record) note_point(k, *e.choice); // once an entry: the calls after it find it ready
-  e.ready.store(true, std::memory_order_release);
-  return e;
+}
+
+void Reducer::Impl::tune_first(Entry& e, const EntryKey& k) {
+  try {
+    TuneRequest r;
+    r.device_uuid = device.uuid;
+    r.dtype = k.dtype, r.op = k.op, r.problem = k.problem, r.shape = k.at;
+    const Requirements req = requirements(k.result);
+    r.device_result = req.device_result, r.wide_result = req.wide_result;
+    r.deterministic = req.deterministic, r.allow_in_place = req.allow_in_place;
+    r.budget_ms = autotune_budget_ms(options.autotune_ms);
+    r.store_path = options.store_path.empty() ? db::default_store_path() : options.store_path;
+    r.nvrtc_path = options.nvrtc_path;
+    const TuneOutcome t = autotune_point(r);
+    if (t.status != TuneOutcome::Status::tuned && t.status != TuneOutcome::Status::tuned_elsewhere) {
+      std::string why = "not tuned on first use (" + std::string(name(t.status)) +
+                        (t.note.empty() ? "" : ": " + t.note) + ")";
+      e.choice->note = e.choice->note.empty() ? why : e.choice->note + "; " + why;
+      return;
+    }
+    {
+      std::lock_guard lock(store_mu);
+      if (!store) store = std::make_unique<db::Store>(r.store_path); // the worker made it
+    }
+    e.choice = choose(k);
+    char took[96];
+    std::snprintf(took, sizeof took, "tuned on first use: %.0f ms, %zu measurements", t.ms, t.measured);
+    e.choice->note = e.choice->note.empty() ? took : std::string(took) + "; " + e.choice->note;
+  } catch (const std::exception& err) {
+    // Tuning never fails a call: it runs with what the lookup had.
+    e.choice->note += std::string(e.choice->note.empty() ? "" : "; ") + "not tuned on first use: " + err.what();
+  }
 }
 
 void Reducer::Impl::fall_back(Entry& e, const EntryKey& k, const std::exception& err) {

@@ -47,6 +47,9 @@ struct Entry {
   std::optional<Choice> choice;   ///< set under mu
   Kernel kernel;                  ///< set under mu, before ready
   std::atomic<bool> ready{false}; ///< choice and kernel set: read without the lock from then on
+  /// With autotune on, what a capturing call or a question takes at a point not tuned yet: the
+  /// store's answer, loaded, while the entry waits for a call that tunes it. Set under mu.
+  std::unique_ptr<Entry> provisional;
 };
 
 /// The entries by key, made on first use and kept for the cache's life. Finding one that exists

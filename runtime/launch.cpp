@@ -79,7 +79,8 @@ void Reducer::Impl::run(const Call& c, CUstream stream, const capture::State& ca
     set_value(a.out, empty_result(c.op, result_dtype(c.op, c.dtype, c.result == Result::wide)), stream);
     return;
   }
-  const Entry& e = ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result));
+  const Entry& e = ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result),
+                         cap.active ? Use::capture : Use::call);
   WarmCall w;
   w.call = c;
   w.entry = &e;

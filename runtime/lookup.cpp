@@ -62,16 +62,7 @@ std::optional<std::string> unusable(const db::Measurement& m, const Target& t,
     const Config scaled = translated(*c, m.dtype, t.dtype);
     if (!(scaled == *c) && !invalid_reason(scaled, t)) c = scaled;
   }
-  if (valid_wide_only(*c, t))
-    return "measured with a float32 result (an atomic finish of a " + std::string(name(t.dtype)) +
-           " sum); this call's result has the element type";
-  if (auto reason = invalid_reason(*c, t)) return "invalid on this device: " + *reason;
-  if (req.deterministic && !deterministic(*c, t.dtype))
-    return "not deterministic (floating-point atomic finish)";
-  if (!req.allow_in_place && find_variant(c->variant)->in_place)
-    return "works in place (in-place variants not allowed)";
-  if (req.device_result && c->finish == Finish::host)
-    return "finishes on the host (the result must stay on the device)";
+  if (auto why = config_unusable(*c, t, req)) return why;
   *out = *c;
   return std::nullopt;
 }
@@ -194,6 +185,20 @@ DeviceKey device_key(const db::DeviceRecord& d) {
 Shape lookup_point(Shape shape) {
   return {std::bit_floor(std::max<std::uint64_t>(shape.count, 1)),
           shape.length ? std::bit_floor(shape.length) : 0};
+}
+
+std::optional<std::string> config_unusable(const Config& c, const Target& t, const Requirements& req) {
+  if (valid_wide_only(c, t))
+    return "measured with a float32 result (an atomic finish of a " + std::string(name(t.dtype)) +
+           " sum); this call's result has the element type";
+  if (auto reason = invalid_reason(c, t)) return "invalid on this device: " + *reason;
+  if (req.deterministic && !deterministic(c, t.dtype))
+    return "not deterministic (floating-point atomic finish)";
+  if (!req.allow_in_place && find_variant(c.variant)->in_place)
+    return "works in place (in-place variants not allowed)";
+  if (req.device_result && c.finish == Finish::host)
+    return "finishes on the host (the result must stay on the device)";
+  return std::nullopt;
 }
 
 Target target_of(const DeviceKey& device, DType dtype, Op op, Problem problem, const Requirements& req) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace reduce_tune {
@@ -53,6 +54,12 @@ Config translated(Config c, DType from, DType to);
 
 /// What a configuration is checked against for a call on `device`.
 Target target_of(const DeviceKey& device, DType dtype, Op op, Problem problem, const Requirements& req);
+
+/// Why configuration `c` cannot serve a call on `t` under `req`: invalid there, measured only
+/// with a float32 result where the call's has the element type, not deterministic, in place, or a
+/// host finish for a device result; nullopt where it can. The lookup's rule for its rows, and the
+/// first-use tuning's for what it measures.
+std::optional<std::string> config_unusable(const Config& c, const Target& t, const Requirements& req);
 
 /// How unlike two GPUs are, for carrying tuning across models: |log2| of the ratio of their SM
 /// counts, plus that of their memory bandwidths, plus that of their L2 sizes (each factor of 2

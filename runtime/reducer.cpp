@@ -109,7 +109,7 @@ Choice Reducer::config_for(DType dtype, Op op, Problem problem, Shape shape) con
   check_problem(problem);
   const CallScope scope(impl_->ctx); // a first use loads the module
   const EntryKey k = entry_key(problem, dtype, op, shape, Result::device);
-  return graded(*impl_->ready(k).choice, problem, shape);
+  return graded(*impl_->ready(k, Reducer::Impl::Use::query).choice, problem, shape);
 }
 
 Choice Reducer::segments_config_for(DType dtype, Op op, const void* d_in, std::uint64_t segments,

@@ -2,6 +2,7 @@
 // the compile cache.
 #include "runtime/reducer_state.h"
 
+#include "runtime/autotune.h"
 #include "runtime/record.h"
 #include "runtime/shipped.h"
 
@@ -39,6 +40,7 @@ Reducer::Impl::Impl(int gpu, Options opts)
   shipped = open_shipped_store(&no_shipped, options.shipped_path);
   if (!shipped) no_store += "; " + no_shipped;
   record = options.record || record_from_env();
+  autotune = options.autotune || autotune_from_env();
 }
 
 } // namespace reduce_tune

@@ -13,6 +13,7 @@
 #include "kernels/nvrtc.h"
 #include "kernels/runner.h"
 #include "runtime/arguments.h"
+#include "runtime/autotune.h"
 #include "runtime/capture.h"
 #include "runtime/entry_cache.h"
 #include "runtime/leases.h"
@@ -49,6 +50,7 @@ struct Reducer::Impl {
   KernelLoader loader;
 
   bool record = false;   ///< Options::record or $REDUCE_TUNE_RECORD=1 (runtime/record.cpp)
+  bool autotune = false; ///< Options::autotune or $REDUCE_TUNE_AUTOTUNE=1 (runtime/autotune.h)
   bool no_store_for_records = false; ///< the store could not be created for recording (store_mu)
   EntryCache entries;
   LeasePool leases;
@@ -67,10 +69,17 @@ struct Reducer::Impl {
   // ---- an entry's configuration (runtime/entry_cache.cpp) ------------------------------------
   /// The key's configuration, looked up on the entry's first use (no kernel loaded).
   Choice choice(const EntryKey& key);
+  /// Why an entry is made ready: a call, a call on a capturing stream, or a question
+  /// (config_for). With autotune on, only a call tunes a point on first use; the others take what
+  /// the store has without marking the entry ready, so the next call still tunes it.
+  using Use = EntryUse;
   /// The key's entry, its configuration looked up and its kernel loaded on first use (needs the
   /// context current). A stored configuration that no longer compiles or loads (another NVRTC or
   /// driver than the tuner's) is replaced by the built-in default, and the note says why.
-  const Entry& ready(const EntryKey& key);
+  const Entry& ready(const EntryKey& key, Use use = Use::call);
+  /// With autotune on: tunes the entry's point where its choice is not exact and the point can
+  /// be searched (runtime/autotune.h), then looks it up again. e.mu held. Never throws.
+  void tune_first(Entry& e, const EntryKey& key);
 
   /// Notes the call point of an entry served without an exact tuning in the store (creating it
   /// where there is none); never throws: a store that cannot be written loses the note only.
@@ -105,6 +114,8 @@ private:
   /// default for the key instead, under the same Options (deterministic), or rethrows when that
   /// was the one that failed.
   void fall_back(Entry& e, const EntryKey& key, const std::exception& err);
+  /// Loads e's kernel for its choice (falling back to the built-in default, as ready does).
+  void load(Entry& e, const EntryKey& key);
   /// The device a call's plan is made for.
   Target target(DType dtype, Op op) const;
   /// Reserves a workspace (`reserve(ws, stream_to_zero_on)`) and enqueues the call with it

@@ -6,13 +6,23 @@
 //   rt_store_writer count PATH UUID               print: <measurements> <runs> <best rows>
 //   rt_store_writer record PATH UUID MODEL        note the call point rows float64 max 1024 x 4096
 //                                                 (graded related) as the library records one
+//   rt_store_writer tune PATH UUID HOLD_MS        tune the point rows float32 sum 1024 x 4096 on
+//                                                 first use as the worker does: its claim taken,
+//                                                 HOLD_MS of "measuring", one row stored, released;
+//                                                 or found tuned by another; prints what it did
+//   rt_store_writer hold PATH UUID                take that point's claim and exit holding it (a
+//                                                 worker killed while measuring)
 // Exit 0 on success, 1 with a one-line message on any error (a "database is locked" included).
+#include "db/claims.h"
 #include "db/store.h"
+
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace reduce_tune;
@@ -74,6 +84,51 @@ int record(const std::string& path, const std::string& uuid, const std::string& 
   return 0;
 }
 
+const PointKey kPoint{"", DType::f32, Op::sum, Problem::rows, Shape{1024, 4096}};
+
+int tune(const std::string& path, const std::string& uuid, int hold_ms) {
+  Store s(path);
+  PointKey p = kPoint;
+  p.device_uuid = uuid;
+  const std::string owner = claim_owner(long(getpid()));
+  const auto tuned = [&] { return s.best(uuid, p.dtype, p.op, p.problem, p.shape).has_value(); };
+  switch (acquire_point(s, p, owner, 30, 20, tuned)) {
+  case Acquired::tuned: std::fprintf(stderr, "found tuned\n"); return 0;
+  case Acquired::busy: std::fprintf(stderr, "busy\n"); return 0;
+  case Acquired::claimed: break;
+  }
+  DeviceRecord d;
+  d.uuid = uuid;
+  d.name = "rt_store_writer";
+  d.cc_major = 9;
+  s.upsert_device(d);
+  const std::int64_t run = s.begin_run({0, uuid, "test", "0", "rt_store_writer tune", "none", "", "", ""});
+  std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
+  Measurement m;
+  m.key = "rows_block.b256.u1.v4";
+  m.variant = "rows_block";
+  m.block = 256, m.vec = 4, m.tail = "none", m.finish = "none";
+  m.dtype = p.dtype, m.op = p.op, m.problem = p.problem, m.count = p.shape.count, m.n = p.shape.length;
+  m.median_us = m.min_us = m.max_us = 10;
+  m.reps = 1, m.valid = true;
+  s.add_measurements(run, {m});
+  s.end_run(run, "done");
+  s.release_claims(owner);
+  std::fprintf(stderr, "measured\n");
+  return 0;
+}
+
+int hold(const std::string& path, const std::string& uuid) {
+  Store s(path);
+  PointKey p = kPoint;
+  p.device_uuid = uuid;
+  if (s.claim(p, claim_owner(long(getpid())), 3600)) {
+    std::fprintf(stderr, "rt_store_writer: the point is claimed already\n");
+    return 1;
+  }
+  return 0; // exits holding the claim, as a killed worker would
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -82,10 +137,13 @@ int main(int argc, char** argv) {
     if (a.size() == 5 && a[0] == "write") return write(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]));
     if (a.size() == 3 && a[0] == "count") return count(a[1], a[2]);
     if (a.size() == 4 && a[0] == "record") return record(a[1], a[2], a[3]);
+    if (a.size() == 4 && a[0] == "tune") return tune(a[1], a[2], std::stoi(a[3]));
+    if (a.size() == 3 && a[0] == "hold") return hold(a[1], a[2]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rt_store_writer: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: rt_store_writer write PATH UUID COUNT BATCH | count PATH UUID | record PATH UUID MODEL\n");
+  std::fprintf(stderr, "usage: rt_store_writer write PATH UUID COUNT BATCH | count PATH UUID | record PATH UUID MODEL | "
+                       "tune PATH UUID HOLD_MS | hold PATH UUID\n");
   return 2;
 }

@@ -50,6 +50,7 @@ void raw_exec(const std::string& path, const std::string& sql) {
 void downgrade_to_v2(const std::string& path) {
   raw_exec(path, R"sql(
 DROP TABLE IF EXISTS recorded;
+DROP TABLE IF EXISTS claims;
 DROP INDEX measurements_lookup;
 ALTER TABLE measurements DROP COLUMN problem;
 ALTER TABLE measurements DROP COLUMN count;

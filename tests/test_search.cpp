@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "tuner/search.h"
+#include "tuner/measure.h"
 #include "tuner/sweep_search.h"
 
+#include <chrono>
 #include <cmath>
 #include <set>
 
@@ -137,4 +139,27 @@ TEST_CASE("search: a sweep's point loop keeps the run's budget and seeds each po
   e.run(points[0].first, cs, [&](std::size_t i) { return order.push_back(i), cost(cs[i]); },
         [&] { return order.size() == 5; });
   CHECK(order == std::vector<std::size_t>{0, 1, 2, 3, 4});
+}
+
+TEST_CASE("first-use deadline: a search stops once past it, with three measurements, one valid", "[search][autotune]") {
+  const auto now_s = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  PastDeadline none(0);
+  for (int i = 0; i < 5; ++i) none.count(1.0);
+  CHECK_FALSE(none()); // no deadline
+
+  PastDeadline past(now_s() - 1); // passed already
+  CHECK_FALSE(past());
+  past.count(NAN);      // not measured (stored, pointless): does not count
+  past.count(INFINITY); // failed its check: counts, not valid
+  past.count(INFINITY);
+  past.count(INFINITY);
+  CHECK_FALSE(past()); // three measured, none valid: go on
+  past.count(5.0);
+  CHECK(past());
+
+  PastDeadline later(now_s() + 3600);
+  for (int i = 0; i < 5; ++i) later.count(1.0);
+  CHECK_FALSE(later()); // not yet
 }

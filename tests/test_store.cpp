@@ -108,7 +108,7 @@ TEST_CASE("a new store gets the current schema", "[store]") {
   const std::string mode = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
   sqlite3_finalize(st);
   sqlite3_close(db);
-  CHECK(tables == "best,devices,measurements,published,recorded,runs");
+  CHECK(tables == "best,claims,devices,measurements,published,recorded,runs");
   CHECK(mode == "wal");
 }
 
@@ -501,7 +501,7 @@ TEST_CASE("recorded call points: noted once a point, listed, forgotten; a store 
     s.end_run(run, "done");
   }
   // What a build of schema 3 wrote: no recorded table.
-  raw_exec(tmp.str(), "DROP TABLE recorded; PRAGMA user_version = 3;");
+  raw_exec(tmp.str(), "DROP TABLE recorded; DROP TABLE claims; PRAGMA user_version = 3;");
   {
     Store ro(tmp.str(), Store::Mode::read_only);
     CHECK(ro.user_version() == 3);

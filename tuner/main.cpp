@@ -11,6 +11,7 @@
 #include "tuner/cli_fleet.h"
 #include "tuner/cli_info.h"
 #include "tuner/cli_replay.h"
+#include "tuner/autotune_worker.h"
 #include "tuner/cubin.h"
 #include "tuner/eta.h"
 #include "tuner/fleet.h"
@@ -624,6 +625,11 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "tune") return cmd_tune(args, command_line(argc, argv));
     if (cmd == "worker") return cmd_worker(args, command_line(argc, argv));
+    // Not in the usage: started by the library for first-use tuning (tuner/autotune_worker.h).
+    if (cmd == "autotune-worker") {
+      if (!args.empty()) throw Usage("autotune-worker takes no options (the library starts it)");
+      return serve_autotune();
+    }
     if (cmd == "variants") return cmd_variants(args);
     if (cmd == "compile") return cmd_compile(args);
     if (cmd == "query") return cmd_query(args);

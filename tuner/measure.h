@@ -5,8 +5,12 @@
 #include "db/store.h"
 #include "kernels/driver.h"
 #include "tuner/reference.h"
+#include "tuner/sweep.h"
+#include "tuner/sweep_search.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -58,5 +62,31 @@ inline void check_input_unchanged(CUdeviceptr d_in, const HostArray& data, const
   if (after.bytes != data.bytes)
     throw std::runtime_error("the input buffer was modified during the sweep of " + what);
 }
+
+/// SweepOptions::deadline_s at one point: count() sees each candidate's time (measure's return),
+/// and the search is past the deadline once the point holds kDeadlineFloor measurements, one of
+/// them valid, and the clock has passed it.
+class PastDeadline {
+public:
+  explicit PastDeadline(double deadline_s) : deadline_s_(deadline_s) {}
+  double count(double us) {
+    if (!std::isnan(us)) ++measured_, valid_ |= std::isfinite(us);
+    return us;
+  }
+  bool operator()() const {
+    return deadline_s_ > 0 && measured_ >= kDeadlineFloor && valid_ &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() >=
+               deadline_s_;
+  }
+
+private:
+  double deadline_s_;
+  std::size_t measured_ = 0;
+  bool valid_ = false;
+};
+
+/// Seeds `search` with SweepOptions::first at each of `points` (sweep.cpp).
+void seed_first(SweepSearch& search, const SweepOptions& o,
+                const std::vector<std::pair<PointId, std::size_t>>& points);
 
 } // namespace reduce_tune

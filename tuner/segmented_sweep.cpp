@@ -140,6 +140,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                               return j.dtype == d && j.op == op;
                             })));
   SweepSearch search = sweep_search(o.search, o.budget, points, &setup.store, device_key(info));
+  seed_first(search, o, points);
   const bool exhaustive = search.strategy() == Strategy::exhaustive;
   // Every point's input is read once by each repetition and the checked launch.
   Eta eta(double(reps + 1) / (std::max(info.peak_gbps(), 1.0) * 1e9));
@@ -319,6 +320,11 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             record_times(ms, 0, bytes, info.peak_gbps(), m);
             best_us = std::min(best_us, m.median_us);
             twins.measured(j.config, m.median_us);
+          } catch (const CompileError& e) {
+            // Only where compiling lazily: the compile pass reports the others before measuring.
+            res.skipped.push_back({k, std::string(name(d)), std::string(name(op)), shape.elements(),
+                                   std::string("compile failed: ") + e.what()});
+            return NAN;
           } catch (const cuda::CudaError& e) {
             m.valid = false;
             m.error = e.what();
@@ -329,8 +335,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           keep(m);
           return m.median_us;
         };
-        const std::size_t visited =
-            search.run(point, candidates, measure_one, [&] { return setup.stop && setup.stop(); });
+        PastDeadline past(o.deadline_s);
+        auto measure_counted = [&](std::size_t at) { return past.count(measure_one(at)); };
+        const std::size_t visited = search.run(point, candidates, measure_counted,
+                                               [&] { return (setup.stop && setup.stop()) || past(); });
         if (setup.stop && setup.stop()) res.interrupted = true;
         // What the search left unmeasured (or found pointless before it began) is done too.
         const std::size_t planned = search.limit(point, std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) {

@@ -72,6 +72,14 @@ std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm
         }
       }
     }
+  if (o.requirements) {
+    // Only what the call may run (first-use tuning): the lookup's own rule.
+    std::erase_if(jobs, [&](const Job& j) {
+      Target t{j.dtype, j.op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
+      t.wide_result = o.requirements->wide_result;
+      return config_unusable(j.config, t, *o.requirements).has_value();
+    });
+  }
   return jobs;
 }
 
@@ -188,6 +196,11 @@ std::vector<std::uint64_t> default_sizes() {
   return s;
 }
 
+void seed_first(SweepSearch& search, const SweepOptions& o, const std::vector<std::pair<PointId, std::size_t>>& points) {
+  if (o.first.empty()) return;
+  for (const auto& [p, candidates] : points) search.seeds().elsewhere(p, o.first);
+}
+
 namespace {
 std::string point_text(DType dtype, Op op, Problem problem, Shape shape) {
   std::string s = std::string(name(dtype)) + " " + std::string(name(op));
@@ -217,9 +230,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
 
   std::vector<Job> jobs = valid_jobs(o, info.cc(), info.max_threads_per_block, info.sm_count, &res.skipped);
 
-  // Compile every distinct source in parallel (into the disk cache).
+  // Compile every distinct source in parallel (into the disk cache); lazily: each when measured.
   const auto t_compile = Clock::now();
-  {
+  if (!o.lazy_compile) {
     const auto outcomes = compile_all(loader, jobs, 0, [&](std::size_t done, std::size_t total) {
       if (progress)
         progress({.done = done, .total = total, .phase = "compile", .key = {}, .elapsed_s = seconds_since(t_start), .eta_s =
@@ -258,6 +271,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
                               return j.dtype == d && j.op == op;
                             })));
   SweepSearch search = sweep_search(o.search, o.budget, points, &store, device_key(info));
+  seed_first(search, o, points);
   auto planned_of = [&](const PointId& p, std::size_t candidates) { return search.limit(p, candidates); };
   std::size_t total = 0, done = 0;
   // The time left: the points ahead, each its fixed cost plus its bytes' cost, at the rate observed.
@@ -431,6 +445,11 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             m.host_us = host_us.empty() ? 0 : median(host_us);
             record_times(kernel_ms, m.host_us, double(n) * double(es), info.peak_gbps(), m);
             best_us = std::min(best_us, m.median_us);
+          } catch (const CompileError& e) {
+            // Only where compiling lazily: the compile pass reports the others before measuring.
+            res.skipped.push_back({k, std::string(name(d)), std::string(name(op)), n,
+                                   std::string("compile failed: ") + e.what()});
+            return NAN;
           } catch (const cuda::CudaError& e) {
             // A fault leaves the context unusable: record it, then end this process's sweep (a
             // supervisor restarts the worker, which skips what the run holds).
@@ -443,7 +462,10 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
           keep(m);
           return m.median_us;
         };
-        const std::size_t visited = search.run(point, candidates, measure_one, [&] { return stop && stop(); });
+        PastDeadline past(o.deadline_s);
+        auto measure_counted = [&](std::size_t at) { return past.count(measure_one(at)); };
+        const std::size_t visited =
+            search.run(point, candidates, measure_counted, [&] { return (stop && stop()) || past(); });
         if (stop && stop()) res.interrupted = true;
         // What the search left unmeasured is done too.
         const std::size_t planned = planned_of(point, candidates.size());

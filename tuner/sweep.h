@@ -4,6 +4,7 @@
 
 #include "reduce_tune/config.h"
 #include "db/store.h"
+#include "runtime/lookup.h"
 #include "tuner/search.h"
 
 #include <cstdint>
@@ -43,7 +44,23 @@ struct SweepOptions {
   /// tuning, the shipped or carried tuning), the points searched before and the built-in default.
   Strategy search = Strategy::exhaustive;
   Budget budget;                  ///< guided and random (none: every candidate)
+  // First-use tuning (tuner/autotune_worker.h): one point, a time limit, what the call can run.
+  /// Steady-clock seconds (Clock::now().time_since_epoch()) after which a search starts no new
+  /// measurement at a point once it holds kDeadlineFloor of them, one valid; 0: none.
+  double deadline_s = 0;
+  /// Compile each configuration when it is measured rather than every candidate first (a search
+  /// measures few of them); one that fails to compile is skipped.
+  bool lazy_compile = false;
+  /// Measure only the configurations a call with these requirements may run (the lookup's rule,
+  /// config_unusable), so that what is stored answers that call exactly.
+  std::optional<Requirements> requirements;
+  /// Configurations a search measures first at every point where they are candidates (tests
+  /// of first-use tuning lead it into a faulting kernel this way).
+  std::vector<Config> first;
 };
+
+/// Measurements a search makes at a point before SweepOptions::deadline_s may stop it.
+inline constexpr std::size_t kDeadlineFloor = 3;
 
 /// A point of the space that was not measured, and why.
 struct Skip {

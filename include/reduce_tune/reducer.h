@@ -74,6 +74,18 @@ struct Options {
   /// without measuring anything: `reduce-tune tune --recorded` tunes them, `reduce-tune coverage`
   /// lists them. $REDUCE_TUNE_RECORD=1 turns it on too.
   bool record = false;
+  /// Tune on first use: a call (not a capturing one, not config_for) at a point with no exact
+  /// tuning first runs a bounded guided search of that point (checked against the CPU reference,
+  /// on the GPU, in a separate process: `reduce-tune autotune-worker`, started once per process),
+  /// stores the result in the store (created if need be) for later calls and processes, then runs
+  /// with it. A call on a stream being captured runs with what the store has and records the point
+  /// (as `record`); so does any call where the worker cannot be found or fails: tuning never makes
+  /// a call fail. $REDUCE_TUNE_AUTOTUNE=1 turns it on too. Off by default: a first call at a new
+  /// point then takes the search's time (autotune_ms) and the worker holds a CUDA context of its
+  /// own while it lives (docs/LIBRARY.md).
+  bool autotune = false;
+  /// The time a point's search may take, in milliseconds ($REDUCE_TUNE_AUTOTUNE_MS wins).
+  double autotune_ms = 300;
 };
 
 /// Whether this machine has a CUDA driver and a GPU; never throws. `why` gets the reason if not.

@@ -76,8 +76,9 @@ _torch_hook.install()
 _ext.set_nvrtc_candidates(_nvrtc.candidates())
 
 __all__ = ["sum", "min", "max", "mean", "sumsq", "norm", "count_nonzero", "any", "all",
-           "argmax", "argmin", "logsumexp", "var", "std", "segment_sum", "segment_min", "segment_max", "config_for", "devices", "gpu_available",
-           "dtypes", "nvrtc_info", "record", "DeviceArray", "__version__"]
+           "argmax", "argmin", "logsumexp", "var", "std", "segment_sum", "segment_min", "segment_max",
+           "config_for", "devices", "gpu_available", "dtypes", "nvrtc_info", "record", "autotune",
+           "DeviceArray", "__version__"]
 
 
 def sum(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001
@@ -269,6 +270,24 @@ def record(on: Optional[bool] = None) -> bool:
     if on is not None:
         _ext.set_record(bool(on))
     mine, env = _ext.record()
+    return bool(mine or env)
+
+
+def autotune(on: Optional[bool] = None) -> bool:
+    """Tunes each call point on first use (the C++ ``Options::autotune``): a call at a (GPU,
+    dtype, op, problem, shape) the tuning store has no exact tuning for first runs a bounded guided
+    search of it (about 300 ms a point, ``$REDUCE_TUNE_AUTOTUNE_MS``), every result checked
+    against the CPU, in a separate process (the package's ``reduce-tune``, started once and kept),
+    stores it for later calls and processes, then runs with it. A call inside a CUDA graph capture
+    is not tuned: it runs with what the store has and records the point (as :func:`record`), and
+    so does a call whose tuning fails; tuning never makes a call fail. ``autotune(True)`` /
+    ``autotune(False)`` switch it for the calls from then on (the per-GPU reducers are made anew);
+    ``autotune()`` only asks. Returns whether it is on: the setting, or ``$REDUCE_TUNE_AUTOTUNE=1``.
+    Off by default: a first call at a new point takes the search's time, and the worker holds a
+    CUDA context of its own on the GPU while it lives."""
+    if on is not None:
+        _ext.set_autotune(bool(on))
+    mine, env = _ext.autotune()
     return bool(mine or env)
 
 

@@ -10,6 +10,7 @@
 #include "kernels/ops.h"
 #include "runtime/capture.h"
 #include "runtime/counters.h"
+#include "runtime/autotune.h"
 #include "runtime/record.h"
 
 #include <dlfcn.h>
@@ -110,6 +111,7 @@ std::string g_shipped_path;       // the package's copy of the shipped tuning (s
 constexpr int kFastGpus = 64;
 std::atomic<Reducer*> g_fast[kFastGpus]; // the same reducers, read without the lock by every call
 bool g_record = false; // Options::record of the reducers (set_record); g_reducers_mu held
+bool g_autotune = false; // Options::autotune of the reducers (set_autotune); g_reducers_mu held
 
 /// A Reducer of GPU `ordinal` with the package's options. g_reducers_mu held.
 Reducer* new_reducer(int ordinal) {
@@ -117,6 +119,7 @@ Reducer* new_reducer(int ordinal) {
   o.shipped_path = g_shipped_path;
   o.nvrtc_path = nvrtc_path();
   o.record = g_record;
+  o.autotune = g_autotune;
   Reducer* r = nullptr;
   try {
     r = new Reducer(ordinal, o);
@@ -198,6 +201,16 @@ void set_record(bool on) {
   std::lock_guard lock(g_reducers_mu);
   if (on == g_record) return;
   g_record = on;
+  for (std::size_t i = 0; i < g_reducers.size(); ++i)
+    if (g_reducers[i]) g_reducers[i] = new_reducer(int(i));
+  g_warm.clear();
+}
+
+/// Options::autotune for the reducers from now on, as set_record does for recording.
+void set_autotune(bool on) {
+  std::lock_guard lock(g_reducers_mu);
+  if (on == g_autotune) return;
+  g_autotune = on;
   for (std::size_t i = 0; i < g_reducers.size(); ++i)
     if (g_reducers[i]) g_reducers[i] = new_reducer(int(i));
   g_warm.clear();
@@ -561,6 +574,13 @@ NB_MODULE(_ext, m) {
     std::lock_guard lock(g_reducers_mu);
     return std::make_pair(g_record, record_from_env());
   }, "(Options::record as set_record left it, whether $REDUCE_TUNE_RECORD asks for recording).");
+  m.def("set_autotune", &set_autotune, "on"_a,
+        "Options::autotune for the reducers: those created from now on, and the existing ones "
+        "replaced by new ones with it.");
+  m.def("autotune", [] {
+    std::lock_guard lock(g_reducers_mu);
+    return std::make_pair(g_autotune, detail::autotune_from_env());
+  }, "(Options::autotune as set_autotune left it, whether $REDUCE_TUNE_AUTOTUNE asks for it).");
   m.def("problems", &names<Problem>, "(name, Problem value) of every problem kind.");
   m.def("item_size", [](int dtype) { return size_of(to_dtype(dtype)); }, "dtype"_a,
         "Bytes per element of a DType value.");

@@ -216,3 +216,23 @@ def test_record_writes_the_store(torch, tmp_path):
     rows = sqlite3.connect(db).execute("SELECT dtype, op, problem FROM recorded").fetchall()
     assert ("float32", "mean", "array") in rows and ("float32", "norm2", "rows") in rows, rows
     assert not any(op == "sumsq" for _, op, _ in rows), rows  # after record(False)
+
+
+def test_autotune_tunes_the_point_on_first_use(torch, tmp_path):
+    db = tmp_path / "store.db"
+    code = ("import torch, reduce_tune as rt\n"
+            "assert rt.autotune(True)\n"
+            "x = torch.rand(12345, device='cuda', dtype=torch.float64)\n"
+            "s = rt.sum(x); torch.cuda.synchronize()\n"
+            "assert abs(s.item() - x.sum().item()) <= 1e-9 * x.sum().item(), (s.item(), x.sum().item())\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("REDUCE_TUNE_RECORD", "REDUCE_TUNE_AUTOTUNE")}
+    env["REDUCE_TUNE_DB"] = str(db)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    con = sqlite3.connect(db)
+    # The call's point, float64 sum of 12345 elements: looked up and tuned at its bucket, 2^13.
+    best = con.execute("SELECT count(*) FROM best WHERE dtype = 'float64' AND op = 'sum' AND "
+                       "problem = 'array' AND n = 8192").fetchone()[0]
+    runs = con.execute("SELECT status FROM runs WHERE options LIKE '%autotune-worker%'").fetchall()
+    assert best == 1 and runs == [("done",)], (best, runs)

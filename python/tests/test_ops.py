@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+from typing import Optional
 
 import pytest
 
@@ -20,9 +21,9 @@ NEW = ("mean", "sumsq", "norm", "count_nonzero", "any", "all", "argmax", "argmin
        "var", "std")
 
 
-def run_python(code: str, **env: str) -> str:
-    e = {k: v for k, v in os.environ.items() if k != "REDUCE_TUNE_RECORD"}
-    e.update(env)
+def run_python(code: str, **env: Optional[str]) -> str:
+    e = {k: v for k, v in os.environ.items() if k not in ("REDUCE_TUNE_RECORD", "REDUCE_TUNE_AUTOTUNE")}
+    e.update({k: v for k, v in env.items() if v is not None})
     out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
@@ -30,7 +31,7 @@ def run_python(code: str, **env: str) -> str:
 
 
 def test_public_functions():
-    for f in NEW + ("record",):
+    for f in NEW + ("record", "autotune"):
         assert f in rt.__all__ and callable(getattr(rt, f)) and getattr(rt, f).__doc__, f
 
 
@@ -275,6 +276,23 @@ def test_record_switch():
                      "print(rt.record(), rt.record(True), rt.record(), rt._ext.record(),\n"
                      "      rt.record(False), rt.record(), rt._ext.record())")
     assert out == "False True True (True, False) False False (False, False)"
+
+
+# ---- autotune -------------------------------------------------------------------------------
+
+def test_autotune_switch():
+    out = run_python("import reduce_tune as rt\n"
+                     "print(rt.autotune(), rt.autotune(True), rt.autotune(), rt._ext.autotune(),\n"
+                     "      rt.autotune(False), rt.autotune(), rt._ext.autotune(), rt.record())")
+    assert out == "False True True (True, False) False False (False, False) False"
+
+
+@pytest.mark.parametrize("value,on", [("1", True), ("on", True), ("0", False), ("", False)])
+def test_autotune_environment_turns_it_on(value, on):
+    out = run_python("import reduce_tune as rt\n"
+                     "print(rt.autotune(), rt.autotune(False), rt._ext.autotune())",
+                     REDUCE_TUNE_AUTOTUNE=value)
+    assert out == f"{on} {on} (False, {on})"
 
 
 @pytest.mark.parametrize("value,on", [("1", True), ("yes", True), ("0", False), ("", False)])

@@ -1,0 +1,50 @@
+# First-use tuning from several processes into one store: each point measured once. WRITER is
+# rt_store_writer, whose `tune` takes a point's claim as the tuning worker does (db/claims.h),
+# "measures" for HOLD_MS, stores one row and lets go, or finds the point tuned by another.
+# Run as: cmake -DWRITER=path/to/rt_store_writer -DWORK=scratch/dir -P autotune_claims.cmake
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(db "${WORK}/shared.db")
+
+# N processes tune the point of GPU uuid at once; exactly one measures, the others find its row.
+function(race uuid n)
+  set(cmds "")
+  foreach(w RANGE 1 ${n})
+    list(APPEND cmds COMMAND "${WRITER}" tune "${db}" "${uuid}" 500)
+  endforeach()
+  execute_process(${cmds} RESULTS_VARIABLE rcs ERROR_VARIABLE err)
+  message(STATUS "${uuid}: exits ${rcs}\n${err}")
+  foreach(rc IN LISTS rcs)
+    if(NOT rc STREQUAL "0")
+      message(SEND_ERROR "${uuid}: a process failed (exits ${rcs}):\n${err}")
+    endif()
+  endforeach()
+  string(REGEX MATCHALL "measured" measured "${err}")
+  string(REGEX MATCHALL "found tuned" found "${err}")
+  list(LENGTH measured m)
+  list(LENGTH found f)
+  math(EXPR others "${n} - 1")
+  if(NOT m EQUAL 1 OR NOT f EQUAL others)
+    message(SEND_ERROR "${uuid}: ${m} processes measured and ${f} found it tuned (want 1 and ${others}):\n${err}")
+  endif()
+  execute_process(COMMAND "${WRITER}" count "${db}" "${uuid}" OUTPUT_VARIABLE counts RESULT_VARIABLE rc)
+  if(NOT counts MATCHES "^1 1 1")
+    message(SEND_ERROR "${uuid}: the store holds '${counts}' (measurements, runs, best rows), want 1 1 1")
+  endif()
+endfunction()
+
+race(GPU-two 2)
+race(GPU-four 4)
+
+# A claim whose process is gone (a worker killed while measuring) lapses at once on this host.
+execute_process(COMMAND "${WRITER}" hold "${db}" GPU-stale RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "hold failed: ${err}")
+endif()
+string(TIMESTAMP t0 "%s")
+execute_process(COMMAND "${WRITER}" tune "${db}" GPU-stale 0 RESULT_VARIABLE rc ERROR_VARIABLE err)
+string(TIMESTAMP t1 "%s")
+math(EXPR took "${t1} - ${t0}")
+if(NOT rc EQUAL 0 OR NOT err MATCHES "measured" OR took GREATER 3)
+  message(SEND_ERROR "a gone process's claim did not lapse at once (exit ${rc}, ${took} s): ${err}")
+endif()

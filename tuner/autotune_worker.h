@@ -1,0 +1,42 @@
+// reduce-tune autotune-worker: the process that tunes points on first use for a program that
+// links the library with Options::autotune (runtime/autotune.h has the protocol). The program
+// starts it once and sends it one point at a time; it takes the point's claim in the store
+// (db/claims.h), runs a guided search of that one point within the request's time (the sweep,
+// checked against the CPU reference like every sweep), stores it, lets the claim go and replies.
+// A CUDA fault ends it (its context is lost) after it records the configuration as failed.
+#pragma once
+
+#include "reduce_tune/config.h"
+
+#include <optional>
+#include <string>
+
+namespace reduce_tune {
+
+/// One request, as runtime/autotune.cpp writes it.
+struct AutotuneRequest {
+  std::string device_uuid;
+  DType dtype = DType::f32;
+  Op op = Op::sum;
+  Problem problem = Problem::array;
+  Shape shape{1, 1};
+  bool device_result = false, wide_result = false, deterministic = false, allow_in_place = false;
+  double budget_ms = 300;
+  std::string store_path, nvrtc_path;
+};
+/// The request of a "tune ..." line, or nullopt with the reason in *why.
+std::optional<AutotuneRequest> parse_autotune_request(const std::string& line, std::string* why = nullptr);
+
+/// How long a point's claim holds without its owner letting go, and how long a request waits for
+/// another process's claim on the same point before it gives up (the program then runs with what
+/// the store has).
+inline constexpr double kClaimLeaseS = 30, kClaimWaitS = 5;
+/// A worker with no request for this long exits (its CUDA context holds GPU memory); the program
+/// starts another when it needs one.
+inline constexpr double kWorkerIdleS = 60;
+
+/// Serves requests from stdin, replies on stdout, until stdin closes or it idles kWorkerIdleS.
+/// Returns the process's exit code: 0, or 3 (supervisor.h: kWorkerCudaFault) after a CUDA fault.
+int serve_autotune();
+
+} // namespace reduce_tune
