@@ -74,7 +74,7 @@ struct CompileJob {
   DType dtype = DType::f32;
   Op op = Op::sum;
   bool wide_result = false; ///< see Kernel
-  std::shared_ptr<const UserOp> user; ///< a user reduction in place of `op`
+  std::shared_ptr<const UserOp> user = nullptr; ///< a user reduction in place of `op`
 };
 /// Its outcome: the compiled module, or the error (a CompileError's text carries the log).
 struct CompileOutcome {
