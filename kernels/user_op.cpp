@@ -172,6 +172,9 @@ std::string UserOp::source(DType dtype) const {
   // The map always gets the element's index: no flat or merge mapping (the only ones that do not
   // track it) is admitted, as they finish atomically.
   s += "#define RT_MAP_INDEXED 1\n";
+  // The <math.h> constants, which NVRTC has without any header only as builtins.
+  s += "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
+       "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n";
   if (!trimmed(r.preamble).empty())
     s += "\n#line 1 \"preamble\"\n" + trimmed(r.preamble) + "\n" + std::string(kUserLineMarker) + "\n";
   s += "typedef " + (acc.empty() ? std::string("rt_wide") : acc) + " A;\n";

@@ -39,7 +39,7 @@ private:
 /// The accumulator is `accumulator` (a CUDA C++ type: "float", "double", or a struct spelled in
 /// `preamble`), named `A` in the expressions; empty: the element's wide type (float for bfloat16
 /// and float16, else the element type). The expressions may call CUDA's math functions (sqrt,
-/// expf, fmaxf, ...) and anything `preamble` defines. An identity or combine of a struct may be
+/// expf, fmaxf, ...), use INFINITY and NAN (float) and anything `preamble` defines. An identity or combine of a struct may be
 /// written as a braced list ("{0.f, 0.f}") or as `A{...}`.
 ///
 /// The combine must be associative. A commutative one lets every variant of the catalogue

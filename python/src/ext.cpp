@@ -8,6 +8,7 @@
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
 #include "kernels/ops.h"
+#include "kernels/user_op.h"
 #include "runtime/capture.h"
 #include "runtime/counters.h"
 #include "runtime/record.h"
@@ -556,8 +557,11 @@ Reduction to_reduction(const Fields& f) {
 }
 
 void bind_reductions(nb::module_& m) {
-  m.def("reduction_name", [](const Fields& f) { return to_reduction(f).name(); }, "fields"_a,
-        "Reduction::name: 'user:' and the stable hash of the description.");
+  m.def("reduction_name", [](const Fields& f) {
+    const Reduction r = to_reduction(f);
+    make_user_op(r); // the description's checks: ValueError naming the field
+    return r.name();
+  }, "fields"_a, "Reduction::name: 'user:' and the stable hash of the description (checked).");
   m.def("reduction_canonical", [](const Fields& f) { return to_reduction(f).canonical(); }, "fields"_a,
         "Reduction::canonical: the text the hash is of.");
   m.def("reduction_result_dtype", [](const Fields& f, int dtype) {
