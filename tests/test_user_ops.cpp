@@ -9,6 +9,8 @@
 #include "kernels/runner.h"
 #include "kernels/user_op.h"
 #include "reduce_tune/reduction.h"
+#include "runtime/lookup.h"
+#include "tests/store_fixture.h"
 
 #include <set>
 #include <sstream>
@@ -240,6 +242,43 @@ TEST_CASE("user ops: a non-commutative combine keeps only a lane per row or segm
              Catch::Contains("not commutative"));
 }
 
+TEST_CASE("user ops: the lookup takes the rows a user reduction's rules admit", "[user][lookup]") {
+  // float32 sum rows on one GPU, fastest first: a float atomic finish, a host finish, then one
+  // a user reduction may use.
+  db::Store store(":memory:");
+  db::DeviceRecord d;
+  d.uuid = "GPU-u", d.name = "H100", d.cc_major = 9, d.cc_minor = 0, d.sm_count = 132;
+  store.upsert_device(d);
+  db::RunRecord run;
+  run.device_uuid = d.uuid, run.tool_version = "test", run.nvrtc_version = "13.0";
+  const auto id = store.begin_run(run);
+  using reduce_tune::testing::stored_row;
+  store.add_measurements(id, {stored_row("atomic_shared.b256.atomic", DType::f32, Op::sum, 5.0),
+                              stored_row("unrolling.b512.u8.host", DType::f32, Op::sum, 6.0),
+                              stored_row("vectorized.b256.u4.v4.g0.shfl.lastblock", DType::f32, Op::sum, 7.0)});
+  store.end_run(id, "done");
+  DeviceKey dev;
+  dev.uuid = d.uuid, dev.name = d.name, dev.cc_major = 9, dev.sm_count = 132;
+  const Shape shape{1, std::uint64_t(1) << 20};
+  // The built-in sum takes the fastest.
+  CHECK(key(lookup(store, dev, DType::f32, Op::sum, Problem::array, shape, {}).config) ==
+        "atomic_shared.b256.atomic");
+  // A user reduction with the same 4-byte accumulator passes over the atomic and host finishes.
+  const auto u = make_user_op(sum_of_squares());
+  Requirements req;
+  req.user = u.get();
+  const Choice c = lookup(store, dev, DType::f32, Op::sum, Problem::array, shape, req);
+  CHECK(key(c.config) == "vectorized.b256.u4.v4.g0.shfl.lastblock");
+  CHECK_THAT(c.note, Catch::Contains("atomic_shared.b256.atomic"));
+  // A non-commutative one has no array variant: whatever the lookup answers is invalid for it,
+  // which the Reducer refuses (ReductionError) rather than run.
+  const auto o = make_user_op(first_nonzero());
+  req.user = o.get();
+  const Choice none = lookup(store, dev, DType::f32, Op::sum, Problem::array, shape, req);
+  CHECK(none.match == Match::builtin);
+  CHECK(invalid_reason(none.config, target_of(dev, DType::f32, Op::sum, Problem::array, req)));
+}
+
 // NVRTC needs no GPU.
 TEST_CASE("user ops: a description that does not compile throws with NVRTC's log", "[user][nvrtc]") {
   Reduction r = sum_of_squares();
@@ -301,7 +340,8 @@ TEST_CASE("user ops: a sum of squares compiles through every variant it admits",
                                    << outcomes[i].error);
   }
   CHECK(failed == 0);
-  // Each problem has variants for it, the vector and segmented ones among them.
-  for (const char* v : {"vectorized", "multi_seq", "rows_group", "rows_block", "columns_tile", "segments_group"})
+  // Each problem has variants for it: on the 1-D problem the vector ones (every other variant
+  // finishes on the host or atomically), and the segmented mappings.
+  for (const char* v : {"vectorized", "streaming", "rows_group", "rows_block", "columns_tile", "segments_group"})
     CHECK(variants_seen.count(v) == 1);
 }
