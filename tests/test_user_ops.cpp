@@ -114,6 +114,37 @@ TEST_CASE("user ops: the hash is stable and covers exactly the description", "[u
   CHECK(x.canonical() != y.canonical());
 }
 
+TEST_CASE("user ops: the file format gives the same description", "[user]") {
+  const Reduction r = parse_reduction("# logsumexp\n"
+                                      "preamble <<END\n"
+                                      "struct lse { float m; float s; };\n"
+                                      "__device__ lse lse_merge(lse a, lse b) {\n"
+                                      "  const float m = fmaxf(a.m, b.m);\n"
+                                      "  if (m == -INFINITY) return a;\n"
+                                      "  return lse{m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};\n"
+                                      "}\n"
+                                      "END\n"
+                                      "\n"
+                                      "accumulator = lse\n"
+                                      "accumulator_bytes = 8\n"
+                                      "identity = {-INFINITY, 0.f}\n"
+                                      "map = lse{float(x), 1.f}\n"
+                                      "combine = lse_merge(a, b)\n"
+                                      "post = a.m + logf(a.s)\n"
+                                      "inputs = bfloat16, float32\n");
+  CHECK(r.name() == log_sum_exp().name());
+  const Reduction o = parse_reduction("combine = a != 0 ? a : b\nidentity = 0\ncommutative = false\n");
+  CHECK(o.name() == first_nonzero().name());
+  CHECK(parse_reduction("result = float64").result == DType::f64);
+  CHECK_THROWS_WITH(parse_reduction("map = x\nmapp = x"), Catch::Contains("line 2") && Catch::Contains("unknown key"));
+  CHECK_THROWS_WITH(parse_reduction("map = x\nmap = x * x"), Catch::Contains("given twice"));
+  CHECK_THROWS_WITH(parse_reduction("preamble <<END\nint f();\n"), Catch::Contains("END"));
+  CHECK_THROWS_WITH(parse_reduction("inputs = float32, float128"), Catch::Contains("float128"));
+  CHECK_THROWS_WITH(parse_reduction("commutative = yes"), Catch::Contains("true or false"));
+  CHECK_THROWS_WITH(parse_reduction("accumulator_bytes = 8x"), Catch::Contains("not a number"));
+  CHECK_THROWS_WITH(parse_reduction("x * x"), Catch::Contains("key = value"));
+}
+
 TEST_CASE("user ops: descriptions out of place are refused, naming the field", "[user]") {
   Reduction r = sum_of_squares();
   r.post = "  ";

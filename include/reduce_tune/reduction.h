@@ -85,6 +85,14 @@ struct Reduction {
   DType result_dtype(DType dtype) const;
 };
 
+/// A Reduction from text of `key = value` lines (the format of `reduce-tune reduction FILE`):
+/// keys map, combine, identity, post, accumulator, accumulator_bytes, preamble, inputs (dtype
+/// names, comma-separated), result (a dtype name), commutative (true or false); `key <<TAG`
+/// starts a value of several lines that ends at a line holding TAG alone; blank lines and lines
+/// starting with `#` are skipped. Keys left out keep Reduction's defaults. Throws ReductionError
+/// naming the line of an unknown key, a key given twice, a bad value or an unended value.
+Reduction parse_reduction(const std::string& text);
+
 /// Compiles `r` for elements of `dtype` with NVRTC (no GPU needed) for `arch` ("sm_90",
 /// "compute_80", ...; empty: the newest architecture the NVRTC targets), through one kernel of
 /// each problem it has a variant for. Throws ReductionError with NVRTC's log when it does not
