@@ -380,10 +380,9 @@ public:
   // The calls above with a Reduction in place of the Op: asynchronous, results in device memory
   // (one of r.result_dtype(dtype) each), the same checks, shapes and CUDA graph rules. The first
   // call of a description compiles it (a failure throws ReductionError with NVRTC's log); its
-  // configuration is looked up per size bucket as for a built-in op: tuning stored for it under
-  // its name (r.name(), "user:<hash>") where there is any, else the rows of a built-in op whose
-  // accumulator has the same size (Match::related, the note names the op), else the built-in
-  // default; every configuration is checked against the reduction's own rules first (no atomic,
+  // configuration is looked up per size bucket from the rows of a built-in op whose accumulator
+  // has the same size (Match::related, the note names the op), else the built-in default; every
+  // configuration is checked against the reduction's own rules first (no atomic,
   // host, in-place or __reduce_*_sync path; a non-commutative combine keeps the elements' order,
   // and a problem without such a variant throws ReductionError). No elements (n = 0, rows of no
   // columns, an empty segment) give post(identity, 0).

@@ -27,7 +27,7 @@ class Reduction:
 
     A description that does not compile raises ValueError carrying NVRTC's log (at the first call,
     or at :meth:`compile`, which needs no GPU). :attr:`name` is ``user:`` and a stable hash of the
-    description, by which the tuning store knows it.
+    description, the same as the C++ library's (and ``reduce-tune reduction``'s) for the same fields.
     """
 
     __slots__ = ("map", "combine", "identity", "post", "dtype", "check", "accumulator",
