@@ -4,6 +4,7 @@
 #include "kernels/ops.h"
 #include "kernels/segmented.h"
 #include "kernels/templates.h"
+#include "kernels/user_op.h"
 
 #include <algorithm>
 #include <array>
@@ -135,6 +136,25 @@ bool uses_smem_warp_tail(const Config& c) {
   return c.tail == Tail::volatile_ || c.tail == Tail::syncwarp;
 }
 
+// Why `c` may combine a result's elements out of their order, or nullopt: the one rule for a
+// non-commutative combine (a user reduction's, Reduction::commutative). Every tree of the
+// catalogue pairs partials a stride apart (interleaved), the shuffle trees too, and strided,
+// vector and grid-stride loads give a thread elements of other threads' between its own; an
+// unaligned head or a tail goes to a thread after its vectors. What is left is a lane per row or
+// segment that reads it element by element in order: the group mappings with w1, u1 and v1 (a
+// group of one lane does no shuffle).
+std::optional<std::string> reorders(const Config& c, const Variant& v) {
+  const bool lane_per_result =
+      (v.problem == Problem::rows || v.problem == Problem::segments) && takes(v, P_WIDTH) &&
+      !takes(v, P_GRID) && c.width == 1 && c.unroll == 1 && c.vec == 1;
+  if (lane_per_result) return std::nullopt;
+  if (v.problem == Problem::array || v.problem == Problem::columns)
+    return "every " + std::string(name(v.problem)) +
+           " variant combines elements out of their order (trees of strided partials)";
+  return std::string(v.name) + " combines elements out of their order; only a lane per " +
+         (v.problem == Problem::rows ? "row" : "segment") + " (the group mappings with w1.u1.v1) keeps it";
+}
+
 } // namespace
 
 std::span<const Variant> variants(Problem problem) {
@@ -158,7 +178,7 @@ void register_variants(std::span<const ExtraVariant> extra) {
 }
 
 std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
-  if (auto why = op_unsupported(t.op, t.dtype)) return why;
+  if (auto why = t.user ? t.user->unsupported(t.dtype) : op_unsupported(t.op, t.dtype)) return why;
   const Variant* vp = find_variant(c.variant);
   if (!vp) return "unknown variant '" + c.variant + "'";
   const Variant& v = *vp;
@@ -204,9 +224,12 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (c.tail == Tail::volatile_ && t.cc >= 70 && !t.allow_unsafe)
     return "the volatile warp-synchronous tail is unsafe under independent thread scheduling "
            "(sm_70+); --unsafe-tails admits it for study";
-  const OpDescription& op = describe(t.op);
+  // The op's facts: a built-in op's description, or a user reduction's (conservative traits).
+  const OpDescription op = t.user ? OpDescription{Op::sum, t.user->name, {}, t.user->traits()} : describe(t.op);
   const std::string op_name(op.name);
-  const DType acc = accumulator_dtype(t.op, t.dtype), result = result_dtype(t.op, t.dtype, t.wide_result);
+  const DType acc = accumulator_dtype(t.op, t.dtype);
+  const DType own_result = t.user ? t.user->result_dtype(t.dtype) : result_dtype(t.op, t.dtype);
+  const DType result = t.user ? own_result : result_dtype(t.op, t.dtype, t.wide_result);
   if (c.tail == Tail::redux) {
     if (!op.traits.redux) return op_name + " has no __reduce_*_sync";
     if (acc != DType::i32 && acc != DType::u32) return "__reduce_*_sync takes 32-bit integers only";
@@ -219,9 +242,9 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (t.wide_result && !is_half(t.dtype))
     return "a float32 result is for bf16 and f16 reductions; " + std::string(name(t.dtype)) +
            " results have the element type";
-  if (t.wide_result && result_dtype(t.op, t.dtype) != t.dtype)
-    return "a float32 result is for ops whose result has the element type; " + op_name + " gives " +
-           std::string(name(result_dtype(t.op, t.dtype)));
+  if (t.wide_result && (t.user || own_result != t.dtype))
+    return "a float32 result is for built-in ops whose result has the element type; " + op_name +
+           " gives " + std::string(name(own_result));
   if (t.wide_result && v.problem != Problem::array)
     return "a float32 result of a bf16 or f16 reduction is offered for the array problem only";
   if (op.traits.compound && c.tail == Tail::volatile_)
@@ -229,9 +252,11 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   // Dynamic shared memory past the 48 KiB a launch gets without opting in: the columns tile keeps
   // block x vec accumulators (the compound ones are 16 to 24 bytes).
   if (v.problem != Problem::array &&
-      std::uint64_t(c.block) * c.vec * accumulator_bytes(t.op, t.dtype) > 48 * 1024)
+      std::uint64_t(c.block) * c.vec * accumulator_bytes(t) > 48 * 1024)
     return std::to_string(c.block) + " x " + std::to_string(c.vec) + " accumulators of " +
-           std::to_string(accumulator_bytes(t.op, t.dtype)) + " bytes exceed 48 KiB of shared memory";
+           std::to_string(accumulator_bytes(t)) + " bytes exceed 48 KiB of shared memory";
+  if (t.user && t.user->ordered())
+    if (auto why = reorders(c, v)) return op_name + "'s combine is not commutative: " + *why;
   if (c.finish == Finish::host && !op.traits.host_combine)
     return "the host finish cannot apply " + op_name + "'s post-map (it needs the count or rounds)";
   if (v.in_place && !op.traits.plain_map)
@@ -312,8 +337,8 @@ LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {
                                 " elements need more than 2^31-1 blocks");
   p.grid = unsigned(grid);
   p.block = unsigned(c.block);
-  p.smem_bytes = unsigned(c.block * accumulator_bytes(t.op, t.dtype));
-  p.accumulator_bytes = unsigned(accumulator_bytes(t.op, t.dtype));
+  p.smem_bytes = unsigned(c.block * accumulator_bytes(t));
+  p.accumulator_bytes = unsigned(accumulator_bytes(t));
   p.init_out = c.finish == Finish::atomic;
   p.partials = c.finish == Finish::host || c.finish == Finish::twopass ||
                c.finish == Finish::lastblock;
@@ -346,7 +371,14 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
   return thread + block + finish + 1;
 }
 
-std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
+std::size_t accumulator_bytes(const Target& t) {
+  return t.user ? t.user->accumulator_bytes(t.dtype) : accumulator_bytes(t.op, t.dtype);
+}
+
+namespace {
+
+// Header, element.cuh, the op's source (`op_text`), common.cuh and the variant's template.
+std::string render_with(const Config& c, DType dtype, std::string_view op_name, const std::string& op_text) {
   const Variant& v = *find_variant(c.variant);
   // The element type (bf16 and f16 stored as unsigned short) and its macro.
   static constexpr std::array<std::pair<const char*, const char*>, 8> kTypes{{
@@ -361,7 +393,7 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   };
   std::string s;
   s += "// reduce-tune: " + std::string(v.name) + " " + std::string(name(dtype)) + " " +
-       std::string(name(op)) + "\n";
+       std::string(op_name) + "\n";
   s += "typedef " + std::string(ctype) + " T;\n";
   s += "#define " + std::string(macro) + " 1\n";
   if (is_half(dtype)) s += "#define RT_HALF 1\n";
@@ -379,12 +411,32 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   }
   if (v.evict_first) s += "#define RT_EVICT_FIRST 1\n";
   s += template_source("element.cuh");
-  s += op_source(op, dtype, wide_result);
+  s += op_text;
   s += template_source("common.cuh");
   if (v.problem != Problem::array) s += template_source("segmented/segmented.cuh");
   const ExtraVariant* extra = find_extra(v.name);
   if (extra && &extra->variant == &v) s += extra->template_text;
   else s += template_source(v.source.empty() ? "array/" + std::string(v.name) + ".cu" : std::string(v.source));
+  return s;
+}
+
+} // namespace
+
+std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
+  return render_with(c, dtype, name(op), op_source(op, dtype, wide_result));
+}
+
+std::string render(const Config& c, DType dtype, const UserOp& op) {
+  std::string s = render_with(c, dtype, op.name, op.source(dtype));
+  // Each user field is under a #line of its own (NVRTC's log names it); after it the generated
+  // source takes its own line numbers again, as NVRTC names the program.
+  std::size_t line = 1, counted = 0;
+  for (std::size_t at; (at = s.find(kUserLineMarker, counted)) != std::string::npos;) {
+    line += std::count(s.begin() + std::ptrdiff_t(counted), s.begin() + std::ptrdiff_t(at), '\n');
+    const std::string directive = "#line " + std::to_string(line + 1) + " \"reduce_tune.cu\"";
+    s.replace(at, kUserLineMarker.size(), directive);
+    counted = at + directive.size();
+  }
   return s;
 }
 

@@ -12,6 +12,8 @@
 
 namespace reduce_tune {
 
+struct UserOp; // kernels/user_op.h
+
 /// What a configuration may be checked against: the problem and the device's limits.
 struct Target {
   DType dtype = DType::f32;
@@ -25,6 +27,8 @@ struct Target {
   /// rounded to the element type (Reducer::reduce_async with DType::f32), which lets their sums
   /// finish atomically.
   bool wide_result = false;
+  /// A user reduction (kernels/user_op.h) in place of `op`; it must outlive the target.
+  const UserOp* user = nullptr;
 };
 
 /// The parameters a variant takes (bit set).
@@ -130,5 +134,9 @@ std::uint64_t summation_depth(const Config& c, const Target& t, std::uint64_t n)
 /// them share one compiled module. `wide_result`: the result is the float32 accumulator of a bf16
 /// or f16 reduction (Target::wide_result).
 std::string render(const Config& c, DType dtype, Op op, bool wide_result = false);
+/// The same for a user reduction.
+std::string render(const Config& c, DType dtype, const UserOp& op);
+/// Bytes of one accumulator of the target's op (built-in or the user's).
+std::size_t accumulator_bytes(const Target& t);
 
 } // namespace reduce_tune

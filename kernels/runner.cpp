@@ -13,8 +13,44 @@ Compiled KernelLoader::compile(const Config& c, DType dtype, Op op, bool wide_re
   return cache_.get(nvrtc_, render(c, dtype, op, wide_result), target_);
 }
 
+namespace {
+
+// A user reduction's compile error as the user's: ReductionError, with NVRTC's log.
+[[noreturn]] void rethrow_user(const CompileError& e, const UserOp& user, DType dtype) {
+  throw ReductionError("reduce_tune: the reduction " + user.name + " does not compile for " +
+                           std::string(name(dtype)) + " elements: " + e.what(),
+                       e.log());
+}
+
+} // namespace
+
+Compiled KernelLoader::compile(const Config& c, DType dtype, const std::shared_ptr<const UserOp>& user) {
+  try {
+    return cache_.get(nvrtc_, render(c, dtype, *user), target_);
+  } catch (const CompileError& e) {
+    rethrow_user(e, *user, dtype);
+  }
+}
+
+Kernel KernelLoader::load(const Config& c, DType dtype, const std::shared_ptr<const UserOp>& user) {
+  Kernel k;
+  try {
+    k = load_source(render(c, dtype, *user), c, dtype);
+  } catch (const CompileError& e) {
+    rethrow_user(e, *user, dtype);
+  }
+  k.user = user;
+  return k;
+}
+
 Kernel KernelLoader::load(const Config& c, DType dtype, Op op, bool wide_result) {
-  const std::string source = render(c, dtype, op, wide_result);
+  Kernel k = load_source(render(c, dtype, op, wide_result), c, dtype);
+  k.op = op;
+  k.wide_result = wide_result;
+  return k;
+}
+
+Kernel KernelLoader::load_source(const std::string& source, const Config& c, DType dtype) {
   std::shared_ptr<const cuda::Module> module;
   Resources res;
   {
@@ -32,8 +68,6 @@ Kernel KernelLoader::load(const Config& c, DType dtype, Op op, bool wide_result)
   Kernel k;
   k.config = c;
   k.dtype = dtype;
-  k.op = op;
-  k.wide_result = wide_result;
   k.module = module;
   if (find_variant(c.variant)->problem == Problem::array) {
     k.reduce = module->function("rt_reduce");
@@ -62,8 +96,9 @@ std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<
   std::vector<std::size_t> source_of(jobs.size());
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    auto [it, inserted] =
-        first.emplace(render(jobs[i].config, jobs[i].dtype, jobs[i].op, jobs[i].wide_result), i);
+    const CompileJob& j = jobs[i];
+    auto [it, inserted] = first.emplace(
+        j.user ? render(j.config, j.dtype, *j.user) : render(j.config, j.dtype, j.op, j.wide_result), i);
     if (inserted) todo.push_back(i);
     source_of[i] = it->second;
   }
@@ -76,7 +111,8 @@ std::vector<CompileOutcome> compile_all(KernelLoader& loader, const std::vector<
       for (std::size_t k; (k = next++) < todo.size(); ++finished) {
         const CompileJob& j = jobs[todo[k]];
         try {
-          out[todo[k]].compiled = loader.compile(j.config, j.dtype, j.op, j.wide_result);
+          out[todo[k]].compiled = j.user ? loader.compile(j.config, j.dtype, j.user)
+                                         : loader.compile(j.config, j.dtype, j.op, j.wide_result);
         } catch (const std::exception& e) {
           out[todo[k]].error = e.what();
         }

@@ -5,6 +5,7 @@
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
+#include "kernels/user_op.h"
 #include "kernels/values.h"
 
 #include <functional>
@@ -32,9 +33,13 @@ struct Kernel {
   bool programmatic = false;
   /// bf16/f16: the result is written as the float32 accumulator (Target::wide_result).
   bool wide_result = false;
+  /// A user reduction in place of `op` (kept alive by the kernel).
+  std::shared_ptr<const UserOp> user;
   /// The dtype of the result (kernels/ops.h): for sum, min and max the element type, or float32
   /// for a wide result.
-  DType result_dtype() const { return ::reduce_tune::result_dtype(op, dtype, wide_result); }
+  DType result_dtype() const {
+    return user ? user->result_dtype(dtype) : ::reduce_tune::result_dtype(op, dtype, wide_result);
+  }
 };
 
 /// Renders, compiles (through the disk cache) and loads kernels for one device; modules with the
@@ -47,10 +52,15 @@ public:
   Compiled compile(const Config& c, DType dtype, Op op, bool wide_result = false);
   /// Compiles if needed and loads into the current context.
   Kernel load(const Config& c, DType dtype, Op op, bool wide_result = false);
+  /// The same for a user reduction. A description that does not compile throws ReductionError
+  /// with NVRTC's log.
+  Compiled compile(const Config& c, DType dtype, const std::shared_ptr<const UserOp>& user);
+  Kernel load(const Config& c, DType dtype, const std::shared_ptr<const UserOp>& user);
   const ArchTarget& target() const { return target_; }
   CompileCache& cache() { return cache_; }
 
 private:
+  Kernel load_source(const std::string& source, const Config& c, DType dtype);
   const Nvrtc& nvrtc_;
   CompileCache& cache_;
   ArchTarget target_;
@@ -64,6 +74,7 @@ struct CompileJob {
   DType dtype = DType::f32;
   Op op = Op::sum;
   bool wide_result = false; ///< see Kernel
+  std::shared_ptr<const UserOp> user = nullptr; ///< a user reduction in place of `op`
 };
 /// Its outcome: the compiled module, or the error (a CompileError's text carries the log).
 struct CompileOutcome {

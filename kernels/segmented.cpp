@@ -489,7 +489,7 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   const Variant& v = *find_variant(c.variant);
   SegmentedPlan p;
   p.block = unsigned(c.block);
-  p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * accumulator_bytes(t.op, t.dtype));
+  p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * accumulator_bytes(t));
   p.fill = c.finish == Finish::atomic && !lists_chunks(v);
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count);

@@ -82,6 +82,8 @@ struct Call {
   DType dtype = DType::f32;
   Op op = Op::sum;
   Result result = Result::device;
+  /// A user reduction in place of `op` (runtime/reducer_user.cpp makes its calls).
+  std::shared_ptr<const UserOp> user;
   /// in, offsets, out (0 for a host result), shape ({1, n} for the array problem) and stride.
   SegmentedArgs args;
   /// Elements of dtype from args.in, and of the result's dtype from args.out, that the call

@@ -79,12 +79,14 @@ void Reducer::Impl::run(const Call& c, CUstream stream, const capture::State& ca
     set_value(a.out, empty_result(c.op, result_dtype(c.op, c.dtype, c.result == Result::wide)), stream);
     return;
   }
-  const Entry& e = ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result),
-                         cap.active ? Use::capture : Use::call);
+  const Use use = cap.active ? Use::capture : Use::call;
+  const Entry& e = c.user ? ready_user(c.user, entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result))
+                          : ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result), use);
   WarmCall w;
   w.call = c;
   w.entry = &e;
   Target t = target(c.dtype, c.op);
+  t.user = c.user.get();
   if (c.problem == Problem::array) {
     const std::uint64_t n = a.shape.length;
     const LaunchPlan p = plan(e.kernel.config, t, n);
@@ -108,7 +110,7 @@ void Reducer::Impl::run(const Call& c, CUstream stream, const capture::State& ca
   }
   // Remembered once it ran: a warm call repeats what just worked. A captured call is not (the
   // warm path never runs on a capturing stream; its pointers may be the capture's).
-  if (warm && !cap.active) {
+  if (warm && !cap.active && !c.user) {
     w.key = *warm;
     remember_warm(w);
   }

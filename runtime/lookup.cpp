@@ -210,6 +210,7 @@ Target target_of(const DeviceKey& device, DType dtype, Op op, Problem problem, c
   t.max_block = device.max_block;
   t.sm_count = device.sm_count;
   t.wide_result = req.wide_result;
+  t.user = req.user;
   return t;
 }
 

@@ -16,6 +16,7 @@ namespace cuda {
 struct DeviceInfo;
 }
 struct Target; // kernels/catalogue.h
+struct UserOp; // kernels/user_op.h
 
 /// What the chosen configuration must satisfy, besides being valid on the device.
 struct Requirements {
@@ -23,6 +24,9 @@ struct Requirements {
   bool allow_in_place = false; ///< admit in-place variants (they run on a scratch copy)
   bool device_result = false;  ///< the result must end in device memory: no host finish
   bool wide_result = false;    ///< bf16/f16: the result is written as float32 (Target::wide_result)
+  /// A user reduction (Target::user): rows and defaults are checked against its rules (no
+  /// atomic, host, in-place or redux path; a non-commutative combine's order).
+  const UserOp* user = nullptr;
 };
 
 /// The device a lookup is for: its identity in the store and what configurations are checked

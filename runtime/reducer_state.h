@@ -22,10 +22,12 @@
 
 #include <atomic>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace reduce_tune {
 
@@ -80,6 +82,19 @@ struct Reducer::Impl {
   /// With autotune on: tunes the entry's point where its choice is not exact and the point can
   /// be searched (runtime/autotune.h), then looks it up again. e.mu held. Never throws.
   void tune_first(Entry& e, const EntryKey& key);
+
+  // ---- user reductions (runtime/reducer_user.cpp) ----------------------------------------------
+  /// The reducer's UserOp of `r`: one per description (by hash), made and checked on first use.
+  std::shared_ptr<const UserOp> user_op(const Reduction& r);
+  /// The entry of a user reduction's call (key.op unused): looked up and loaded on first use, as
+  /// ready() does. Throws ReductionError where no variant serves it or it does not compile.
+  const Entry& ready_user(const std::shared_ptr<const UserOp>& user, const EntryKey& key);
+  /// A user reduction's configuration for `key` (key.op unused), without loading it.
+  Choice choose_user(const UserOp& user, const EntryKey& key);
+  std::mutex user_mu; ///< guards the two maps below
+  std::map<std::uint64_t, std::shared_ptr<const UserOp>> user_ops;
+  std::map<std::tuple<std::uint64_t, Problem, DType, std::uint64_t, std::uint64_t>, std::unique_ptr<Entry>>
+      user_entries;
 
   /// Notes the call point of an entry served without an exact tuning in the store (creating it
   /// where there is none); never throws: a store that cannot be written loses the note only.

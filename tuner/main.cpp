@@ -8,6 +8,7 @@
 #include "tuner/cli.h"
 #include "tuner/cli_compare.h"
 #include "tuner/cli_coverage.h"
+#include "tuner/cli_reduction.h"
 #include "tuner/cli_fleet.h"
 #include "tuner/cli_info.h"
 #include "tuner/cli_replay.h"
@@ -598,6 +599,7 @@ constexpr const char* kUsage =
     "             graded choice\n"
     "  coverage   what the library runs on a GPU, per problem, dtype and op: tuned here, shipped,\n"
     "             carried, related or the built-in defaults, and the command that tunes the rest\n"
+    "  reduction  a user reduction's file: its name (user:<hash>) and an NVRTC compile per dtype\n"
     "  devices    list the GPUs of this machine\n"
     "  nvrtc      the NVRTC version and the architectures it targets\n"
     "  compare    GPUs of the database and the material's published tables side by side (--static:\n"
@@ -634,6 +636,7 @@ int main(int argc, char** argv) {
     if (cmd == "compile") return cmd_compile(args);
     if (cmd == "query") return cmd_query(args);
     if (cmd == "coverage") return cmd_coverage(args);
+    if (cmd == "reduction") return cmd_reduction(args);
     if (cmd == "replay") return cmd_replay(args);
     if (cmd == "devices") return cmd_devices(args);
     if (cmd == "nvrtc") return cmd_nvrtc(args);

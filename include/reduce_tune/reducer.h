@@ -4,6 +4,7 @@
 
 #include "reduce_tune/config.h"
 #include "reduce_tune/element.h"
+#include "reduce_tune/reduction.h"
 
 #include <cstdint>
 #include <memory>
@@ -386,6 +387,31 @@ public:
                     CUstream stream = nullptr, std::uint64_t elements = 0) {
     reduce_segments(dtype_of<T>(), Op::max, d_in, d_offsets, segments, d_out, stream, elements);
   }
+
+  // ---- user reductions (reduce_tune/reduction.h) --------------------------------------------
+  // The calls above with a Reduction in place of the Op: asynchronous, results in device memory
+  // (one of r.result_dtype(dtype) each), the same checks, shapes and CUDA graph rules. The first
+  // call of a description compiles it (a failure throws ReductionError with NVRTC's log); its
+  // configuration is looked up per size bucket from the rows of a built-in op whose accumulator
+  // has the same size (Match::related, the note names the op), else the built-in default; every
+  // configuration is checked against the reduction's own rules first (no atomic,
+  // host, in-place or __reduce_*_sync path; a non-commutative combine keeps the elements' order,
+  // and a problem without such a variant throws ReductionError). No elements (n = 0, rows of no
+  // columns, an empty segment) give post(identity, 0).
+  void reduce_async(const Reduction& r, DType dtype, const void* d_in, std::uint64_t n, void* d_out,
+                    CUstream stream = nullptr);
+  void reduce_rows(const Reduction& r, DType dtype, const void* d_in, std::uint64_t rows,
+                   std::uint64_t cols, void* d_out, CUstream stream = nullptr,
+                   std::uint64_t row_stride = 0);
+  void reduce_columns(const Reduction& r, DType dtype, const void* d_in, std::uint64_t rows,
+                      std::uint64_t cols, void* d_out, CUstream stream = nullptr,
+                      std::uint64_t row_stride = 0);
+  void reduce_segments(const Reduction& r, DType dtype, const void* d_in,
+                       const std::int64_t* d_offsets, std::uint64_t segments, void* d_out,
+                       CUstream stream = nullptr, std::uint64_t elements = 0);
+  /// The configuration a user reduction's call of `shape` uses (Problem::array: {1, n}), and
+  /// how good a match it is; loads nothing. Throws ReductionError where no variant serves it.
+  Choice config_for(const Reduction& r, DType dtype, Problem problem, Shape shape) const;
 
   /// The GPU this reducer runs on.
   std::string device_name() const;

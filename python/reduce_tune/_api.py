@@ -404,6 +404,47 @@ def segment_reduce(op: str, x: Any, offsets: Any, *, out: Any = None, stream: St
     return res
 
 
+# ---- user reductions (reduce_tune.Reduction) ---------------------------------------------------
+
+def user_reduce(r: Any, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamLike = None,
+                keepdim: bool = False) -> Any:
+    """A Reduction of x over dim (see Reduction.__call__)."""
+    sarg = _stream_arg(stream)
+    a = _read(x, "x")
+    (a,), dev, s = _place(sarg, [(x, "x", a)])
+    plan = _plan(a.shape, a.strides, dim)
+    if plan.kind == "rows+array":  # one pass over the elements: a dense run in some order
+        if not _dense_run(a.shape, a.strides or ()):
+            raise _not_expressible(a.shape, a.strides or (), "is not one run of elements, which a "
+                                   "user reduction of the whole array needs")
+        plan = Plan("array", (plan.length,), (), 1, plan.length)
+    rdt = _dtypes.RESULTS[_ext.reduction_result_dtype(r._fields, a.dtype.value)]
+    shape = keep_shape(a.shape, dim) if keepdim else plan.result_shape
+    res, rptr, _ = _result(a, shape, out, dev, s, rdt)
+    if plan.count == 0:
+        return res
+    args = tuple(plan.args) + (0,) * (3 - len(plan.args))
+    _ext.reduce_user(dev, r._fields, a.dtype.value, _PROBLEMS[plan.kind], a.ptr, *args, 0,
+                     rptr, s)
+    return res
+
+
+def user_segment_reduce(r: Any, x: Any, offsets: Any, *, out: Any = None,
+                        stream: StreamLike = None) -> Any:
+    """A Reduction of each segment (see Reduction.segments)."""
+    sarg = _stream_arg(stream)
+    a, o = _read(x, "x"), _read(offsets, "offsets")
+    (a, o), dev, s = _place(sarg, [(x, "x", a), (offsets, "offsets", o)])
+    _check_segments(a, o)
+    segments = o.shape[0] - 1
+    rdt = _dtypes.RESULTS[_ext.reduction_result_dtype(r._fields, a.dtype.value)]
+    res, rptr, _ = _result(a, (segments,), out, dev, s, rdt)
+    if segments:
+        _ext.reduce_user(dev, r._fields, a.dtype.value, _PROBLEMS["segments"], a.ptr,
+                         segments, a.size, 0, o.ptr, rptr, s)
+    return res
+
+
 # ---- what the library would choose, and the GPUs -------------------------------------------------
 
 _PROBLEMS: Dict[str, int] = dict(_ext.problems())

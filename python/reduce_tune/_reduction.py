@@ -1,0 +1,116 @@
+"""User-defined reductions: reduce_tune.Reduction (the C++ library's reduce_tune::Reduction)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence, Tuple
+
+from . import _api, _dtypes, _ext
+from ._api import StreamLike
+
+
+
+class Reduction:
+    """A reduction described by CUDA C++ expressions, compiled with NVRTC into the library's tuned
+    kernel templates::
+
+        norm = reduce_tune.Reduction(map="x * x", combine="a + b", identity="0", post="sqrt(a)")
+        y = norm(x, dim=-1)             # torch tensor in, torch tensor out (CuPy: ndarray)
+
+    ``map`` sees the element ``x`` (float for bfloat16/float16) and its index ``i`` in its row,
+    column or segment; ``combine`` two accumulators ``a`` (earlier elements) and ``b``;
+    ``identity`` is the accumulator of nothing; ``post`` sees the accumulator ``a`` and the count
+    ``count``. ``accumulator`` is its CUDA C++ type (None: the element's wide type;
+    ``accumulator_bytes`` its size where it is not a scalar spelling; ``preamble`` CUDA C++
+    before the functions, for structs and helpers). ``dtype`` is the result's dtype (None: the
+    element type), ``inputs`` the element dtypes it takes (None: all). ``commutative=False`` keeps
+    each result's elements in order (rows and segments only). ``check`` is an optional NumPy
+    function ``check(array, axis=None or int) -> array`` for :meth:`verify`.
+
+    A description that does not compile raises ValueError carrying NVRTC's log (at the first call,
+    or at :meth:`compile`, which needs no GPU). :attr:`name` is ``user:`` and a stable hash of the
+    description, the same as the C++ library's (and ``reduce-tune reduction``'s) for the same fields.
+    """
+
+    __slots__ = ("map", "combine", "identity", "post", "dtype", "check", "accumulator",
+                 "accumulator_bytes", "preamble", "inputs", "commutative", "_fields")
+
+    def __init__(self, map: str = "x", combine: str = "a + b", identity: str = "0",  # noqa: A002
+                 post: str = "a", dtype: Any = None, check: Optional[Callable[..., Any]] = None, *,
+                 accumulator: Optional[str] = None, accumulator_bytes: int = 0, preamble: str = "",
+                 inputs: Optional[Sequence[Any]] = None, commutative: bool = True):
+        for field, value in (("map", map), ("combine", combine), ("identity", identity),
+                             ("post", post), ("preamble", preamble)):
+            if not isinstance(value, str):
+                raise TypeError(f"reduce_tune: Reduction's {field} must be a str, not {type(value).__name__}")
+        if accumulator is not None and not isinstance(accumulator, str):
+            raise TypeError("reduce_tune: Reduction's accumulator must be a str or None")
+        if check is not None and not callable(check):
+            raise TypeError("reduce_tune: Reduction's check must be callable")
+        self.map, self.combine, self.identity, self.post = map, combine, identity, post
+        self.dtype = None if dtype is None else _dtypes.from_any(dtype)
+        self.check = check
+        self.accumulator, self.accumulator_bytes = accumulator or "", int(accumulator_bytes)
+        self.preamble = preamble
+        self.inputs = tuple(_dtypes.from_any(d) for d in inputs) if inputs else ()
+        self.commutative = bool(commutative)
+        self._fields: Tuple[Any, ...] = (
+            self.map, self.combine, self.identity, self.post, self.accumulator,
+            self.accumulator_bytes, self.preamble, [d.value for d in self.inputs],
+            -1 if self.dtype is None else self.dtype.value, self.commutative)
+        # The library's checks of the description (empty fields, the accumulator's size) now.
+        _ext.reduction_name(self._fields)
+
+    @property
+    def name(self) -> str:
+        """``user:`` and 16 hex digits: the stable hash of the description (not of ``check``)."""
+        return _ext.reduction_name(self._fields)
+
+    @property
+    def hash(self) -> int:
+        return int(self.name[5:], 16)
+
+    def canonical(self) -> str:
+        """The description's canonical text, which :attr:`name` hashes."""
+        return _ext.reduction_canonical(self._fields)
+
+    def result_dtype(self, dtype: Any) -> str:
+        """The result's dtype name for elements of ``dtype``; ValueError where it does not take it."""
+        return _dtypes.RESULTS[_ext.reduction_result_dtype(self._fields, _dtypes.from_any(dtype).value)].name
+
+    def compile(self, dtype: Any = "float32", arch: str = "") -> None:
+        """Compiles the reduction for ``dtype`` with NVRTC (no GPU needed), for ``arch``
+        ("sm_90"; empty: the newest the NVRTC targets). ValueError with NVRTC's log if it fails."""
+        _ext.compile_reduction(self._fields, _dtypes.from_any(dtype).value, arch)
+
+    def __call__(self, x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,
+                 stream: StreamLike = None) -> Any:
+        """The reduction of ``x`` over ``dim`` (None: all of it; an int: that dimension), as
+        torch's reductions: a result of x's framework, on its device and current stream."""
+        return _api.user_reduce(self, x, dim, out=out, stream=stream, keepdim=keepdim)
+
+    def segments(self, x: Any, offsets: Any, *, out: Any = None, stream: StreamLike = None) -> Any:
+        """One result per segment ``x[offsets[s]:offsets[s+1]]`` (int64 offsets), as segment_sum."""
+        return _api.user_segment_reduce(self, x, offsets, out=out, stream=stream)
+
+    def verify(self, x: Any, dim: Optional[int] = None, *, rtol: float = 1e-4, atol: float = 1e-6) -> bool:
+        """Whether ``self(x, dim)`` agrees with ``check`` on x's values (copied to the host with
+        NumPy): the reduction's own CPU evaluation. ValueError without a check."""
+        import numpy as np
+        if self.check is None:
+            raise ValueError(f"reduce_tune: the reduction {self.name} has no check: results not checked")
+        got = _to_numpy(self(x, dim))
+        want = np.asarray(self.check(_to_numpy(x), axis=dim))
+        return bool(np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
+                                equal_nan=True))
+
+    def __repr__(self) -> str:
+        return (f"Reduction(map={self.map!r}, combine={self.combine!r}, identity={self.identity!r}, "
+                f"post={self.post!r}) [{self.name}]")
+
+
+def _to_numpy(a: Any) -> Any:
+    import numpy as np
+    if hasattr(a, "detach"):  # torch
+        return a.detach().cpu().float().numpy() if str(a.dtype) == "torch.bfloat16" else a.detach().cpu().numpy()
+    if hasattr(a, "get"):  # CuPy
+        return a.get()
+    return np.asarray(a)
