@@ -52,6 +52,8 @@ TABLE: Dict[str, OpInfo] = {o.name: o for o in (
     OpInfo("count_nonzero", _zero, ("count_nonzero", "sum"), None),
     OpInfo("any", lambda dt: False, ("count_nonzero", "any"), None),
     OpInfo("all", lambda dt: True, None, None),
+    # Of two inputs (reduce_tune.dot, _api.dot): a whole strided matrix as row dot products, summed.
+    OpInfo("dot", _zero, ("dot", "sum"), "dot"),
 ) if o.name in _dtypes.OPS}
 
 
