@@ -34,8 +34,9 @@ rt_reduce(RT_REDUCE_PARAMS) {
   // Head and tail: fewer than RT_VEC elements each, read by block 0.
   if (blockIdx.x == 0) {
     if (tid < head) acc[0] = rt_combine(acc[0], rt_pair_map(in[tid], in2[tid], tid));
-    const rt_size t = tail_begin + tid;
-    if (tid < vn - tail_begin) acc[0] = rt_combine(acc[0], rt_pair_map(in[t], in2[t], t));
+    if (tid < vn - tail_begin)
+      acc[0] = rt_combine(acc[0], rt_pair_map(in[tail_begin + tid], in2[tail_begin + tid],
+                                              tail_begin + tid));
   }
 #if defined(RT_TWO_INPUTS)
   if (apart)
