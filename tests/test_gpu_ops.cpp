@@ -542,7 +542,7 @@ TEST_CASE("dot: the library's calls", "[gpu][ops][dot]") {
 
   // Rows, columns and segments of the int32 inputs: exact.
   auto segmented = [&](const Segmentation& seg, const std::function<void()>& call) {
-    RT_CU(cuMemsetD8(out.get(), 0xA5, seg.shape.count * 4));
+    RT_CU(cuMemsetD8Async(out.get(), 0xA5, seg.shape.count * 4, nullptr));
     call();
     RT_CU(cuCtxSynchronize());
     HostArray got;
