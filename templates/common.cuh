@@ -8,7 +8,7 @@
 // for the others), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
 // RT_ACC_I32 / _U32 / _I64 / _F32 / _F64 (its scalar accumulator's type). Every kernel has the
 // same signature:
-//   rt_reduce(in, work, partials, out, n, counter)
+//   rt_reduce(in, work, partials, out, n, counter)   (ops of two inputs: then in2, below)
 // `work` is a scratch copy of `in` for in-place variants; `partials` holds one value per block (of
 // type A); `out` is the final value; `counter` points at 16 zeroed bytes for the last-block and
 // first-block finishes, which leave them as they need them for the next launch.
@@ -324,7 +324,8 @@ __device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size 
 // combined into acc[k]: whole chunks with their RT_UNROLL loads issued before any is used, then this
 // thread's last, partial chunk. The vector kernels' main loop (a grid, or lanes of a segment).
 // `at`: the index of body[0]'s first element in its segment (the head read as scalars before it).
-// `body2`: the second input's vectors (two inputs), at the same offsets.
+// `body2_elems`: with two inputs, the second input's element at body[0] (its vectors are read at
+// body's offsets).
 __device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ body, rt_size nvec,
                                                   rt_size first, rt_size spacing, rt_size stride,
                                                   A (&acc)[RT_UNROLL],
