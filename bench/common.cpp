@@ -69,6 +69,9 @@ std::vector<reduce_tune::Op> ops_arg(const std::string& flag, const std::string&
   for (const auto& t : split(text)) {
     auto op = reduce_tune::parse_op(t);
     if (!op) throw UsageError(flag + ": '" + t + "': expected sum, min or max");
+    if (*op == reduce_tune::Op::dot) // its second input is the tuner's and the tests' so far
+      throw UsageError(flag + ": dot reads two inputs; the benches time ops of one (reduce-tune "
+                       "tune --ops dot measures it)");
     out.push_back(*op);
   }
   if (out.empty()) throw UsageError(flag + " needs a value");

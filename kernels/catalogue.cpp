@@ -261,6 +261,12 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     return "the host finish cannot apply " + op_name + "'s post-map (it needs the count or rounds)";
   if (v.in_place && !op.traits.plain_map)
     return op_name + " maps each element: in place, the partials would be mapped again";
+  // Ops of two inputs (dot) read x[i] and y[i] wherever a template reads an element: every
+  // variant but those that stage one input's elements in shared memory (Variant::one_input) and
+  // the in-place ones (excluded above: their map is not the element itself).
+  if (op.traits.two_inputs && v.one_input)
+    return op_name + " reads two inputs; " + std::string(v.name) +
+           " stages one input's elements in shared memory";
   if (atomic) {
     if (op.traits.atomic == OpAtomic::none || !op.traits.plain_post)
       return op_name + " has no atomic combine into its result (its post-map needs the count or rounds)";

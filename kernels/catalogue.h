@@ -53,6 +53,8 @@ struct Variant {
   Problem problem = Problem::array;         ///< the problem kind it solves
   bool evict_first = false;                 ///< rendered with RT_EVICT_FIRST after `define`: a
                                             ///< segmented `_streaming` twin (kernels/segmented.h)
+  bool one_input = false;                   ///< stages its elements in shared memory: reads one
+                                            ///< input only (no op of two, OpTraits::two_inputs)
 };
 
 /// The catalogue of one problem kind, in its listing order.

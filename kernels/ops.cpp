@@ -24,8 +24,10 @@ constexpr OpTraits kAll{OpAtomic::min, true, true, false, true, true};
 // also have no result for nothing.
 constexpr OpTraits kCompound{OpAtomic::none, false, false, false, false, false, true, false};
 constexpr OpTraits kArg{OpAtomic::none, false, false, false, false, false, true, true};
+// A mapped sum of two inputs (dot): as kMappedSum, reading x[i] and y[i].
+constexpr OpTraits kTwoInputSum{OpAtomic::add, true, true, false, true, false, false, false, true};
 
-constexpr std::array<OpDescription, 17> kOps{{
+constexpr std::array<OpDescription, 18> kOps{{
     {Op::sum, "sum", "the sum (integers wrap; bf16 and f16 accumulate in float32)", kSum},
     {Op::min, "min", "the minimum (floats: IEEE minimum, NaN wins, -0.0 below +0.0)", kMin},
     {Op::max, "max", "the maximum (floats: IEEE maximum, NaN wins, -0.0 below +0.0)", kMax},
@@ -52,6 +54,9 @@ constexpr std::array<OpDescription, 17> kOps{{
     {Op::var_population, "var_population",
      "the variance with correction 0, over n (integers: float64; empty: NaN)", kCompound},
     {Op::std_population, "std_population", "the square root of var_population", kCompound},
+    {Op::dot, "dot",
+     "the sum of x[i] * y[i] over two inputs of one shape (integers wrap; bf16 and f16 in float32)",
+     kTwoInputSum},
 }};
 
 // The CUDA spelling of a scalar dtype, its macro suffix, and its largest and lowest values
@@ -153,6 +158,17 @@ std::string functions(Op op, DType acc, DType result) {
     s += fn("A rt_identity()", "return 0;");
     s += fn("A rt_map(T x, rt_size)", "return rt_widen(x) != 0 ? 1 : 0;");
     s += fn("A rt_combine(A a, A b)", "return a + b;");
+    break;
+  case Op::dot:
+    // Products of the widened elements (bf16 and f16: exact in float32); integers wrap, as sumsq.
+    s += fn("A rt_identity()", "return A(0);");
+    if (is_float(acc)) {
+      s += fn("A rt_map2(T x, T y, rt_size)", "return A(rt_widen(x)) * A(rt_widen(y));");
+    } else {
+      const std::string u = unsigned_of(acc);
+      s += fn("A rt_map2(T x, T y, rt_size)", "return A((" + u + ")(x) * (" + u + ")(y));");
+    }
+    s += fn("A rt_combine(A a, A b)", "return " + add(acc, "a", "b") + ";");
     break;
   case Op::any:
   case Op::all:
@@ -315,6 +331,7 @@ std::string op_source(Op op, DType dtype, bool wide_result) {
                        : "typedef " + std::string(text_of(result).ctype) + " R;\n";
   if (wide_result) s += "#define RT_WIDE_RESULT 1\n";
   if (is_half(result)) s += "#define RT_HALF_RESULT 1\n";
+  if (d.traits.two_inputs) s += "#define RT_TWO_INPUTS 1\n";
   s += "#define RT_ACC_" + std::string(text_of(acc).suffix) + " 1\n";
   static constexpr const char* kAtomic[] = {nullptr, "ADD", "MIN", "MAX"};
   if (const char* a = kAtomic[static_cast<int>(d.traits.atomic)]) {

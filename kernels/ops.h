@@ -45,6 +45,10 @@ struct OpTraits {
   /// Reducing no elements has no result (argmax: no identity, as torch): the calls throw; an empty
   /// offsets segment, known only on the device, gets the post-map of the identity (-1).
   bool empty_error = false;
+  /// The op reads two inputs of one shape (dot: x[i] * y[i]): its source defines RT_TWO_INPUTS and
+  /// rt_map2(x, y, i) instead of rt_map, every kernel takes the second input as its last
+  /// parameter, and only variants that can read two inputs are admitted (kernels/catalogue.cpp).
+  bool two_inputs = false;
 };
 
 /// One op: its stable name (the store keys an op by it; never renamed) and traits.
@@ -70,9 +74,10 @@ std::size_t accumulator_bytes(Op op, DType dtype);
 /// The dtype of the result. `wide_result`: the float32 accumulator of a bf16 or f16 reduction.
 DType result_dtype(Op op, DType dtype, bool wide_result = false);
 
-/// The op's CUDA source for elements of `dtype`: A, R, rt_identity(), rt_map(x, i), rt_combine(a, b),
+/// The op's CUDA source for elements of `dtype`: A, R, rt_identity(), rt_map(x, i) (two-input ops:
+/// rt_map2(x, y, i)), rt_combine(a, b),
 /// rt_post(a, count) and the trait macros templates/common.cuh reads (RT_ATOMIC_*, RT_REDUX_*,
-/// RT_ACC_*, RT_HALF_RESULT, RT_WIDE_RESULT). Rendered after templates/element.cuh.
+/// RT_ACC_*, RT_HALF_RESULT, RT_WIDE_RESULT, RT_TWO_INPUTS). Rendered after templates/element.cuh.
 std::string op_source(Op op, DType dtype, bool wide_result = false);
 
 } // namespace reduce_tune

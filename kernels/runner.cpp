@@ -204,12 +204,14 @@ void set_value(CUdeviceptr out, Scalar v, CUstream s) {
 }
 
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
-             CUstream s, CUdeviceptr out) {
+             CUstream s, CUdeviceptr out, CUdeviceptr in2) {
   if (!out || p.host_finish) out = w.out();
   CUdeviceptr partials = w.partials(), work = w.scratch(), counter = w.counter();
   if (p.init_out) set_identity(out, k.result_dtype(), k.op, s);
   unsigned long long count = n;
-  void* args[] = {&in, &work, &partials, &out, &count, &counter};
+  // in2 is the last parameter of the kernels of an op of two inputs (templates/common.cuh); the
+  // others have one parameter fewer and never read the last entry.
+  void* args[] = {&in, &work, &partials, &out, &count, &counter, &in2};
   cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args);
   if (p.second_pass) {
     unsigned long long parts = p.grid;
@@ -220,7 +222,7 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 
 void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Workspace& w,
              CUstream s) {
-  CUdeviceptr in = a.in, offsets = a.offsets, out = a.out, work = w.segmented_state();
+  CUdeviceptr in = a.in, offsets = a.offsets, out = a.out, work = w.segmented_state(), in2 = a.in2;
   unsigned long long count = a.shape.count, length = a.shape.length, stride = a.stride,
                      aux = p.aux;
   if (p.fill) {
@@ -229,7 +231,7 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
     void* fill_args[] = {&out, &count};
     cuda::launch(k.fill, std::max(blocks, 1u), 256, 0, s, fill_args);
   }
-  void* args[] = {&in, &offsets, &out, &count, &length, &stride, &aux, &work};
+  void* args[] = {&in, &offsets, &out, &count, &length, &stride, &aux, &work, &in2}; // as above
   // A kernel that follows another of the same call (the main kernel after the fill or the merge
   // mapping's partition, the binned mapping's chunks) starts programmatically where
   // k.programmatic: it waits in the kernel (rt_pdl_wait) for what the first wrote, so its launch
@@ -258,9 +260,9 @@ Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s) {
 }
 
 Scalar reduce_once(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n,
-                   Workspace& w, CUstream s) {
+                   Workspace& w, CUstream s, CUdeviceptr in2) {
   prepare(k, p, in, n, w, s);
-  enqueue(k, p, in, n, w, s);
+  enqueue(k, p, in, n, w, s, 0, in2);
   return result(k, p, w, s);
 }
 

@@ -125,8 +125,9 @@ void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 /// pass. The result goes to `out` when given (device-side finishes only), else to the workspace.
 /// With k.programmatic, the second pass is launched programmatically: it starts while the
 /// reduction runs and waits for it before reading the partials (~1 us less per call on an H100).
+/// `in2`: the second input of an op of two (dot), n elements too; 0 for the others.
 void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
-             CUstream s, CUdeviceptr out = 0);
+             CUstream s, CUdeviceptr out = 0, CUdeviceptr in2 = 0);
 /// Sets one element at `out` to the identity of (dtype, op) on `s`: one or two 32-bit memsets
 /// (capturable in a CUDA graph, unlike a copy from host memory). `out` is aligned to its element.
 void set_identity(CUdeviceptr out, DType dtype, Op op, CUstream s);
@@ -141,6 +142,8 @@ struct SegmentedArgs {
   CUdeviceptr in = 0, offsets = 0, out = 0;
   Shape shape;
   std::uint64_t stride = 0;   ///< rows and columns: elements between row starts
+  /// The second input of an op of two (dot): the same shape and layout as `in`; 0 for the others.
+  CUdeviceptr in2 = 0;
 };
 /// Enqueues one segmented reduction: the fill, the merge partition, rt_segmented, the binned
 /// chunks; with k.programmatic the kernel after a partition and the chunks start programmatically.
@@ -150,6 +153,6 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
 
 /// prepare + enqueue + result.
 Scalar reduce_once(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n,
-                   Workspace& w, CUstream s);
+                   Workspace& w, CUstream s, CUdeviceptr in2 = 0);
 
 } // namespace reduce_tune

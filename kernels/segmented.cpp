@@ -79,7 +79,8 @@ constexpr Variant kSegmentsMerge = {
     "segments_merge",
     "merge path: segment ends and elements split evenly over g blocks per SM, tiles of u items "
     "per thread staged in shared memory, cut segments combined atomically (two kernels)",
-    kMergeParams, kItems, kShfl, kAtomic, true, false, 32, kMergeSource, {}, Problem::segments};
+    kMergeParams, kItems, kShfl, kAtomic, true, false, 32, kMergeSource, {}, Problem::segments,
+    false, true};
 constexpr Variant kSegmentsFlat = {
     "segments_flat",
     "the elements as one flat stream: tiles of b x u x v elements shared evenly by g blocks per SM, "
@@ -92,7 +93,8 @@ constexpr Variant kSegmentsStaged = {
     "b x u consecutive segments a block, their offsets and (where they fit) elements copied into "
     "shared memory at once, a thread per segment from there; a block with a long segment lists "
     "its chunks for g blocks per SM (two kernels)",
-    kSplit, kU124, kShfl, kAtomic, true, false, 32, kBinnedSource, kStaged, Problem::segments};
+    kSplit, kU124, kShfl, kAtomic, true, false, 32, kBinnedSource, kStaged, Problem::segments,
+    false, true};
 constexpr std::string_view kFlatCarry = "RT_FLAT_CARRY";
 constexpr Variant kSegmentsFlatCarry = {
     "segments_flat_carry",

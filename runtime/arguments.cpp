@@ -35,9 +35,18 @@ void check_problem(DType dtype, Op op) {
     throw InvalidArgument("reduce_tune: unsupported op (enum value " +
                           std::to_string(static_cast<int>(op)) +
                           "): sum, min, max, mean, sumsq, norm1, norm2, count_nonzero, any, all, "
-                          "argmax, argmin, logsumexp, var, std, var_population and "
-                          "std_population are supported");
+                          "argmax, argmin, logsumexp, var, std, var_population, "
+                          "std_population and dot are supported");
   if (auto why = op_unsupported(op, dtype)) throw InvalidArgument("reduce_tune: " + *why);
+}
+
+void check_inputs(Op op, bool two) {
+  if (describe(op).traits.two_inputs == two) return;
+  throw InvalidArgument(two ? "reduce_tune: the dot calls compute dot; " + std::string(name(op)) +
+                                  " reads one input (reduce_async, reduce_rows, ...)"
+                            : "reduce_tune: " + std::string(name(op)) +
+                                  " reads two inputs: use the dot calls (dot, dot_async, dot_rows, "
+                                  "dot_columns, dot_segments)");
 }
 
 void check_not_empty(Op op) {
@@ -246,6 +255,12 @@ Shape segments_shape(DType dtype, const void* d_in, std::uint64_t segments, std:
   if (!elements && room && *room < kExtentStandsInBelow) elements = *room;
   // The mean length, at least 1 (fewer elements than segments: the shortest tuned mean).
   return {segments, elements ? std::max<std::uint64_t>(elements / segments, 1) : 0};
+}
+
+void add_second_input(Call& c, const void* d_in2, int ordinal, bool capturing) {
+  if (c.work == Call::Work::identity) return;
+  check_pointer("d_y", d_in2, c.in_count, c.dtype, ordinal, capturing);
+  c.args.in2 = reinterpret_cast<CUdeviceptr>(d_in2);
 }
 
 Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,

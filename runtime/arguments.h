@@ -19,6 +19,10 @@ void check_problem(DType dtype, Op op);
 void check_problem(Problem problem);
 /// Throws InvalidArgument for an empty reduction of an op that has none (argmax, argmin).
 void check_not_empty(Op op);
+/// Throws InvalidArgument where a call's inputs do not match the op: an op of two inputs (dot)
+/// through a call of one (reduce_async, ...), or the dot calls with an op of one (`two`: the call
+/// passes a second input).
+void check_inputs(Op op, bool two);
 
 /// What the driver says of a pointer (cuPointerGetAttributes, which answers zeroes for a pointer it
 /// does not know).
@@ -102,6 +106,9 @@ Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_o
 Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
                  std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal,
                  bool capturing = false);
+/// The second input of a dot call (`d_in2`, as many elements as c's first input, in its layout)
+/// checked and added to `c`; nothing for a call that reads no input (Call::Work::identity).
+void add_second_input(Call& c, const void* d_in2, int ordinal, bool capturing = false);
 /// reduce_segments of at least one segment. dtype and op checked.
 Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
                    std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal,

@@ -18,9 +18,9 @@
 namespace reduce_tune::detail {
 
 /// Values of the enums a call may name (runtime/arguments.h checks them before any entry).
-constexpr int kProblems = 4, kDTypes = 7, kOps = 17;
+constexpr int kProblems = 4, kDTypes = 7, kOps = 18;
 static_assert(int(Problem::segments) + 1 == kProblems && int(DType::f16) + 1 == kDTypes &&
-              int(Op::std_population) + 1 == kOps);
+              int(Op::dot) + 1 == kOps);
 
 /// Where a call's result goes, which is what its configuration must allow: the host (sum, min,
 /// max: any finish), device memory as the element type (reduce_async and every segmented call: no

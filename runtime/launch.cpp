@@ -95,7 +95,7 @@ void Reducer::Impl::run(const Call& c, CUstream stream, const capture::State& ca
         [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, c.dtype, n, zero_on); },
         [&](const Kernel& k, Workspace& ws) {
           prepare(k, p, a.in, n, ws, stream);
-          enqueue(k, p, a.in, n, ws, stream, a.out);
+          enqueue(k, p, a.in, n, ws, stream, a.out, a.in2);
         });
     w.plan = p;
     w.workspace = needs_workspace(p);
@@ -110,7 +110,7 @@ void Reducer::Impl::run(const Call& c, CUstream stream, const capture::State& ca
   }
   // Remembered once it ran: a warm call repeats what just worked. A captured call is not (the
   // warm path never runs on a capturing stream; its pointers may be the capture's).
-  if (warm && !cap.active && !c.user) {
+  if (warm && !cap.active && !c.user && !a.in2) {
     w.key = *warm;
     remember_warm(w);
   }
@@ -149,7 +149,7 @@ bool Reducer::Impl::run_warm(const WarmKey& key, const void* in, void* out, CUst
     // No lease, so no event marks the kernels' end: the reducer's destruction waits for them.
     if (!unleased.load(std::memory_order_relaxed)) unleased.store(true, std::memory_order_relaxed);
     Workspace none; // no memory: the plan's kernels touch none (needs_workspace)
-    if (c.problem == Problem::array) enqueue(k, w->plan, a.in, n, none, stream, a.out);
+    if (c.problem == Problem::array) enqueue(k, w->plan, a.in, n, none, stream, a.out, a.in2);
     else enqueue(k, w->segmented, a, none, stream);
     return true;
   }
@@ -161,7 +161,7 @@ bool Reducer::Impl::run_warm(const WarmKey& key, const void* in, void* out, CUst
         [&](Workspace& ws, CUstream zero_on) { ws.reserve(p, c.dtype, n, zero_on); },
         [&](const Kernel& kk, Workspace& ws) {
           prepare(kk, p, a.in, n, ws, stream);
-          enqueue(kk, p, a.in, n, ws, stream, a.out);
+          enqueue(kk, p, a.in, n, ws, stream, a.out, a.in2);
         });
   } else {
     const SegmentedPlan& p = w->segmented;
@@ -176,12 +176,12 @@ Scalar Reducer::Impl::run_to_host(const Call& c, CUstream stream) {
   const Entry& e = ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result));
   const std::uint64_t n = c.args.shape.length;
   const LaunchPlan p = plan(e.kernel.config, target(c.dtype, c.op), n);
-  const CUdeviceptr in = c.args.in;
+  const CUdeviceptr in = c.args.in, in2 = c.args.in2;
   Borrowed lease(leases, *home, stream);
   return lease.run(stream, [&](Lease& l) {
     l.ws.reserve(p, c.dtype, n, stream);
     prepare(e.kernel, p, in, n, l.ws, stream);
-    enqueue(e.kernel, p, in, n, l.ws, stream);
+    enqueue(e.kernel, p, in, n, l.ws, stream, 0, in2);
     const Scalar r = result(e.kernel, p, l.ws, stream); // synchronises the stream
     l.pending = false;
     return r;

@@ -129,6 +129,7 @@ Choice Reducer::segments_config_for(DType dtype, Op op, const void* d_in, std::u
 void Reducer::reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n, void* h_out,
                           DType out_dtype, CUstream stream) {
   check_problem(dtype, op);
+  check_inputs(op, false);
   const DType result = result_dtype(op, dtype);
   if (result != out_dtype)
     throw InvalidArgument("reduce_tune: a " + std::string(name(dtype)) + " " + std::string(name(op)) +
@@ -159,6 +160,7 @@ void Reducer::reduce_async(DType dtype, Op op, const void* d_in, std::uint64_t n
   const WarmKey key{impl_->serial, n, 0, 0, Problem::array, dtype, op, result};
   if (impl_->run_warm(key, d_in, d_out, stream)) return;
   check_problem(dtype, op);
+  check_inputs(op, false);
   const Result r = result_kind(dtype, op, result);
   const CallScope scope(impl_->ctx);
   const capture::State cap = capture::state(stream); // first: a capture's pointers are its own
@@ -174,6 +176,7 @@ void Reducer::reduce_rows(DType dtype, Op op, const void* d_in, std::uint64_t ro
   const WarmKey key{impl_->serial, rows, cols, row_stride, Problem::rows, dtype, op, dtype};
   if (impl_->run_warm(key, d_in, d_out, stream)) return;
   check_problem(dtype, op);
+  check_inputs(op, false);
   if (rows == 0) return;
   const CallScope scope(impl_->ctx);
   const capture::State cap = capture::state(stream);
@@ -188,6 +191,7 @@ void Reducer::reduce_columns(DType dtype, Op op, const void* d_in, std::uint64_t
   const WarmKey key{impl_->serial, rows, cols, row_stride, Problem::columns, dtype, op, dtype};
   if (impl_->run_warm(key, d_in, d_out, stream)) return;
   check_problem(dtype, op);
+  check_inputs(op, false);
   if (cols == 0) return;
   const CallScope scope(impl_->ctx);
   const capture::State cap = capture::state(stream);
@@ -200,12 +204,89 @@ void Reducer::reduce_segments(DType dtype, Op op, const void* d_in, const std::i
                               std::uint64_t segments, void* d_out, CUstream stream,
                               std::uint64_t elements) {
   check_problem(dtype, op);
+  check_inputs(op, false);
   if (segments == 0) return;
   const CallScope scope(impl_->ctx);
   const capture::State cap = capture::state(stream);
   impl_->run(segments_call(dtype, op, d_in, d_offsets, segments, d_out, elements, impl_->ordinal,
                            cap.active),
              stream, cap);
+}
+
+// ---- dot: two inputs --------------------------------------------------------------------------
+// The one-input calls' paths with the second input checked and added to the Call; no warm path
+// (its key and pointer checks are of one input), so every dot call checks both pointers.
+
+void Reducer::dot_sync(DType dtype, const void* d_x, const void* d_y, std::uint64_t n, void* h_out,
+                       CUstream stream) {
+  check_problem(dtype, Op::dot);
+  const std::size_t es = size_of(dtype);
+  if (n == 0) {
+    const std::uint64_t bits = empty_result(Op::dot, dtype).bits;
+    std::memcpy(h_out, &bits, es);
+    return;
+  }
+  const CallScope scope(impl_->ctx);
+  refuse_capture(capture::state(stream));
+  Call c = array_call(dtype, Op::dot, d_x, n, nullptr, Result::host, impl_->ordinal);
+  add_second_input(c, d_y, impl_->ordinal);
+  const Scalar r = impl_->run_to_host(c, stream);
+  std::memcpy(h_out, &r.bits, es);
+}
+
+void Reducer::dot_async(DType dtype, const void* d_x, const void* d_y, std::uint64_t n,
+                        void* d_out, CUstream stream) {
+  check_problem(dtype, Op::dot);
+  dot_async(dtype, d_x, d_y, n, d_out, dtype, stream);
+}
+
+void Reducer::dot_async(DType dtype, const void* d_x, const void* d_y, std::uint64_t n,
+                        void* d_out, DType result, CUstream stream) {
+  check_problem(dtype, Op::dot);
+  const Result r = result_kind(dtype, Op::dot, result);
+  const CallScope scope(impl_->ctx);
+  const capture::State cap = capture::state(stream);
+  Call c = array_call(dtype, Op::dot, d_x, n, d_out, r, impl_->ordinal, cap.active);
+  add_second_input(c, d_y, impl_->ordinal, cap.active);
+  impl_->run(c, stream, cap);
+}
+
+void Reducer::dot_rows(DType dtype, const void* d_x, const void* d_y, std::uint64_t rows,
+                       std::uint64_t cols, void* d_out, CUstream stream, std::uint64_t row_stride) {
+  check_problem(dtype, Op::dot);
+  if (rows == 0) return;
+  const CallScope scope(impl_->ctx);
+  const capture::State cap = capture::state(stream);
+  Call c = matrix_call(Problem::rows, dtype, Op::dot, d_x, rows, cols, d_out, row_stride,
+                       impl_->ordinal, cap.active);
+  add_second_input(c, d_y, impl_->ordinal, cap.active);
+  impl_->run(c, stream, cap);
+}
+
+void Reducer::dot_columns(DType dtype, const void* d_x, const void* d_y, std::uint64_t rows,
+                          std::uint64_t cols, void* d_out, CUstream stream,
+                          std::uint64_t row_stride) {
+  check_problem(dtype, Op::dot);
+  if (cols == 0) return;
+  const CallScope scope(impl_->ctx);
+  const capture::State cap = capture::state(stream);
+  Call c = matrix_call(Problem::columns, dtype, Op::dot, d_x, rows, cols, d_out, row_stride,
+                       impl_->ordinal, cap.active);
+  add_second_input(c, d_y, impl_->ordinal, cap.active);
+  impl_->run(c, stream, cap);
+}
+
+void Reducer::dot_segments(DType dtype, const void* d_x, const void* d_y,
+                           const std::int64_t* d_offsets, std::uint64_t segments, void* d_out,
+                           CUstream stream, std::uint64_t elements) {
+  check_problem(dtype, Op::dot);
+  if (segments == 0) return;
+  const CallScope scope(impl_->ctx);
+  const capture::State cap = capture::state(stream);
+  Call c = segments_call(dtype, Op::dot, d_x, d_offsets, segments, d_out, elements, impl_->ordinal,
+                         cap.active);
+  add_second_input(c, d_y, impl_->ordinal, cap.active);
+  impl_->run(c, stream, cap);
 }
 
 } // namespace reduce_tune

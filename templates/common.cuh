@@ -8,7 +8,7 @@
 // for the others), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
 // RT_ACC_I32 / _U32 / _I64 / _F32 / _F64 (its scalar accumulator's type). Every kernel has the
 // same signature:
-//   rt_reduce(in, work, partials, out, n, counter)
+//   rt_reduce(in, work, partials, out, n, counter)   (ops of two inputs: then in2, below)
 // `work` is a scratch copy of `in` for in-place variants; `partials` holds one value per block (of
 // type A); `out` is the final value; `counter` points at 16 zeroed bytes for the last-block and
 // first-block finishes, which leave them as they need them for the next launch.
@@ -19,17 +19,40 @@
 // RT_WIDE_RESULT, R is A: the result is the float32 accumulator itself, not rounded, so the atomic
 // finishes may add into it.
 
+// Ops of two inputs of one shape (RT_TWO_INPUTS: dot) take the second, `in2`, as every kernel's
+// last parameter; element i of the problem is then in[i] and in2[i]. Templates fetch an element
+// through rt_pair_map(x, y, i): rt_map(x, i) for one input, where y is never compiled (in2 and
+// what is loaded from it exist only with two inputs), rt_map2(x, y, i) for two. Helpers that read
+// elements take the second input's pointer through RT_IN2_DECL / RT_IN2_ARG, which vanish for
+// one input. Vector loads of in2 need it at the same offset from a vector boundary as `in`: where
+// it is not, the vector paths read scalars (the catalogue admits no variant that cannot).
+#if defined(RT_TWO_INPUTS)
+#define RT_IN2_PARAM , const T *__restrict__ in2
+#define RT_IN2_DECL(p) , const T *__restrict__ p
+#define RT_IN2_ARG(p) , (p)
+#define RT_IN2_ONLY(...) __VA_ARGS__
+#define rt_pair_map(x, y, i) rt_map2(x, y, i)
+#define rt_pair_map_unindexed(x, y) rt_map2(x, y, 0)
+#else
+#define RT_IN2_PARAM
+#define RT_IN2_DECL(p)
+#define RT_IN2_ARG(p)
+#define RT_IN2_ONLY(...)
+#define rt_pair_map(x, y, i) rt_map(x, i)
+#define rt_pair_map_unindexed(x, y) rt_map_unindexed(x)
+#endif
+
 // The one signature of every reduction kernel.
 #define RT_REDUCE_PARAMS                                                                          \
   const T *__restrict__ in, T *__restrict__ work, A *__restrict__ partials, R *__restrict__ out, \
-      rt_size n, unsigned *counter
+      rt_size n, unsigned *counter RT_IN2_PARAM
 
 // rt_map(x, i) takes the element's index i within its segment (the array: within it), for ops
 // that read it (RT_MAP_INDEXED). The flat and merge mappings stream elements across segments and
 // do not track it: they map with rt_map_unindexed, which ops that read the index do not define,
 // so such a pair does not compile (the catalogue admits none: those mappings combine atomically,
 // and ops that read the index have no atomic).
-#if !defined(RT_MAP_INDEXED)
+#if !defined(RT_MAP_INDEXED) && !defined(RT_TWO_INPUTS)
 __device__ __forceinline__ A rt_map_unindexed(T x) { return rt_map(x, 0); }
 #endif
 
@@ -285,13 +308,14 @@ __device__ __forceinline__ A rt_warp_tail(A* smem, unsigned tid) {
 // The material's first step: each thread combines RT_UNROLL elements one data block apart
 // (`block` = the block size), starting at its own element of block `blockIdx.x`'s group. Elements
 // past n count as the identity, so a last group shorter than RT_UNROLL blocks is read whole.
-__device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size n, unsigned block) {
+__device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size n,
+                                              unsigned block RT_IN2_DECL(in2)) {
   const rt_size base = rt_size(blockIdx.x) * block * RT_UNROLL + threadIdx.x;
   A v = rt_identity();
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
     const rt_size idx = base + rt_size(k) * block;
-    if (idx < n) v = rt_combine(v, rt_map(in[idx], idx));
+    if (idx < n) v = rt_combine(v, rt_pair_map(in[idx], in2[idx], idx));
   }
   return v;
 }
@@ -300,29 +324,47 @@ __device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size 
 // combined into acc[k]: whole chunks with their RT_UNROLL loads issued before any is used, then this
 // thread's last, partial chunk. The vector kernels' main loop (a grid, or lanes of a segment).
 // `at`: the index of body[0]'s first element in its segment (the head read as scalars before it).
+// `body2_elems`: with two inputs, the second input's element at body[0] (its vectors are read at
+// body's offsets).
 __device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ body, rt_size nvec,
                                                   rt_size first, rt_size spacing, rt_size stride,
-                                                  A (&acc)[RT_UNROLL], rt_size at) {
+                                                  A (&acc)[RT_UNROLL],
+                                                  rt_size at RT_IN2_DECL(body2_elems)) {
+  RT_IN2_ONLY(const rt_vec* __restrict__ body2 = reinterpret_cast<const rt_vec*>(body2_elems);)
   rt_size i = first;
   for (; i + rt_size(RT_UNROLL - 1) * spacing < nvec; i += stride) {
     rt_vec r[RT_UNROLL];
+    RT_IN2_ONLY(rt_vec r2[RT_UNROLL];)
 #pragma unroll
-    for (int k = 0; k < RT_UNROLL; ++k) r[k] = rt_load(body + i + rt_size(k) * spacing);
+    for (int k = 0; k < RT_UNROLL; ++k) {
+      r[k] = rt_load(body + i + rt_size(k) * spacing);
+      RT_IN2_ONLY(r2[k] = rt_load(body2 + i + rt_size(k) * spacing);)
+    }
 #pragma unroll
     for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e)
-        acc[k] = rt_combine(acc[k], rt_map(r[k].x[e], at + (i + rt_size(k) * spacing) * RT_VEC + e));
+        acc[k] = rt_combine(acc[k], rt_pair_map(r[k].x[e], r2[k].x[e],
+                                                at + (i + rt_size(k) * spacing) * RT_VEC + e));
   }
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
     const rt_size j = i + rt_size(k) * spacing;
     if (j < nvec) {
       const rt_vec r = rt_load(body + j);
+      RT_IN2_ONLY(const rt_vec r2 = rt_load(body2 + j);)
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) acc[k] = rt_combine(acc[k], rt_map(r.x[e], at + j * RT_VEC + e));
+      for (int e = 0; e < RT_VEC; ++e)
+        acc[k] = rt_combine(acc[k], rt_pair_map(r.x[e], r2.x[e], at + j * RT_VEC + e));
     }
   }
+}
+
+// Whether p2 (the second input) lies at p's offset from a vector boundary, so that both can be
+// read as vectors from the same element on.
+__device__ __forceinline__ bool rt_same_misalign(const T* p, const T* p2) {
+  return (reinterpret_cast<rt_size>(p) / sizeof(T)) % RT_VEC ==
+         (reinterpret_cast<rt_size>(p2) / sizeof(T)) % RT_VEC;
 }
 
 // ---- block level --------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <set>
@@ -352,4 +353,230 @@ TEST_CASE("ops: argmax, argmin, logsumexp, var and std through the library's cal
   CHECK(idx[0] == segs[0].value.as<std::int64_t>());
   CHECK(idx[1] == -1);
   CHECK(idx[2] == segs[2].value.as<std::int64_t>());
+}
+
+// ---- dot: two inputs ---------------------------------------------------------------------------
+
+namespace {
+
+/// `a` uploaded `offset` elements past a 256-byte aligned allocation's start (the kernels read y at
+/// x's offset from a vector boundary as vectors, elsewhere as scalars).
+struct Placed {
+  cuda::Buffer buffer;
+  CUdeviceptr at = 0;
+  Placed(const HostArray& a, std::uint64_t offset)
+      : buffer(std::max<std::size_t>(a.bytes.size() + (offset + 1) * size_of(a.dtype), 16)) {
+    at = buffer.get() + offset * size_of(a.dtype);
+    RT_CU(cuMemcpyHtoD(at, a.bytes.data(), a.bytes.size()));
+  }
+};
+
+/// Element offsets of x and y: both aligned, both one element past (vectors after a head), and y
+/// at another offset from a vector boundary than x (no vectors).
+constexpr std::uint64_t kPlacements[][2] = {{0, 0}, {1, 1}, {0, 1}};
+
+} // namespace
+
+TEST_CASE("dot: the array problem matches the CPU, every variant and finish, any alignment",
+          "[gpu][ops][dot]") {
+  Gpu& g = gpu();
+  std::size_t checked = 0;
+  for (DType d : kDTypes) {
+    const Target t = g.target(d, Op::dot);
+    const std::vector<CompileJob> jobs = jobs_for(t, d, Op::dot, Problem::array);
+    REQUIRE(!jobs.empty());
+    for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
+    Workspace ws;
+    for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(1000), std::uint64_t(4099),
+                            (std::uint64_t(1) << 20) + 3}) {
+      const HostArray x = input_with_zeros(d, n, 500 + n), y = make_input(d, n, 700 + n);
+      const Reference ref = reference(x, y, Op::dot);
+      for (const auto& at : kPlacements) {
+        if (n > 5000 && at[0] != at[1]) continue; // the scalar fallback: the smaller sizes
+        const Placed px(x, at[0]), py(y, at[1]);
+        for (const CompileJob& j : jobs) {
+          const Kernel k = g.loader.load(j.config, d, Op::dot);
+          const LaunchPlan p = plan(j.config, t, n);
+          ws.reserve(p, d, n);
+          RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, g.stream.get()));
+          const Scalar got = reduce_once(k, p, px.at, n, ws, g.stream.get(), py.at);
+          REQUIRE(got.dtype == d);
+          const Check c = check(ref, got, Op::dot, summation_depth(j.config, t, n));
+          INFO(key(j.config) << " " << name(d) << " dot n=" << n << " x+" << at[0] << " y+"
+                             << at[1] << ": got " << c.observed << ", expected " << c.expected
+                             << " (error " << c.error << ", bound " << c.bound << ")");
+          CHECK(c.ok);
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("dot: rows, columns and segments match the CPU, every mapping, any alignment",
+          "[gpu][ops][dot][segmented]") {
+  Gpu& g = gpu();
+  struct Case {
+    Problem p;
+    Shape shape;
+    std::uint64_t stride;
+  };
+  const Case cases[] = {
+      {Problem::rows, {1000, 1}, 1},       {Problem::rows, {333, 77}, 80},
+      {Problem::rows, {3, 70001}, 70003},  {Problem::columns, {1, 5000}, 1},
+      {Problem::columns, {3001, 7}, 3005}, {Problem::columns, {36, 10003}, 36},
+      {Problem::segments, {1, 0}, 0},      {Problem::segments, {3000, 0}, 0},
+  };
+  const CUstream s = g.stream.get();
+  std::size_t checked = 0;
+  for (DType d : kDTypes) {
+    const std::size_t rs = size_of(d);
+    for (const Case& cs : cases) {
+      Target t = g.target(d, Op::dot);
+      t.problem = cs.p;
+      const std::vector<CompileJob> jobs = jobs_for(t, d, Op::dot, cs.p);
+      REQUIRE(!jobs.empty());
+      for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
+      Segmentation seg;
+      seg.problem = cs.p;
+      seg.shape = cs.shape;
+      seg.stride = cs.stride;
+      cuda::Buffer offsets(16);
+      if (cs.p == Problem::segments) {
+        const std::uint64_t total = cs.shape.count * 200 + 11;
+        seg.offsets = skewed_offsets(cs.shape.count, total, 43 + cs.shape.count);
+        seg.shape.length = total / cs.shape.count;
+        offsets = cuda::Buffer(seg.offsets.size() * 8);
+        RT_CU(cuMemcpyHtoD(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8));
+      }
+      const HostArray x = input_with_zeros(d, seg.input_elements(), 19 + cs.shape.count);
+      const HostArray y = make_input(d, seg.input_elements(), 23 + cs.shape.count);
+      const std::vector<Reference> refs = segmented_reference(x, y, seg, Op::dot);
+      cuda::Buffer out(std::max<std::size_t>(seg.shape.count * rs, 16));
+      HostArray got;
+      got.dtype = d;
+      got.n = seg.shape.count;
+      got.bytes.resize(seg.shape.count * rs);
+      Workspace ws;
+      for (const auto& at : kPlacements) {
+        const Placed px(x, at[0]), py(y, at[1]);
+        for (const CompileJob& j : jobs) {
+          const Kernel k = g.loader.load(j.config, d, Op::dot);
+          const SegmentedPlan p = segmented_plan(j.config, t, seg.shape);
+          ws.reserve(p);
+          RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
+          SegmentedArgs a = testing::segmented_args(seg, px.at, offsets.get(), out.get());
+          a.in2 = py.at;
+          const Check c =
+              testing::launch_checked(k, j.config, t, seg, p, a, ws, got, refs, Op::dot, s);
+          INFO(key(j.config) << " " << name(d) << " dot " << name(cs.p) << " " << seg.shape.count
+                             << " x " << seg.shape.length << " x+" << at[0] << " y+" << at[1]
+                             << ": got " << c.observed << ", expected " << c.expected << " (error "
+                             << c.error << ", bound " << c.bound << ")");
+          CHECK(c.ok);
+          checked += seg.shape.count;
+        }
+      }
+    }
+  }
+  CHECK(checked > 0);
+}
+
+TEST_CASE("dot: the library's calls", "[gpu][ops][dot]") {
+  const testing::TempDir dir;
+  Options o;
+  o.store_path = (dir.path / "absent.db").string(); // the shipped tuning, else the defaults
+  Reducer r(0, o);
+  const testing::GpuContext& g = gpu();
+  const CUstream s = nullptr;
+
+  const std::uint64_t n = 100003;
+  const HostArray xi = make_input(DType::i32, n, 8), yi = make_input(DType::i32, n, 9);
+  const cuda::Buffer d_xi = upload(xi), d_yi = upload(yi);
+  const auto* pxi = reinterpret_cast<const std::int32_t*>(d_xi.get());
+  const auto* pyi = reinterpret_cast<const std::int32_t*>(d_yi.get());
+  CHECK(r.dot(pxi, pyi, n) == reference(xi, yi, Op::dot).value.as<std::int32_t>());
+  CHECK(r.dot(pxi, pyi, 0) == 0);
+  // dot through the calls of one input, and those calls' ops through the dot calls: refused.
+  CHECK_THROWS_AS(r.reduce(Op::dot, pxi, n), InvalidArgument);
+  cuda::Buffer out(4096 * 8);
+  void* d_out = reinterpret_cast<void*>(out.get());
+  CHECK_THROWS_AS(r.reduce_async(DType::i32, Op::dot, pxi, n, d_out), InvalidArgument);
+  CHECK_THROWS_AS(r.reduce_rows(DType::i32, Op::dot, pxi, 10, 10, d_out), InvalidArgument);
+  CHECK_THROWS_AS(r.dot(pxi, static_cast<const std::int32_t*>(nullptr), n), InvalidArgument);
+
+  // float32, one element past an aligned start for y only (no common vector boundary).
+  const HostArray xf = make_input(DType::f32, n, 10), yf = make_input(DType::f32, n, 11);
+  const Placed pxf(xf, 0), pyf(yf, 1);
+  const auto* fx = reinterpret_cast<const float*>(pxf.at);
+  const auto* fy = reinterpret_cast<const float*>(pyf.at);
+  const Reference rf = reference(xf, yf, Op::dot);
+  {
+    const float got = r.dot(fx, fy, n);
+    const Choice c = r.config_for(DType::f32, Op::dot, n);
+    const Check k = check(rf, Scalar::of(got), Op::dot,
+                          summation_depth(c.config, g.target(DType::f32, Op::dot), n));
+    INFO(key(c.config) << ": got " << k.observed << ", expected " << k.expected);
+    CHECK(k.ok);
+  }
+  r.dot_async(fx, fy, n, reinterpret_cast<float*>(out.get()), s);
+  RT_CU(cuCtxSynchronize());
+  float async_got = 0;
+  RT_CU(cuMemcpyDtoH(&async_got, out.get(), 4));
+  CHECK(std::fabs(async_got - rf.exact) <= 1e-4 * rf.abs_sum);
+
+  // bf16 with its float32 accumulator as the result.
+  const HostArray xb = make_input(DType::bf16, n, 12), yb = make_input(DType::bf16, n, 13);
+  const cuda::Buffer d_xb = upload(xb), d_yb = upload(yb);
+  r.dot_async(DType::bf16, reinterpret_cast<const void*>(d_xb.get()),
+              reinterpret_cast<const void*>(d_yb.get()), n, d_out, DType::f32, s);
+  RT_CU(cuCtxSynchronize());
+  float wide = 0;
+  RT_CU(cuMemcpyDtoH(&wide, out.get(), 4));
+  const Reference rb = reference(xb, yb, Op::dot);
+  Target wide_target = g.target(DType::bf16, Op::dot);
+  wide_target.wide_result = true;
+  const Choice cb = r.async_config_for(DType::bf16, Op::dot, n, DType::f32);
+  CHECK(check(rb, Scalar::of(wide), Op::dot, summation_depth(cb.config, wide_target, n)).ok);
+
+  // Rows, columns and segments of the int32 inputs: exact.
+  auto segmented = [&](const Segmentation& seg, const std::function<void()>& call) {
+    RT_CU(cuMemsetD8Async(out.get(), 0xA5, seg.shape.count * 4, nullptr));
+    call();
+    RT_CU(cuCtxSynchronize());
+    HostArray got;
+    got.dtype = DType::i32;
+    got.n = seg.shape.count;
+    got.bytes.resize(seg.shape.count * 4);
+    RT_CU(cuMemcpyDtoH(got.bytes.data(), out.get(), got.bytes.size()));
+    const Check c = check_segmented(segmented_reference(xi, yi, seg, Op::dot), got, seg, Op::dot,
+                                    [](std::uint64_t) { return std::uint64_t(0); });
+    INFO(name(seg.problem) << ": " << c.expected << ", got " << c.observed);
+    CHECK(c.ok);
+  };
+  Segmentation rows;
+  rows.problem = Problem::rows;
+  rows.shape = {1000, 90};
+  rows.stride = 100;
+  auto* iout = reinterpret_cast<std::int32_t*>(d_out);
+  segmented(rows, [&] { r.dot_rows(pxi, pyi, 1000, 90, iout, s, 100); });
+  Segmentation ones = rows; // one element a row: a product each, not a copy
+  ones.shape = {1000, 1};
+  ones.stride = 1;
+  segmented(ones, [&] { r.dot_rows(pxi, pyi, 1000, 1, iout, s); });
+  Segmentation cols;
+  cols.problem = Problem::columns;
+  cols.shape = {100, 1000};
+  cols.stride = 100;
+  segmented(cols, [&] { r.dot_columns(pxi, pyi, 1000, 100, iout, s); });
+  Segmentation segs;
+  segs.problem = Problem::segments;
+  segs.offsets = skewed_offsets(2000, n, 77);
+  segs.shape = {2000, n / 2000};
+  const cuda::Buffer d_off(segs.offsets.size() * 8);
+  RT_CU(cuMemcpyHtoD(d_off.get(), segs.offsets.data(), segs.offsets.size() * 8));
+  segmented(segs, [&] {
+    r.dot_segments(pxi, pyi, reinterpret_cast<const std::int64_t*>(d_off.get()), 2000, iout, s, n);
+  });
 }

@@ -655,3 +655,31 @@ TEST_CASE("lookup: the embedded shipped tuning is the repository's file, current
     CHECK_FALSE(r.bests(d.uuid).empty());
   }
 }
+
+TEST_CASE("lookup: dot is stored as \"dot\"; without its own rows it takes another op's it can run",
+          "[lookup][dot]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  // float32 sums of offsets segments: the merge mapping fastest, which reads one input only.
+  const std::string merge = "segments_merge.b128.u8.g4.atomic",
+                    flat = "segments_flat.b128.u4.v4.g16.atomic";
+  const Shape at{1u << 16, 256};
+  add(s, A.uuid, {seg(merge, at, 30.0), seg(flat, at, 40.0)});
+  Requirements req;
+  req.device_result = true;
+  Choice c = lookup(s, A, DType::f32, Op::dot, Problem::segments, at, req);
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == flat);
+  CHECK(c.note == "tuned for float32 sum"); // merge passed over: another op's rows, not reported
+  CHECK(key_of(lookup(s, A, DType::f32, Op::sum, Problem::segments, at, req)) == merge);
+  // Its own rows, written and read back under the op's name, come first.
+  db::Measurement own = seg("segments_group.b256.w8.u2.v4.direct", at, 50.0);
+  own.op = Op::dot;
+  add(s, A.uuid, {own});
+  c = lookup(s, A, DType::f32, Op::dot, Problem::segments, at, req);
+  CHECK(c.match == Match::exact);
+  CHECK(key_of(c) == own.key);
+  const auto stored = s.measurements(A.uuid, {DType::f32, Op::dot, Problem::segments, at});
+  REQUIRE(stored.size() == 1);
+  CHECK(stored[0].op == Op::dot);
+}

@@ -53,7 +53,7 @@ TEST_CASE("ops: stable names, parsed back; the enum's values never move", "[ops]
   const char* names[] = {"sum",    "min",       "max",           "mean",   "sumsq",
                          "norm1",  "norm2",     "count_nonzero", "any",    "all",
                          "argmax", "argmin",    "logsumexp",     "var",    "std",
-                         "var_population", "std_population"};
+                         "var_population", "std_population", "dot"};
   REQUIRE(op_descriptions().size() == std::size(names));
   for (std::size_t i = 0; i < std::size(names); ++i) {
     const Op op = static_cast<Op>(i);

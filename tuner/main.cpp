@@ -125,7 +125,8 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("dtypes", po::value(&dtypes)->default_value(dtypes), "int32,uint32,int64,float32,float64,bfloat16,float16")
     ("ops", po::value(&ops)->default_value(ops),
      "sum,min,max,mean,sumsq,norm1,norm2,count_nonzero,any,all,argmax,argmin,logsumexp,var,std,"
-     "var_population,std_population (norm1, norm2, logsumexp: float dtypes)")
+     "var_population,std_population,dot (norm1, norm2, logsumexp: float dtypes; dot: a second "
+     "random input)")
     ("sizes", po::value(&sizes), "sizes, e.g. 2^20,16M,3*2^22+5 (default 2^10,2^12,...,2^28)")
     ("problem", po::value(&problem)->default_value(problem),
      "array (one result), rows, columns (one per row/column of a matrix) or segments (offsets)")

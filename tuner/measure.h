@@ -4,6 +4,7 @@
 
 #include "db/store.h"
 #include "kernels/driver.h"
+#include "kernels/ops.h"
 #include "tuner/reference.h"
 #include "tuner/sweep.h"
 #include "tuner/sweep_search.h"
@@ -52,6 +53,15 @@ inline void record_times(const std::vector<float>& kernel_ms, double host_us, do
   m.gbps = bytes / (m.median_us * 1e-6) / 1e9;
   m.pct_peak = 100 * m.gbps / peak_gbps;
 }
+
+/// Whether any of `ops` reads two inputs (dot): the sweeps then make a second one.
+template <typename Ops> bool two_input_ops(const Ops& ops) {
+  return std::any_of(ops.begin(), ops.end(), [](Op op) { return describe(op).traits.two_inputs; });
+}
+/// The seed of the second input from the first's: other values, the same spikes (make_input).
+inline std::uint64_t second_input_seed(std::uint64_t seed) { return seed ^ 0x5bd1e9955bd1e995ull; }
+/// How many inputs of the problem's size `op` reads (the bytes a measurement's rate counts).
+inline double inputs_of(Op op) { return describe(op).traits.two_inputs ? 2 : 1; }
 
 /// Throws unless device memory `d_in` still holds `data`, the input a sweep reduced: no
 /// configuration may modify the caller's input. `what` names the problem in the message.

@@ -1,6 +1,8 @@
 // reduce-tune: test data and the CPU reference.
 #include "tuner/reference.h"
 
+#include "kernels/ops.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 
@@ -118,6 +121,18 @@ template <typename T> struct RefAcc {
       }
     }
   }
+  // dot: the product x * y as the mapped value.
+  void add2(T x, T y) {
+    ++n;
+    if constexpr (is_float_like_v<T>) {
+      const double m = double(widen(x)) * double(widen(y));
+      sum += m;
+      abs += std::fabs(m);
+    } else {
+      using U = std::make_unsigned_t<A>;
+      acc = A(U(acc) + U(widen(x)) * U(widen(y))); // wraps as the kernels' unsigned arithmetic
+    }
+  }
   void merge(const RefAcc& o) {
     if (arg_op(op) && o.best_i >= 0) take_arg(o.best, o.best_i + std::int64_t(n)); // o follows
     if (op == Op::logsumexp) take_lse(o.lm, o.ls);
@@ -177,13 +192,17 @@ template <typename T> struct RefAcc {
   }
 };
 
-// Reduces [0, n) in parallel chunks.
-template <typename T> Reference reduce_host(const T* x, std::uint64_t n, Op op) {
+// Reduces [0, n) in parallel chunks; `y`: the second input of an op of two (else null).
+template <typename T>
+Reference reduce_host(const T* x, std::uint64_t n, Op op, const T* y = nullptr) {
   const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
   std::vector<RefAcc<T>> part(slots, RefAcc<T>(op));
   parallel_chunks(n, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
     RefAcc<T> acc(op);
-    for (std::uint64_t i = lo; i < hi; ++i) acc.add(x[i]);
+    if (y)
+      for (std::uint64_t i = lo; i < hi; ++i) acc.add2(x[i], y[i]);
+    else
+      for (std::uint64_t i = lo; i < hi; ++i) acc.add(x[i]);
     part[t] = acc;
   });
   RefAcc<T> acc(op);
@@ -232,28 +251,59 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed) {
   return a;
 }
 
+namespace {
+
+// Whether the inputs fit the op: two of one dtype and length for an op of two, else one.
+void check_inputs(const HostArray& x, const HostArray* y, Op op) {
+  if (describe(op).traits.two_inputs != (y != nullptr))
+    throw std::invalid_argument("reference: " + std::string(name(op)) + " reads " +
+                                (y ? "one input" : "two inputs"));
+  if (y && (y->dtype != x.dtype || y->n != x.n))
+    throw std::invalid_argument("reference: the two inputs differ in dtype or length");
+}
+
+} // namespace
+
 Reference reference(const HostArray& a, Op op) {
+  check_inputs(a, nullptr, op);
   return visit(a.dtype, [&](auto t) { return reduce_host(a.data<decltype(t)>(), a.n, op); });
+}
+
+Reference reference(const HostArray& x, const HostArray& y, Op op) {
+  check_inputs(x, &y, op);
+  return visit(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    return reduce_host(x.data<T>(), x.n, op, y.data<T>());
+  });
 }
 
 namespace {
 
-// Reduces x[0], x[step], ... (len elements) as reduce_host does, on the calling thread.
-template <typename T> Reference reduce_strided(const T* x, std::uint64_t len, std::uint64_t step, Op op) {
+// Reduces x[0], x[step], ... (len elements) as reduce_host does, on the calling thread; `y` (an
+// op of two inputs) is read where x is.
+template <typename T>
+Reference reduce_strided(const T* x, std::uint64_t len, std::uint64_t step, Op op, const T* y) {
   RefAcc<T> acc(op);
-  for (std::uint64_t i = 0; i < len; ++i) acc.add(x[i * step]);
+  for (std::uint64_t i = 0; i < len; ++i) {
+    if (y) acc.add2(x[i * step], y[i * step]);
+    else acc.add(x[i * step]);
+  }
   return acc.finish();
 }
 
 // Columns: each thread takes a range of columns and walks the rows, so reads stay row-major.
 template <typename T>
-void reduce_columns_host(const T* x, const Segmentation& s, Op op, std::vector<Reference>& out) {
+void reduce_columns_host(const T* x, const T* y, const Segmentation& s, Op op,
+                         std::vector<Reference>& out) {
   const std::uint64_t cols = s.shape.count, rows = s.shape.length;
   parallel_chunks(cols, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
     std::vector<RefAcc<T>> acc(hi - lo, RefAcc<T>(op));
     for (std::uint64_t r = 0; r < rows; ++r) {
       const T* row = x + r * s.stride;
-      for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add(row[c]);
+      if (y)
+        for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add2(row[c], y[r * s.stride + c]);
+      else
+        for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add(row[c]);
     }
     for (std::uint64_t c = lo; c < hi; ++c) out[c] = acc[c - lo].finish();
   });
@@ -281,24 +331,38 @@ std::uint64_t Segmentation::length(std::uint64_t i) const {
   return e > b ? std::uint64_t(e - b) : 0;
 }
 
-std::vector<Reference> segmented_reference(const HostArray& a, const Segmentation& s, Op op) {
+namespace {
+
+std::vector<Reference> segmented_host(const HostArray& a, const HostArray* b, const Segmentation& s,
+                                      Op op) {
   std::vector<Reference> out(s.shape.count);
   visit(a.dtype, [&](auto t) {
     using T = decltype(t);
     const T* x = a.data<T>();
-    if (s.problem == Problem::columns) return reduce_columns_host(x, s, op, out);
+    const T* y = b ? b->data<T>() : nullptr;
+    if (s.problem == Problem::columns) return reduce_columns_host(x, y, s, op, out);
     parallel_chunks(s.shape.count, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
       for (std::uint64_t i = lo; i < hi; ++i) {
-        if (s.problem == Problem::segments) {
-          const std::int64_t b = s.offsets[i], e = s.offsets[i + 1];
-          out[i] = reduce_strided(x + b, e > b ? std::uint64_t(e - b) : 0, 1, op);
-        } else {
-          out[i] = reduce_strided(x + i * s.stride, s.shape.length, 1, op);
-        }
+        const std::uint64_t at =
+            s.problem == Problem::segments ? std::uint64_t(s.offsets[i]) : i * s.stride;
+        out[i] = reduce_strided(x + at, s.length(i), 1, op, y ? y + at : nullptr);
       }
     });
   });
   return out;
+}
+
+} // namespace
+
+std::vector<Reference> segmented_reference(const HostArray& a, const Segmentation& s, Op op) {
+  check_inputs(a, nullptr, op);
+  return segmented_host(a, nullptr, s, op);
+}
+
+std::vector<Reference> segmented_reference(const HostArray& x, const HostArray& y,
+                                           const Segmentation& s, Op op) {
+  check_inputs(x, &y, op);
+  return segmented_host(x, &y, s, op);
 }
 
 std::uint64_t longest_segment(const std::vector<std::int64_t>& offsets) {
@@ -366,6 +430,7 @@ std::uint64_t squares_depth(DType d, std::uint64_t depth, const Reference& ref) 
 double op_bound(Op op, DType d, std::uint64_t depth, const Reference& ref) {
   switch (op) {
   case Op::sumsq: // each square is rounded once more in the accumulator
+  case Op::dot:   // each product likewise (or not at all, fused into the add)
     return float_bound(d, squares_depth(d, depth, ref), ref.abs_sum, ref.exact);
   case Op::mean: // the sum's bound over the count, plus integers' conversion and the division
     return float_bound(d, depth + 2, ref.abs_sum / std::max(1.0, ref.count), ref.exact);

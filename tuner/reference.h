@@ -36,6 +36,12 @@ struct Reference {
   double count = 0;    ///< elements reduced
 };
 Reference reference(const HostArray& a, Op op);
+/// The reference of an op of two inputs (dot: the sum of x[i] * y[i]) over x and y of one dtype
+/// and length: float products in double (exact for float32, bf16 and f16; float64's rounded once),
+/// summed in double; integers wrap as the kernels' unsigned products and sums. `exact` is that
+/// double sum, `abs_sum` the sum of |x[i] y[i]|. The one-input reference throws for dot, this one
+/// for the other ops (std::invalid_argument).
+Reference reference(const HostArray& x, const HostArray& y, Op op);
 
 /// Which elements of an input each result of a segmented problem reduces (see Shape).
 struct Segmentation {
@@ -50,6 +56,9 @@ struct Segmentation {
 };
 /// One Reference per result (rows, columns or segments of `a`), computed in parallel.
 std::vector<Reference> segmented_reference(const HostArray& a, const Segmentation& s, Op op);
+/// The same for an op of two inputs: y is read where x is.
+std::vector<Reference> segmented_reference(const HostArray& x, const HostArray& y,
+                                           const Segmentation& s, Op op);
 /// Offsets of `segments` segments that together hold `total` elements, from `seed`: Pareto
 /// lengths (shape 1.2), so most are shorter than the mean (empty ones too) and a few are hundreds
 /// of times longer; the last offset is `total`.
@@ -82,7 +91,9 @@ struct Check {
 /// (the rescaled sum's relative error: an exp, a product and a sum per level) + 2 u |log S| + u
 /// |result|. var: gamma(4 depth + 4) sum x^2 / max(n - correction, 1) + u |var| (Chan, Golub and
 /// LeVeque: pairwise merging errs by about depth u kappa M2 <= depth u sum x^2); std: the square
-/// root's spread over that interval plus u |std|. bf16 and f16 add their one rounding.
+/// root's spread over that interval plus u |std|. bf16 and f16 add their one rounding. dot: as
+/// sumsq, a sum of the products with depth + 1 (each product rounds once, or not where fused
+/// into the add; float64 with the order-free gamma(n) where larger); integer dot: exact.
 Check check(const Reference& ref, Scalar got, Op op, std::uint64_t depth);
 double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact);
 /// Checks every result of a segmented reduction (`got` holds s.shape.count of them) against its

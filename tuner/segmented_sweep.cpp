@@ -162,7 +162,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         if (p.dtype == d && p.shape == shape) of_dtype += search.limit(p, candidates);
       std::size_t free_b = 0, total_b = 0;
       RT_CU(cuMemGetInfo(&free_b, &total_b));
-      const double need = bytes + double(shape.count) * double(es) + (64 << 20);
+      const bool two = two_input_ops(o.ops);
+      const double need = bytes * (two ? 2 : 1) + double(shape.count) * double(es) + (64 << 20);
       if (need > double(free_b)) {
         res.skipped.push_back({"*", std::string(name(d)), "*", shape.elements(),
                                "needs " + std::to_string(std::uint64_t(need) >> 20) + " MiB of GPU memory, " +
@@ -180,6 +181,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       const HostArray data = make_input(d, elements, seed);
       cuda::Buffer d_in(std::max<std::size_t>(elements * es, 16));
       RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), elements * es));
+      // The second input of the ops of two (dot): other random data in the same layout.
+      const HostArray data2 = two ? make_input(d, elements, second_input_seed(seed)) : HostArray{};
+      cuda::Buffer d_in2(two ? std::max<std::size_t>(elements * es, 16) : 0);
+      if (two) RT_CU(cuMemcpyHtoD(d_in2.get(), data2.bytes.data(), elements * es));
       // Results of up to 8 bytes each: the ops' result dtypes differ (kernels/ops.h).
       cuda::Buffer d_out(std::max<std::size_t>(shape.count * 8, 16));
       HostArray got;
@@ -199,7 +204,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         got.dtype = result_dtype(op, d);
         const std::size_t rs = size_of(got.dtype);
         const auto t_ref = Clock::now();
-        const std::vector<Reference> refs = segmented_reference(data, sd.seg, op);
+        const bool op_two = describe(op).traits.two_inputs;
+        args.in2 = op_two ? d_in2.get() : 0;
+        const std::vector<Reference> refs = op_two ? segmented_reference(data, data2, sd.seg, op)
+                                                   : segmented_reference(data, sd.seg, op);
         res.times.data_s += std::chrono::duration<double>(Clock::now() - t_ref).count();
         Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe, o.problem};
         // Points this run already holds (a restarted worker), or any run (--resume), are done; their
@@ -317,7 +325,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
               }
             }
             res.times.timing_s += std::chrono::duration<double>(Clock::now() - t_time).count();
-            record_times(ms, 0, bytes, info.peak_gbps(), m);
+            record_times(ms, 0, bytes * inputs_of(op), info.peak_gbps(), m);
             best_us = std::min(best_us, m.median_us);
             twins.measured(j.config, m.median_us);
           } catch (const CompileError& e) {
@@ -353,6 +361,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       check_input_unchanged(d_in.get(), data,
                             std::string(name(d)) + " " + std::to_string(shape.count) + " x " +
                                 std::to_string(shape.length));
+      if (two)
+        check_input_unchanged(d_in2.get(), data2,
+                              std::string(name(d)) + " " + std::to_string(shape.count) + " x " +
+                                  std::to_string(shape.length) + " (y)");
     }
   }
 }

@@ -304,7 +304,8 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
       });
       std::size_t free_b = 0, total_b = 0;
       RT_CU(cuMemGetInfo(&free_b, &total_b));
-      const double need = double(n) * es * (any_in_place ? 2 : 1) + (64 << 20);
+      const bool two = two_input_ops(o.ops);
+      const double need = double(n) * es * ((any_in_place ? 2 : 1) + (two ? 1 : 0)) + (64 << 20);
       if (need > double(free_b)) {
         res.skipped.push_back({"*", std::string(name(d)), "*", n,
                                "needs " + std::to_string(std::uint64_t(need) >> 20) +
@@ -322,10 +323,16 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
       const HostArray data = make_input(d, n, seed);
       cuda::Buffer d_in(n * es);
       RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), n * es));
+      // The second input of the ops of two (dot): other random data of the same kind.
+      const HostArray data2 = two ? make_input(d, n, second_input_seed(seed)) : HostArray{};
+      cuda::Buffer d_in2(two ? n * es : 0);
+      if (two) RT_CU(cuMemcpyHtoD(d_in2.get(), data2.bytes.data(), n * es));
       res.times.data_s += seconds_since(t_data);
 
       for (Op op : o.ops) {
-        const Reference ref = reference(data, op);
+        const bool op_two = describe(op).traits.two_inputs;
+        const Reference ref = op_two ? reference(data, data2, op) : reference(data, op);
+        const CUdeviceptr in2 = op_two ? d_in2.get() : 0;
         const Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe};
         // Points this run already holds (a restarted worker), or any run (--resume), are done.
         std::set<std::string> stored;
@@ -392,7 +399,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
               prepare(kernel, p, d_in.get(), n, ws, s);
               if (!o.hot) RT_CU(cuMemsetD32Async(flush.get(), unsigned(r), flush_bytes / 4, s));
               ev_start[r].record(s);
-              enqueue(kernel, p, d_in.get(), n, ws, s);
+              enqueue(kernel, p, d_in.get(), n, ws, s, 0, in2);
               ev_stop[r].record(s);
             };
             // The result of repetition r; the host finish's own time (after the kernel) in host_us.
@@ -443,7 +450,8 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             }
             res.times.timing_s += seconds_since(t_time);
             m.host_us = host_us.empty() ? 0 : median(host_us);
-            record_times(kernel_ms, m.host_us, double(n) * double(es), info.peak_gbps(), m);
+            record_times(kernel_ms, m.host_us, double(n) * double(es) * inputs_of(op),
+                         info.peak_gbps(), m);
             best_us = std::min(best_us, m.median_us);
           } catch (const CompileError& e) {
             // Only where compiling lazily: the compile pass reports the others before measuring.
@@ -476,6 +484,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         if (res.interrupted) break;
       }
       check_input_unchanged(d_in.get(), data, std::string(name(d)) + " n=" + format_size(n));
+      if (two)
+        check_input_unchanged(d_in2.get(), data2,
+                              std::string(name(d)) + " n=" + format_size(n) + " (y)");
     }
   }
   if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");

@@ -26,10 +26,12 @@ enum class DType { i32, u32, i64, f32, f64, bf16, f16, u8 };
 /// segment gives -1). logsumexp (floats): log(sum(exp(x))) in one pass. var, std: the variance
 /// and standard deviation with torch's default correction 1 (sum of squared deviations over
 /// n - 1); var_population, std_population: with correction 0 (over n). Integers give float64.
+/// dot: the sum of x[i] * y[i] over two inputs of one shape and dtype (integers wrap; the
+/// Reducer's dot calls, not reduce_async, which reads one input).
 /// Floats of bf16 and f16 accumulate in float32. The values are stable (appended only).
 enum class Op {
   sum, min, max, mean, sumsq, norm1, norm2, count_nonzero, any, all,
-  argmax, argmin, logsumexp, var, std_, var_population, std_population
+  argmax, argmin, logsumexp, var, std_, var_population, std_population, dot
 };
 /// How a block finishes its last 32 partials.
 enum class Tail {

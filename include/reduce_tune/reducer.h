@@ -413,6 +413,61 @@ public:
   /// how good a match it is; loads nothing. Throws ReductionError where no variant serves it.
   Choice config_for(const Reduction& r, DType dtype, Problem problem, Shape shape) const;
 
+  // ---- dot: the sum of x[i] * y[i] over two inputs of one shape -------------------------------
+  // Op::dot, through these calls only (the calls above read one input and throw InvalidArgument
+  // for it). x and y have one dtype and one shape: the same n, or the same rows, cols and
+  // row_stride, or the same offsets (both inputs are read at [d_offsets[s], d_offsets[s+1])).
+  // The result has the element type: integers wrap (the products and the sum), bf16 and f16
+  // multiply and accumulate in float32 and round once, as sum does; n = 0 (and an empty row,
+  // column or segment) gives 0. The asynchronous calls follow reduce_async's and the segmented
+  // calls' rules (CUDA graphs included); an input whose address is not at the other's offset from
+  // a 16-byte boundary is read without vector loads (slower, the same result).
+
+  /// Synchronous: the dot product of n elements at `d_x` and `d_y`, as sum() waits for its result.
+  template <typename T>
+  T dot(const T* d_x, const T* d_y, std::uint64_t n, CUstream stream = nullptr) {
+    T out;
+    dot_sync(dtype_of<T>(), d_x, d_y, n, &out, stream);
+    return out;
+  }
+  /// Asynchronous: one element of `dtype` (or, for bf16 and f16, of `result` = DType::f32: the
+  /// float32 accumulator, as reduce_async) at `d_out`.
+  void dot_async(DType dtype, const void* d_x, const void* d_y, std::uint64_t n, void* d_out,
+                 CUstream stream = nullptr);
+  void dot_async(DType dtype, const void* d_x, const void* d_y, std::uint64_t n, void* d_out,
+                 DType result, CUstream stream = nullptr);
+  /// One dot product per row, per column or per offsets segment (as reduce_rows, reduce_columns
+  /// and reduce_segments, with y read where x is).
+  void dot_rows(DType dtype, const void* d_x, const void* d_y, std::uint64_t rows,
+                std::uint64_t cols, void* d_out, CUstream stream = nullptr,
+                std::uint64_t row_stride = 0);
+  void dot_columns(DType dtype, const void* d_x, const void* d_y, std::uint64_t rows,
+                   std::uint64_t cols, void* d_out, CUstream stream = nullptr,
+                   std::uint64_t row_stride = 0);
+  void dot_segments(DType dtype, const void* d_x, const void* d_y, const std::int64_t* d_offsets,
+                    std::uint64_t segments, void* d_out, CUstream stream = nullptr,
+                    std::uint64_t elements = 0);
+  template <typename T>
+  void dot_async(const T* d_x, const T* d_y, std::uint64_t n, T* d_out, CUstream stream = nullptr) {
+    dot_async(dtype_of<T>(), d_x, d_y, n, d_out, stream);
+  }
+  template <typename T>
+  void dot_rows(const T* d_x, const T* d_y, std::uint64_t rows, std::uint64_t cols, T* d_out,
+                CUstream stream = nullptr, std::uint64_t row_stride = 0) {
+    dot_rows(dtype_of<T>(), d_x, d_y, rows, cols, d_out, stream, row_stride);
+  }
+  template <typename T>
+  void dot_columns(const T* d_x, const T* d_y, std::uint64_t rows, std::uint64_t cols, T* d_out,
+                   CUstream stream = nullptr, std::uint64_t row_stride = 0) {
+    dot_columns(dtype_of<T>(), d_x, d_y, rows, cols, d_out, stream, row_stride);
+  }
+  template <typename T>
+  void dot_segments(const T* d_x, const T* d_y, const std::int64_t* d_offsets,
+                    std::uint64_t segments, T* d_out, CUstream stream = nullptr,
+                    std::uint64_t elements = 0) {
+    dot_segments(dtype_of<T>(), d_x, d_y, d_offsets, segments, d_out, stream, elements);
+  }
+
   /// The GPU this reducer runs on.
   std::string device_name() const;
 
@@ -426,6 +481,8 @@ private:
   std::unique_ptr<Impl> impl_;
   void reduce_sync(DType dtype, Op op, const void* d_in, std::uint64_t n, void* h_out,
                    DType out_dtype, CUstream stream);
+  void dot_sync(DType dtype, const void* d_x, const void* d_y, std::uint64_t n, void* h_out,
+                CUstream stream);
 };
 
 } // namespace reduce_tune

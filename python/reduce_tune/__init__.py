@@ -21,7 +21,7 @@ the identity (0; for min the largest value, +inf for floats; for max the lowest,
 With PyTorch, each reduction is also a ``torch.library`` custom op (``torch.ops.reduce_tune.sum``,
 ``min``, ``max``, ``mean``, ``sumsq``, ``norm1``, ``norm2``, ``count_nonzero``, ``any``, ``all``,
 ``argmax``, ``argmin``, ``logsumexp``, ``var``, ``std``, ``var_population``, ``std_population``,
-``segment_sum``, ``segment_min``, ``segment_max``) with a fake implementation and a gradient
+``dot``, ``segment_sum``, ``segment_min``, ``segment_max``) with a fake implementation and a gradient
 (none for count_nonzero, any, all, argmax and argmin), registered as soon as torch is imported (reduce_tune never
 imports torch itself):
 
@@ -58,6 +58,7 @@ from . import _ops as _ops_table
 from ._api import StreamLike
 from ._api import config_for as _config_for
 from ._api import devices as _devices
+from ._api import dot as _dot
 from ._api import reduce as _reduce
 from ._api import segment_reduce as _segment_reduce
 from ._arrays import DeviceArray
@@ -77,9 +78,9 @@ _torch_hook.install()
 _ext.set_nvrtc_candidates(_nvrtc.candidates())
 
 __all__ = ["sum", "min", "max", "mean", "sumsq", "norm", "count_nonzero", "any", "all",
-           "argmax", "argmin", "logsumexp", "var", "std", "segment_sum", "segment_min", "segment_max",
-           "config_for", "devices", "gpu_available", "dtypes", "nvrtc_info", "record", "autotune",
-           "DeviceArray", "Reduction", "__version__"]
+           "argmax", "argmin", "logsumexp", "var", "std", "dot", "segment_sum", "segment_min",
+           "segment_max", "config_for", "devices", "gpu_available", "dtypes", "nvrtc_info", "record",
+           "autotune", "DeviceArray", "Reduction", "__version__"]
 
 
 def sum(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001
@@ -257,6 +258,21 @@ def std(x: Any, dim: Optional[int] = None, *, correction: Union[int, float, None
     Gradient (torch) as torch.std's: var's of grad / (2 std), 0 where std is 0."""
     op = _ops_table.moment_op("std", correction)
     return _op(op, _OPS[op], x, dim, keepdim, out, stream)
+
+
+def dot(x: Any, y: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,
+        stream: StreamLike = None, dtype: Any = None) -> Any:
+    """The sum of ``x * y`` over every element (``dim=None``, as torch.dot of two vectors) or
+    along a dimension (``(x * y).sum(dim)``), in one pass that reads each element once. x and y
+    have one dtype, shape and layout (y is read where x is: a strided x needs y strided alike);
+    the result is of their dtype (integers wrap; bfloat16/float16 multiply and accumulate in
+    float32 and round once, or ``dtype=float32`` for the float32 accumulator of a whole array).
+    Other arguments as for :func:`sum`. A torch tensor's is ``torch.ops.reduce_tune.dot(x, y,
+    dim, keepdim)`` where torch must see it, with the gradients ``grad * y`` and ``grad * x``."""
+    t = _torch_hook.ops
+    if t is not None and isinstance(x, t.Tensor):
+        return t.dot(x, y, dim, keepdim, out, stream, dtype)
+    return _dot(x, y, dim, out=out, stream=stream, dtype=dtype, keepdim=keepdim)
 
 
 def record(on: Optional[bool] = None) -> bool:

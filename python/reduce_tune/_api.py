@@ -369,6 +369,58 @@ def reduce(op: str, x: Any, dim: Dim = None, *, out: Any = None, stream: StreamL
     return res
 
 
+def check_pair(x: Tuple[Any, Any, Any], y: Tuple[Any, Any, Any]) -> None:
+    """dot's inputs, as (dtype name, shape, strides): one dtype, shape and layout (the library reads
+    y where it reads x); else TypeError or ValueError."""
+    if x[0] != y[0]:
+        raise TypeError(f"reduce_tune: dot of {x[0]} and {y[0]}: x and y must have one dtype")
+    if tuple(x[1]) != tuple(y[1]):
+        raise ValueError(f"reduce_tune: dot of shapes {tuple(x[1])} and {tuple(y[1])}: x and y must "
+                         "have one shape")
+    def layout(strides: Any, shape: Shape) -> Tuple[int, ...]:  # strides in elements, None: C
+        return tuple(strides) if strides is not None else _c_strides(shape)
+    if layout(x[2], x[1]) != layout(y[2], y[1]) and math.prod(x[1]) > 1:
+        raise ValueError(f"reduce_tune: dot of strides {x[2]} and {y[2]}: x and y must have one "
+                         "layout (make both contiguous)")
+
+
+def dot(x: Any, y: Any, dim: Dim = None, *, out: Any = None, stream: StreamLike = None,
+        dtype: Any = None, keepdim: bool = False) -> Any:
+    """The sum of x * y over everything or along `dim` (see reduce_tune.dot)."""
+    sarg = _stream_arg(stream)
+    a, b = _read(x, "x"), _read(y, "y")
+    plan = rdt = None
+    if a is not None and b is not None:  # checked before the driver is asked anything
+        check_pair((a.dtype.name, a.shape, a.strides), (b.dtype.name, b.shape, b.strides))
+        plan, rdt = _prepare("dot", a, dim, dtype)
+    (a, b), dev, s = _place(sarg, [(x, "x", a), (y, "y", b)])
+    if plan is None:  # a DLPack array, read now
+        check_pair((a.dtype.name, a.shape, a.strides), (b.dtype.name, b.shape, b.strides))
+        plan, rdt = _prepare("dot", a, dim, dtype)
+    shape = keep_shape(a.shape, dim) if keepdim else plan.result_shape
+    res, rptr, rkind = _result(a, shape, out, dev, s, rdt)
+    if plan.count == 0:
+        return res
+    dt = a.dtype.value
+    k = plan.kind
+    if k == "array":
+        _ext.dot(dev, dt, a.ptr, b.ptr, plan.args[0], rptr, s, rdt.value)
+    elif plan.length == 0:  # empty rows or columns: 0 each (sum's identity, as an empty sum's)
+        _arrays.fill(res, rkind, 0, a.dtype, rptr, plan.count, _dtypes.op_value("sum"), dev, s,
+                     rdt.itemsize)
+    elif k == "rows":
+        _ext.dot_rows(dev, dt, a.ptr, b.ptr, *plan.args[:2], rptr, s, plan.args[2])
+    elif k == "columns":
+        _ext.dot_columns(dev, dt, a.ptr, b.ptr, *plan.args[:2], rptr, s, plan.args[2])
+    else:  # "rows+array": one dot product per row, then their sum
+        r, c, rs = plan.args
+        tmp, tptr, keep = _arrays.scratch(a, r, dev, s, a.dtype)
+        _ext.dot_rows(dev, dt, a.ptr, b.ptr, r, c, tptr, s, rs)
+        _ext.reduce(dev, dt, _dtypes.op_value("sum"), tptr, r, rptr, s, rdt.value)
+        del tmp, keep  # freed stream-ordered on s (a DeviceArray after the device is done)
+    return res
+
+
 def _check_segments(a: Array, o: Array) -> None:
     check_segments(o.dtype.name, o.shape, a.contiguous() and o.contiguous())
 

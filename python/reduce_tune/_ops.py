@@ -69,6 +69,8 @@ TABLE: Dict[str, OpInfo] = {o.name: o for o in (
     OpInfo("std", _nan, None, "std"),
     OpInfo("var_population", _nan, None, "var"),
     OpInfo("std_population", _nan, None, "std"),
+    # Of two inputs (reduce_tune.dot, _api.dot): a whole strided matrix as row dot products, summed.
+    OpInfo("dot", _zero, ("dot", "sum"), "dot"),
 ) if o.name in _dtypes.OPS}
 
 #: The correction (torch.var's: the divisor is n - correction) of each moment op of the library.

@@ -4,6 +4,7 @@ dtype, for torch.compile, torch.export and FakeTensorMode) and autograd formulas
 registered, only once torch is (see _torch_hook).
 
     sum(Tensor x, int? dim=None, ScalarType? dtype=None) -> Tensor      (min, max alike)
+    dot(Tensor x, Tensor y, int? dim=None, ScalarType? dtype=None) -> Tensor
     segment_sum(Tensor x, Tensor offsets) -> Tensor                     (segment_min, _max alike)
 
 The public functions send a torch tensor through these ops where torch has to see the call: under
@@ -35,10 +36,13 @@ _dispatch_modes = torch._C._len_torch_dispatch_stack
 _arrays._torch_setup(torch)
 
 OPS = ("sum", "min", "max")
+#: The ops of two inputs: ``reduce_tune::dot(Tensor x, Tensor y, int? dim=None, ScalarType?
+#: dtype=None) -> Tensor``.
+TWO = ("dot",)
 #: The other reductions (mean, sumsq, norm1, norm2, count_nonzero, any, all, argmax, argmin,
 #: logsumexp, var, std, var_population, std_population): each is
 #: ``reduce_tune::<op>(Tensor x, int? dim=None) -> Tensor``, its result of the op's dtype.
-MORE = tuple(op for op in _ops.TABLE if op not in OPS)
+MORE = tuple(op for op in _ops.TABLE if op not in OPS and op not in TWO)
 
 
 def _name(dt: Any) -> str:
@@ -201,6 +205,37 @@ _GRADS: Dict[str, Tuple[Callable[..., Any], Callable[[str], Callable[..., None]]
 }
 
 
+# ---- dot: two inputs ------------------------------------------------------------------------------
+
+def _dot_impl(x: torch.Tensor, y: torch.Tensor, dim: Optional[int] = None,
+              dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _api.dot(x, y, dim, dtype=dtype)
+
+
+def _dot_fake(x: torch.Tensor, y: torch.Tensor, dim: Optional[int] = None,
+              dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    _api.check_pair((_name(x.dtype), x.shape, x.stride()), (_name(y.dtype), y.shape, y.stride()))
+    if y.device != x.device:
+        raise ValueError(f"reduce_tune: y is on {y.device}, x on {x.device}")
+    _ops.check("dot", _arrays.torch_dtype(x, torch, "x", meta=True))
+    return x.new_empty(_api.result_shape(x.shape, dim), dtype=_result_dtype(x, dim, dtype))
+
+
+def _setup_dot(ctx: Any, inputs: Tuple[Any, ...], output: torch.Tensor) -> None:
+    x, y, dim, _ = inputs
+    ctx.d = _api.check_dim(x.dim(), dim)
+    ctx.save_for_backward(x, y)
+
+
+def _dot_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
+    # d/dx sum(x * y) = y, d/dy = x: each scaled by its result's gradient.
+    x, y = ctx.saved_tensors
+    g = _spread(ctx, grad)
+    gx = (g * y).to(x.dtype) if ctx.needs_input_grad[0] else None
+    gy = (g * x).to(y.dtype) if ctx.needs_input_grad[1] else None
+    return gx, gy, None, None
+
+
 # ---- segments -------------------------------------------------------------------------------------
 
 def _segment_impl(op: str) -> Callable[..., torch.Tensor]:
@@ -259,6 +294,7 @@ def _segment_extreme_backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[to
 _REDUCE_SCHEMA = "(Tensor x, int? dim=None, ScalarType? dtype=None) -> Tensor"
 _SEGMENT_SCHEMA = "(Tensor x, Tensor offsets) -> Tensor"
 _OP_SCHEMA = "(Tensor x, int? dim=None) -> Tensor"
+_DOT_SCHEMA = "(Tensor x, Tensor y, int? dim=None, ScalarType? dtype=None) -> Tensor"
 
 for _op in OPS:
     _d = torch.library.custom_op(f"reduce_tune::{_op}", _reduce_impl(_op), mutates_args=(),
@@ -280,9 +316,13 @@ for _op in MORE:
     _g = _ops.TABLE[_op].grad
     if _g is not None:
         _d.register_autograd(_GRADS[_g][0], setup_context=_GRADS[_g][1](_op))
+_d = torch.library.custom_op("reduce_tune::dot", _dot_impl, mutates_args=(), schema=_DOT_SCHEMA)
+_d.register_fake(_dot_fake)
+_d.register_autograd(_dot_backward, setup_context=_setup_dot)
 del _op, _d
 
 _REDUCE = {op: getattr(torch.ops.reduce_tune, op).default for op in OPS + MORE}
+_DOT = torch.ops.reduce_tune.dot.default
 _SEGMENT = {op: getattr(torch.ops.reduce_tune, "segment_" + op).default for op in OPS}
 
 
@@ -307,6 +347,23 @@ def reduce(op: str, x: torch.Tensor, dim: Any, out: Any, stream: Any, dtype: Any
         return _api.reduce(op, x, dim, out=out, stream=stream, dtype=dtype, keepdim=keepdim)
     args = (x, dim, dtype) if op in OPS else (x, dim)
     r = _call(_REDUCE[op], args, x, out, stream)
+    return r.reshape(_api.keep_shape(x.shape, dim)) if keepdim and out is None else r
+
+
+def dot(x: torch.Tensor, y: Any, dim: Any, keepdim: bool, out: Any, stream: Any, dtype: Any) -> Any:
+    """reduce_tune.dot of torch tensors."""
+    if _direct(x) and (type(y) is Tensor or not isinstance(y, Tensor)) and \
+            not (isinstance(y, Tensor) and y.requires_grad and _grad_enabled()):
+        return _api.dot(x, y, dim, out=out, stream=stream, dtype=dtype, keepdim=keepdim)
+    if not isinstance(y, Tensor):
+        raise TypeError("reduce_tune: y must be a torch tensor where x is one and the call is "
+                        f"traced or differentiated, not {type(y).__name__}")
+    _api.check_dim(x.dim(), dim)
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        dtype = getattr(torch, _dtypes.from_any(dtype).name)
+    if stream is not None and _is_compiling():  # stream=: eager only, a graph break here
+        return _api.dot(x, y, dim, out=out, stream=stream, dtype=dtype, keepdim=keepdim)
+    r = _call(_DOT, (x, y, dim, dtype), x, out, stream)
     return r.reshape(_api.keep_shape(x.shape, dim)) if keepdim and out is None else r
 
 

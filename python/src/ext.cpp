@@ -734,6 +734,34 @@ NB_MODULE(_ext, m) {
     });
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a, "row_stride"_a,
      "Reducer::reduce_columns: one result per column.");
+  // dot: x and y of one dtype and layout (the library's dot calls).
+  m.def("dot", [](int dev, int dtype, Ptr x, Ptr y, std::uint64_t n, Ptr out, Ptr stream, int result) {
+    Reducer& r = reducer(dev);
+    const int rdt = result < 0 ? dtype : result;
+    g_warm.run(WarmCalls::key(kArray, dev, dtype, int(Op::dot), n, 0, rdt), [&] {
+      r.dot_async(to_dtype(dtype), in_ptr(x), in_ptr(y), n, out_ptr(out), to_dtype(rdt),
+                  to_stream(stream));
+    });
+  }, "device"_a, "dtype"_a, "d_x"_a, "d_y"_a, "n"_a, "d_out"_a, "stream"_a, "result"_a = -1,
+     "Reducer::dot_async: the sum of x[i] * y[i] at d_out; `result` as reduce's.");
+  m.def("dot_rows", [](int dev, int dtype, Ptr x, Ptr y, std::uint64_t rows, std::uint64_t cols,
+                       Ptr out, Ptr stream, std::uint64_t row_stride) {
+    Reducer& r = reducer(dev);
+    g_warm.run(WarmCalls::key(kRows, dev, dtype, int(Op::dot), rows, cols, 0), [&] {
+      r.dot_rows(to_dtype(dtype), in_ptr(x), in_ptr(y), rows, cols, out_ptr(out), to_stream(stream),
+                 row_stride);
+    });
+  }, "device"_a, "dtype"_a, "d_x"_a, "d_y"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a,
+     "row_stride"_a, "Reducer::dot_rows: one dot product per row.");
+  m.def("dot_columns", [](int dev, int dtype, Ptr x, Ptr y, std::uint64_t rows, std::uint64_t cols,
+                          Ptr out, Ptr stream, std::uint64_t row_stride) {
+    Reducer& r = reducer(dev);
+    g_warm.run(WarmCalls::key(kColumns, dev, dtype, int(Op::dot), rows, cols, 0), [&] {
+      r.dot_columns(to_dtype(dtype), in_ptr(x), in_ptr(y), rows, cols, out_ptr(out),
+                    to_stream(stream), row_stride);
+    });
+  }, "device"_a, "dtype"_a, "d_x"_a, "d_y"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a,
+     "row_stride"_a, "Reducer::dot_columns: one dot product per column.");
   PyObject* hot_function = PyCFunction_NewEx(&g_hot_def, nullptr, nullptr);
   if (!hot_function) throw nb::python_error();
   m.attr("hot") = nb::steal(hot_function);

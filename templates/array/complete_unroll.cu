@@ -3,7 +3,7 @@
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  A v = rt_load_unrolled(in, n, blockDim.x);
+  A v = rt_load_unrolled(in, n, blockDim.x RT_IN2_ARG(in2));
   smem[tid] = v;
   __syncthreads();
   if (blockDim.x >= 1024 && tid < 512) smem[tid] = rt_combine(smem[tid], smem[tid + 512]);

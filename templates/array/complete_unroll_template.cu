@@ -6,7 +6,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK)
 rt_reduce(RT_REDUCE_PARAMS) {
   A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  A v = rt_load_unrolled(in, n, RT_BLOCK);
+  A v = rt_load_unrolled(in, n, RT_BLOCK RT_IN2_ARG(in2));
   smem[tid] = v;
   __syncthreads();
   if (RT_BLOCK >= 1024 && tid < 512) smem[tid] = rt_combine(smem[tid], smem[tid + 512]);

@@ -3,7 +3,7 @@
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  smem[tid] = rt_load_unrolled(in, n, blockDim.x); // RT_UNROLL is 1 here
+  smem[tid] = rt_load_unrolled(in, n, blockDim.x RT_IN2_ARG(in2)); // RT_UNROLL is 1 here
   __syncthreads();
   for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {
     if (tid < stride) smem[tid] = rt_combine(smem[tid], smem[tid + stride]);

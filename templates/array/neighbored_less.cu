@@ -3,7 +3,7 @@
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  smem[tid] = rt_load_unrolled(in, n, blockDim.x); // RT_UNROLL is 1 here
+  smem[tid] = rt_load_unrolled(in, n, blockDim.x RT_IN2_ARG(in2)); // RT_UNROLL is 1 here
   __syncthreads();
   for (unsigned stride = 1; stride < blockDim.x; stride *= 2) {
     const unsigned index = 2 * stride * tid;

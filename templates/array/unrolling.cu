@@ -4,7 +4,7 @@
 extern "C" __global__ void rt_reduce(RT_REDUCE_PARAMS) {
   A* smem = rt_smem();
   const unsigned tid = threadIdx.x;
-  A v = rt_load_unrolled(in, n, blockDim.x);
+  A v = rt_load_unrolled(in, n, blockDim.x RT_IN2_ARG(in2));
   smem[tid] = v;
   __syncthreads();
   for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {

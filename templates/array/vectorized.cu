@@ -13,8 +13,15 @@ rt_reduce(RT_REDUCE_PARAMS) {
   const rt_size misalign = (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC;
   rt_size head = misalign ? RT_VEC - misalign : 0;
   if (head > n) head = n;
+  rt_size vn = n; // the elements read as head, vectors and tail (below: all of them)
+#if defined(RT_TWO_INPUTS)
+  // The second input at another offset from a vector boundary: every element a scalar, over the
+  // whole grid (no vectors, head or tail).
+  const bool apart = !rt_same_misalign(in, in2);
+  if (apart) head = vn = 0;
+#endif
   const rt_vec* body = reinterpret_cast<const rt_vec*>(in + head);
-  const rt_size nvec = (n - head) / RT_VEC;
+  const rt_size nvec = (vn - head) / RT_VEC;
   const rt_size tail_begin = head + nvec * RT_VEC;
 
   A acc[RT_UNROLL];
@@ -23,12 +30,20 @@ rt_reduce(RT_REDUCE_PARAMS) {
 
   const rt_size step = rt_size(gridDim.x) * RT_BLOCK * RT_UNROLL;
   rt_vec_accumulate(body, nvec, rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid, RT_BLOCK, step, acc,
-                    head);
+                    head RT_IN2_ARG(in2 + head));
   // Head and tail: fewer than RT_VEC elements each, read by block 0.
   if (blockIdx.x == 0) {
-    if (tid < head) acc[0] = rt_combine(acc[0], rt_map(in[tid], tid));
-    if (tid < n - tail_begin) acc[0] = rt_combine(acc[0], rt_map(in[tail_begin + tid], tail_begin + tid));
+    if (tid < head) acc[0] = rt_combine(acc[0], rt_pair_map(in[tid], in2[tid], tid));
+    if (tid < vn - tail_begin)
+      acc[0] = rt_combine(acc[0], rt_pair_map(in[tail_begin + tid], in2[tail_begin + tid],
+                                              tail_begin + tid));
   }
+#if defined(RT_TWO_INPUTS)
+  if (apart)
+    for (rt_size i = rt_size(blockIdx.x) * RT_BLOCK + tid; i < n;
+         i += rt_size(gridDim.x) * RT_BLOCK)
+      acc[0] = rt_combine(acc[0], rt_map2(in[i], in2[i], i));
+#endif
   A v = acc[0];
 #pragma unroll
   for (int k = 1; k < RT_UNROLL; ++k) v = rt_combine(v, acc[k]);

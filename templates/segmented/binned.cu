@@ -54,12 +54,16 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   if (chunks && lane == 0) first = atomicAdd(work, (unsigned long long)chunks);
   first = __shfl_sync(0xffffffffu, first, (threadIdx.x & 31u) & ~(RT_WIDTH - 1u));
   const bool listed = chunks && rt_list_chunks(work, aux, s, chunks, first, lane, RT_WIDTH);
-  A v = listed ? rt_identity() : rt_lanes_reduce(in + begin, len, lane, RT_WIDTH);
+  A v = listed ? rt_identity()
+               : rt_lanes_reduce(in + begin, len, lane, RT_WIDTH RT_IN2_ARG(in2 + begin));
   v = rt_group_reduce(v);
   if (lane == 0 && s < count && (!listed || chunks > 1))
     out[s] = rt_result(v); // listed in several chunks: the identity, which the chunks combine into
 }
 #else // RT_STAGED
+#if defined(RT_TWO_INPUTS)
+#error "segments_staged stages one input's elements in shared memory (kernels/catalogue.cpp)"
+#endif
 // segments_staged: block b takes segments [b * RT_STAGE_SEGS, ...) (RT_UNROLL a thread) and copies
 // their offsets into shared memory, then, where their elements fit in RT_STAGE_ELEMS (a mean of 4
 // a segment), those too, every copy in flight at once (cp.async on sm_80+: no register holds
@@ -186,7 +190,8 @@ rt_segmented_chunks(RT_SEGMENTED_PARAMS) {
     rt_segment(s, offsets, length, stride, &begin, &len);
     const rt_size lo = k * RT_CHUNK;
     const rt_size n = len - lo < RT_CHUNK ? len - lo : RT_CHUNK;
-    const A v = rt_block_reduce(rt_lanes_reduce(in + begin + lo, n, threadIdx.x, RT_BLOCK, lo));
+    const A v = rt_block_reduce(rt_lanes_reduce(in + begin + lo, n, threadIdx.x,
+                                                RT_BLOCK RT_IN2_ARG(in2 + begin + lo), lo));
     if (threadIdx.x == 0) {
       if (len <= RT_CHUNK) out[s] = rt_result(v);
       else rt_atomic_out(out + s, v);

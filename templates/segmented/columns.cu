@@ -26,52 +26,70 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   // after the last whole round (fewer than RT_UNROLL) are read in one predicated round: a
   // thread's rows cost ceil(rows / RT_UNROLL) memory round trips, not one a row.
   const bool vector = c0 + RT_VEC <= count && stride % RT_VEC == 0 &&
-                      (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC == 0;
+                      (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC == 0
+                      RT_IN2_ONLY(&& rt_same_misalign(in, in2));
   const T* const mine = in + c0; // this thread's columns of row 0
   auto row_vec = [&](rt_size row) {
     return rt_load(reinterpret_cast<const rt_vec*>(mine + row * stride));
   };
+  RT_IN2_ONLY(const T* const mine2 = in2 + c0; // the second input's
+              auto row_vec2 = [&](rt_size row) {
+                return rt_load(reinterpret_cast<const rt_vec*>(mine2 + row * stride));
+              };)
   rt_size r = r0 + ty;
   const rt_size step = rt_size(ty_count) * RT_UNROLL;
   if (vector) {
     for (; r + rt_size(RT_UNROLL - 1) * ty_count < r1; r += step) {
       rt_vec v[RT_UNROLL];
+      RT_IN2_ONLY(rt_vec v2[RT_UNROLL];)
 #pragma unroll
-      for (int k = 0; k < RT_UNROLL; ++k) v[k] = row_vec(r + rt_size(k) * ty_count);
+      for (int k = 0; k < RT_UNROLL; ++k) {
+        v[k] = row_vec(r + rt_size(k) * ty_count);
+        RT_IN2_ONLY(v2[k] = row_vec2(r + rt_size(k) * ty_count);)
+      }
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
-          acc[e] = rt_combine(acc[e], rt_map(v[k].x[e], r + rt_size(k) * ty_count));
+          acc[e] = rt_combine(acc[e],
+                              rt_pair_map(v[k].x[e], v2[k].x[e], r + rt_size(k) * ty_count));
     }
     if (RT_UNROLL > 1 && r < r1) { // fewer than RT_UNROLL rows left
       rt_vec v[RT_UNROLL];
+      RT_IN2_ONLY(rt_vec v2[RT_UNROLL];)
 #pragma unroll
       for (int k = 0; k < RT_UNROLL - 1; ++k)
-        if (r + rt_size(k) * ty_count < r1) v[k] = row_vec(r + rt_size(k) * ty_count);
+        if (r + rt_size(k) * ty_count < r1) {
+          v[k] = row_vec(r + rt_size(k) * ty_count);
+          RT_IN2_ONLY(v2[k] = row_vec2(r + rt_size(k) * ty_count);)
+        }
 #pragma unroll
       for (int k = 0; k < RT_UNROLL - 1; ++k)
         if (r + rt_size(k) * ty_count < r1)
 #pragma unroll
           for (int e = 0; e < RT_VEC; ++e)
-          acc[e] = rt_combine(acc[e], rt_map(v[k].x[e], r + rt_size(k) * ty_count));
+          acc[e] = rt_combine(acc[e],
+                              rt_pair_map(v[k].x[e], v2[k].x[e], r + rt_size(k) * ty_count));
     }
   } else if (c0 < count) {
     const int width = count - c0 < RT_VEC ? int(count - c0) : RT_VEC;
     for (; r < r1; r += step) {
       T v[RT_UNROLL][RT_VEC];
+      RT_IN2_ONLY(T v2[RT_UNROLL][RT_VEC];)
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
-          if (r + rt_size(k) * ty_count < r1 && e < width)
+          if (r + rt_size(k) * ty_count < r1 && e < width) {
             v[k][e] = mine[(r + rt_size(k) * ty_count) * stride + e];
+            RT_IN2_ONLY(v2[k][e] = mine2[(r + rt_size(k) * ty_count) * stride + e];)
+          }
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
           if (r + rt_size(k) * ty_count < r1 && e < width)
-            acc[e] = rt_combine(acc[e], rt_map(v[k][e], r + rt_size(k) * ty_count));
+            acc[e] = rt_combine(acc[e], rt_pair_map(v[k][e], v2[k][e], r + rt_size(k) * ty_count));
     }
   }
 

@@ -13,7 +13,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   rt_size begin = 0, len = 0;
   if (s < count) {
     rt_segment(s, offsets, length, stride, &begin, &len);
-    v = rt_lanes_reduce(in + begin, len, lane, RT_WIDTH);
+    v = rt_lanes_reduce(in + begin, len, lane, RT_WIDTH RT_IN2_ARG(in2 + begin));
   }
   v = rt_group_reduce(v); // the whole warp takes part, past the last segment too
   if (lane == 0 && s < count) out[s] = rt_post(v, len);
@@ -21,14 +21,16 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   const rt_size s = blockIdx.x;
   rt_size begin, len;
   rt_segment(s, offsets, length, stride, &begin, &len);
-  const A v = rt_block_reduce(rt_lanes_reduce(in + begin, len, threadIdx.x, RT_BLOCK));
+  const A v = rt_block_reduce(
+      rt_lanes_reduce(in + begin, len, threadIdx.x, RT_BLOCK RT_IN2_ARG(in2 + begin)));
   if (threadIdx.x == 0) out[s] = rt_post(v, len);
 #elif defined(RT_MAP_SPLIT)
   const rt_size s = blockIdx.x / aux, part = blockIdx.x % aux;
   rt_size begin, len;
   rt_segment(s, offsets, length, stride, &begin, &len);
   const A v = rt_block_reduce(
-      rt_lanes_reduce(in + begin, len, part * RT_BLOCK + threadIdx.x, aux * RT_BLOCK));
+      rt_lanes_reduce(in + begin, len, part * RT_BLOCK + threadIdx.x,
+                      aux * RT_BLOCK RT_IN2_ARG(in2 + begin)));
   if (threadIdx.x == 0) {
     rt_pdl_wait(); // launched programmatically after the fill on sm_90+: until out holds the identity
     rt_atomic_out(out + s, v);

@@ -68,22 +68,31 @@ __device__ __forceinline__ void rt_flat_combine(unsigned prel, A pv, unsigned* r
 
 // This thread's elements of the tile at `a`: a + threadIdx.x * RT_PER + [0, RT_PER), as accumulators
 // (the identity outside [base, end)).
+// With two inputs, the tiles' vectors are the second input's too where it lies at the first's
+// offset from a vector boundary; elsewhere every element is a scalar.
 __device__ __forceinline__ void rt_flat_load(const T* __restrict__ in, long long a, long long base,
-                                             long long end, A (&x)[RT_PER]) {
+                                             long long end, A (&x)[RT_PER] RT_IN2_DECL(in2)) {
   const long long mine = a + (long long)threadIdx.x * RT_PER;
-  if (a >= base && a + RT_TILE <= end) {
+  if (a >= base && a + RT_TILE <= end RT_IN2_ONLY(&& rt_same_misalign(in, in2))) {
     const rt_vec* p = reinterpret_cast<const rt_vec*>(in + mine);
     rt_vec r[RT_UNROLL];
+    RT_IN2_ONLY(const rt_vec* p2 = reinterpret_cast<const rt_vec*>(in2 + mine);
+                rt_vec r2[RT_UNROLL];)
 #pragma unroll
-    for (int u = 0; u < RT_UNROLL; ++u) r[u] = rt_load(p + u);
+    for (int u = 0; u < RT_UNROLL; ++u) {
+      r[u] = rt_load(p + u);
+      RT_IN2_ONLY(r2[u] = rt_load(p2 + u);)
+    }
 #pragma unroll
     for (int u = 0; u < RT_UNROLL; ++u)
 #pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) x[u * RT_VEC + e] = rt_map_unindexed(r[u].x[e]);
+      for (int e = 0; e < RT_VEC; ++e)
+        x[u * RT_VEC + e] = rt_pair_map_unindexed(r[u].x[e], r2[u].x[e]);
   } else {
 #pragma unroll
     for (int k = 0; k < RT_PER; ++k)
-      x[k] = mine + k >= base && mine + k < end ? rt_map_unindexed(in[mine + k]) : rt_identity();
+      x[k] = mine + k >= base && mine + k < end ? rt_pair_map_unindexed(in[mine + k], in2[mine + k])
+                                                : rt_identity();
   }
 }
 
@@ -168,7 +177,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
   if ((long long)blockIdx.x >= runs) return; // the same for the whole block
   const long long t_lo = tiles * blockIdx.x / runs, t_hi = tiles * (blockIdx.x + 1) / runs;
   A x[RT_PER];
-  rt_flat_load(in, origin + t_lo * RT_TILE, base, end, x);
+  rt_flat_load(in, origin + t_lo * RT_TILE, base, end, x RT_IN2_ARG(in2));
   heads[tid] = 0;
   if (tid == 0) {
     cut_rel = RT_NO_HEAD;
@@ -297,7 +306,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
       }
     }
     // The next tile's elements are in flight during the scan.
-    if (tile + 1 < t_hi) rt_flat_load(in, z, base, end, x);
+    if (tile + 1 < t_hi) rt_flat_load(in, z, base, end, x RT_IN2_ARG(in2));
 
     // Inclusive segmented scan of (last head, value after it) over the block.
     unsigned srel = rel;

@@ -16,6 +16,10 @@
 // The offsets must be non-decreasing (reducer.h): merging needs ordered ends. Others give wrong
 // results but no read outside [offsets[0], offsets[count]) and offsets[0..count].
 
+#if defined(RT_TWO_INPUTS)
+#error "segments_merge stages one input's elements in shared memory (kernels/catalogue.cpp)"
+#endif
+
 #define RT_TILE (RT_BLOCK * RT_UNROLL)
 
 // The end of segment x relative to the first element, clamped to [0, n].

@@ -10,7 +10,7 @@
 #define RT_SEGMENTED_PARAMS                                                                       \
   const T *__restrict__ in, const long long *__restrict__ offsets, R *__restrict__ out,          \
       rt_size count, rt_size length, rt_size stride, rt_size aux,                                 \
-      unsigned long long *__restrict__ work
+      unsigned long long *__restrict__ work RT_IN2_PARAM
 
 
 // Sets out[0..count) to the identity, before kernels that combine into it atomically. On sm_90+
@@ -60,21 +60,28 @@ __device__ __forceinline__ void rt_segment(rt_size s, const long long* __restric
 // vectors. A head before the first vector-aligned element and a tail shorter than a vector are read
 // as scalars, so any element-aligned start (a row of odd length, an offset) is right. The result is
 // an accumulator (A). `at`: the index of p[0] in its segment (a chunk of a long one starts past 0).
+// `p2`: the second input's p (two inputs).
 __device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size len, rt_size lane,
-                                             rt_size lanes, rt_size at = 0) {
+                                             rt_size lanes RT_IN2_DECL(p2), rt_size at = 0) {
   A acc[RT_UNROLL];
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) acc[k] = rt_identity();
   const rt_size misalign = (reinterpret_cast<rt_size>(p) / sizeof(T)) % RT_VEC;
   rt_size head = misalign ? RT_VEC - misalign : 0;
+#if defined(RT_TWO_INPUTS)
+  if (!rt_same_misalign(p, p2)) head = len; // no common vector boundary: every element a scalar
+#endif
   if (head > len) head = len;
   const rt_vec* body = reinterpret_cast<const rt_vec*>(p + head);
   const rt_size nvec = (len - head) / RT_VEC;
-  rt_vec_accumulate(body, nvec, lane, lanes, rt_size(RT_UNROLL) * lanes, acc, at + head);
+  rt_vec_accumulate(body, nvec, lane, lanes, rt_size(RT_UNROLL) * lanes, acc, at + head
+                    RT_IN2_ARG(p2 + head));
   if (RT_VEC > 1) {
     const rt_size tail = head + nvec * RT_VEC;
-    for (rt_size h = lane; h < head; h += lanes) acc[0] = rt_combine(acc[0], rt_map(p[h], at + h));
-    for (rt_size t = tail + lane; t < len; t += lanes) acc[0] = rt_combine(acc[0], rt_map(p[t], at + t));
+    for (rt_size h = lane; h < head; h += lanes)
+      acc[0] = rt_combine(acc[0], rt_pair_map(p[h], p2[h], at + h));
+    for (rt_size t = tail + lane; t < len; t += lanes)
+      acc[0] = rt_combine(acc[0], rt_pair_map(p[t], p2[t], at + t));
   }
   A v = acc[0];
 #pragma unroll
