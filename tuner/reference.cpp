@@ -30,6 +30,19 @@ template <typename F> void parallel_chunks(std::uint64_t n, F&& f) {
   for (auto& th : pool) th.join();
 }
 
+// The same over n items that hold `work` elements in all: one thread below 2^20 elements, else
+// one per core, at most one per item. (By the items alone, 256 rows of 2^20 elements were
+// reduced on one thread.)
+template <typename F> void parallel_items(std::uint64_t n, std::uint64_t work, F&& f) {
+  const std::uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto threads = unsigned(work < (1u << 20) ? 1 : std::max<std::uint64_t>(1, std::min(cores, n)));
+  if (threads == 1) return f(std::uint64_t(0), n, 0u);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] { f(n * t / threads, n * (t + 1) / threads, t); });
+  for (auto& th : pool) th.join();
+}
+
 // The result of type T from its accumulator (exact for min/max and integers).
 template <typename T> T narrow(acc_t<T> v) {
   if constexpr (is_half_float_v<T>) return T(double(v));
@@ -246,10 +259,28 @@ template <typename T> Reference reduce_strided(const T* x, std::uint64_t len, st
 }
 
 // Columns: each thread takes a range of columns and walks the rows, so reads stay row-major.
+// Fewer columns than cores: each thread takes a range of rows for every column, and the ranges'
+// accumulators are merged in row order.
 template <typename T>
 void reduce_columns_host(const T* x, const Segmentation& s, Op op, std::vector<Reference>& out) {
-  const std::uint64_t cols = s.shape.count, rows = s.shape.length;
-  parallel_chunks(cols, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+  const std::uint64_t cols = s.shape.count, rows = s.shape.length, work = cols * rows;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (cols < cores && work >= (1u << 20)) {
+    std::vector<std::vector<RefAcc<T>>> part(cores, std::vector<RefAcc<T>>(cols, RefAcc<T>(op)));
+    parallel_items(rows, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
+      for (std::uint64_t r = lo; r < hi; ++r) {
+        const T* row = x + r * s.stride;
+        for (std::uint64_t c = 0; c < cols; ++c) part[t][c].add(row[c]);
+      }
+    });
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      RefAcc<T> acc(op);
+      for (unsigned t = 0; t < cores; ++t) acc.merge(part[t][c]);
+      out[c] = acc.finish();
+    }
+    return;
+  }
+  parallel_items(cols, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
     std::vector<RefAcc<T>> acc(hi - lo, RefAcc<T>(op));
     for (std::uint64_t r = 0; r < rows; ++r) {
       const T* row = x + r * s.stride;
@@ -282,23 +313,39 @@ std::uint64_t Segmentation::length(std::uint64_t i) const {
 }
 
 std::vector<Reference> segmented_reference(const HostArray& a, const Segmentation& s, Op op) {
-  std::vector<Reference> out(s.shape.count);
+  std::vector<Reference> out;
+  segmented_reference(a, s, op, out);
+  return out;
+}
+
+void segmented_reference(const HostArray& a, const Segmentation& s, Op op, std::vector<Reference>& out) {
+  out.resize(s.shape.count);
+  const std::uint64_t work = s.input_elements();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   visit(a.dtype, [&](auto t) {
     using T = decltype(t);
     const T* x = a.data<T>();
     if (s.problem == Problem::columns) return reduce_columns_host(x, s, op, out);
-    parallel_chunks(s.shape.count, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+    const auto range = [&](std::uint64_t i) {
+      if (s.problem != Problem::segments) return std::pair(x + i * s.stride, s.shape.length);
+      const std::int64_t b = s.offsets[i], e = s.offsets[i + 1];
+      return std::pair(x + b, e > b ? std::uint64_t(e - b) : std::uint64_t(0));
+    };
+    // Fewer results than cores: each one's elements in parallel, as the 1-D reference.
+    if (s.shape.count < cores && work >= (1u << 20)) {
+      for (std::uint64_t i = 0; i < s.shape.count; ++i) {
+        const auto [p, len] = range(i);
+        out[i] = reduce_host(p, len, op);
+      }
+      return;
+    }
+    parallel_items(s.shape.count, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
       for (std::uint64_t i = lo; i < hi; ++i) {
-        if (s.problem == Problem::segments) {
-          const std::int64_t b = s.offsets[i], e = s.offsets[i + 1];
-          out[i] = reduce_strided(x + b, e > b ? std::uint64_t(e - b) : 0, 1, op);
-        } else {
-          out[i] = reduce_strided(x + i * s.stride, s.shape.length, 1, op);
-        }
+        const auto [p, len] = range(i);
+        out[i] = reduce_strided(p, len, 1, op);
       }
     });
   });
-  return out;
 }
 
 std::uint64_t longest_segment(const std::vector<std::int64_t>& offsets) {

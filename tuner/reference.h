@@ -50,6 +50,8 @@ struct Segmentation {
 };
 /// One Reference per result (rows, columns or segments of `a`), computed in parallel.
 std::vector<Reference> segmented_reference(const HostArray& a, const Segmentation& s, Op op);
+/// The same into `out` (resized to the results; its memory is reused from shape to shape).
+void segmented_reference(const HostArray& a, const Segmentation& s, Op op, std::vector<Reference>& out);
 /// Offsets of `segments` segments that together hold `total` elements, from `seed`: Pareto
 /// lengths (shape 1.2), so most are shorter than the mean (empty ones too) and a few are hundreds
 /// of times longer; the last offset is `total`.
