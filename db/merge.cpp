@@ -75,14 +75,16 @@ MergeStats Store::merge_from(const std::string& other_path) {
   exec(raw, "PRAGMA query_only = 1");
   exec(raw, "BEGIN"); // one consistent snapshot of the other store, even while a tuner writes it
   int version = 0;
-  bool has_published = false;
+  bool has_published = false, has_recorded = false;
   {
     Stmt q(raw, "SELECT (SELECT user_version FROM pragma_user_version), "
                    "(SELECT application_id FROM pragma_application_id), "
-                   "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'published')");
+                   "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'published'), "
+                   "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'recorded')");
     q.step();
     version = int(q.i64(0));
     has_published = q.i64(2) > 0;
+    has_recorded = q.i64(3) > 0;
     if (q.i64(1) != kApplicationId || version < 1)
       throw StoreError(what + ": not a reduce-tune store (application_id " + std::to_string(q.i64(1)) +
                        ", user_version " + std::to_string(version) + ")");
@@ -94,6 +96,7 @@ MergeStats Store::merge_from(const std::string& other_path) {
   const auto run_cols = common_columns(ours, raw, "runs", {"id"});
   const auto m_cols = common_columns(ours, raw, "measurements", {"id", "run_id"});
   const auto pub_cols = has_published ? common_columns(ours, raw, "published", {}) : std::vector<std::string>{};
+  const auto rec_cols = has_recorded ? common_columns(ours, raw, "recorded", {}) : std::vector<std::string>{};
 
   MergeStats stats;
   impl_->write([&] {
@@ -211,6 +214,34 @@ MergeStats Store::merge_from(const std::string& other_path) {
         for (std::size_t c = 0; c < pub_cols.size(); ++c) ins.bind_from(int(c) + 1, src, int(c));
         ins.step();
         stats.published += std::size_t(sqlite3_changes(ours));
+        ins.reset();
+      }
+    }
+    // Recorded call points (schema 4): one row per (device, dtype, op, problem, count, n). A
+    // point both stores hold keeps the earliest first sighting and the latest last one, and the
+    // grade and GPU name seen last (what the call ran with most recently).
+    if (!rec_cols.empty()) {
+      std::string set;
+      for (const auto& c : rec_cols) {
+        if (c == "first_seen") set += std::string(set.empty() ? "" : ", ") + "first_seen = min(first_seen, excluded.first_seen)";
+        else if (c == "last_seen") set += std::string(set.empty() ? "" : ", ") + "last_seen = max(last_seen, excluded.last_seen)";
+        else if (c == "grade" || c == "device_name")
+          set += (set.empty() ? "" : ", ") + c + " = CASE WHEN excluded.last_seen > last_seen THEN excluded." + c +
+                 " ELSE " + c + " END";
+      }
+      Stmt src(raw, "SELECT " + join(rec_cols) + " FROM recorded");
+      Stmt known(ours, "SELECT 1 FROM recorded WHERE device_uuid = ?1 AND dtype = ?2 AND op = ?3 AND problem = ?4 "
+                       "AND count = ?5 AND n = ?6");
+      Stmt ins(ours, "INSERT INTO recorded (" + join(rec_cols) + ") VALUES (" + placeholders(1, rec_cols.size()) +
+                         ") ON CONFLICT (device_uuid, dtype, op, problem, count, n) DO UPDATE SET " + set);
+      const int key_cols[] = {index_of(rec_cols, "device_uuid"), index_of(rec_cols, "dtype"), index_of(rec_cols, "op"),
+                              index_of(rec_cols, "problem"), index_of(rec_cols, "count"), index_of(rec_cols, "n")};
+      while (src.step()) {
+        for (int k = 0; k < 6; ++k) known.bind_from(k + 1, src, key_cols[k]);
+        stats.recorded += !known.step();
+        known.reset();
+        for (std::size_t c = 0; c < rec_cols.size(); ++c) ins.bind_from(int(c) + 1, src, int(c));
+        ins.step();
         ins.reset();
       }
     }

@@ -175,7 +175,10 @@ struct MergeStats {
   std::size_t measurements = 0; ///< measurements new to this store
   std::size_t duplicates = 0;   ///< measurements of the other store already here
   std::size_t published = 0;    ///< published rows new to this store
-  std::size_t total() const { return devices + runs + measurements + published; }
+  std::size_t recorded = 0;     ///< recorded call points new to this store (a point already
+                                ///< here takes the other's sightings: first and last seen, and
+                                ///< the grade and GPU name of the later)
+  std::size_t total() const { return devices + runs + measurements + published + recorded; }
 };
 
 /// The default store: $REDUCE_TUNE_DB if set, else $XDG_DATA_HOME/reduce-tune/tuning.db, else

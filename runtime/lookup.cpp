@@ -5,6 +5,7 @@
 
 #include "kernels/catalogue.h"
 #include "kernels/driver.h"
+#include "kernels/ops.h"
 #include "kernels/segmented.h"
 
 #include <algorithm>
@@ -260,6 +261,10 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
         for (db::Measurement& m : s->measurements(d.uuid, filter)) {
           const int r = rank(m);
           if ((related && m.dtype == dtype && m.op == op) || r >= ranks) continue;
+          // Another op's rows only where its accumulator, on this call's dtype, is as large as
+          // this op's: the partials, shared memory and registers a configuration was tuned with
+          // (argmax's 16-byte value and index never takes a sum's 4-byte rows).
+          if (related && m.op != op && accumulator_bytes(m.op, dtype) != accumulator_bytes(op, dtype)) continue;
           into[r][tier].back().rows.push_back(std::move(m));
         }
       }

@@ -89,7 +89,8 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
 /// model (shipped), then other GPUs of the same compute capability in either (same_arch), then
 /// (related) the problem's rows tuned for another op of the dtype, another dtype of its size, then
 /// the nearest other sizes (segmented problems only), their vector width scaled to load the same
-/// bytes, from those devices in the same order; then the built-in default. After same_arch:
+/// bytes, from those devices in the same order, another op's only where its accumulator on this
+/// dtype has the size of this op's (kernels/ops.h accumulator_bytes: argmax never takes sum's); then the built-in default. After same_arch:
 /// (carried) the rows of GPUs of other compute capabilities, the most similar (gpu_distance)
 /// first, rows invalid here passed over; `related` reaches those GPUs last too. `why_none` says why the
 /// built-in default is used when neither store is there.

@@ -11,6 +11,9 @@ expect(0 "replay: median 1\\.00, worst 1\\.00 of the exhaustive best with 100\\.
        --db ${STORE} --search exhaustive --budget 100% --baseline none)
 expect(0 "random at the same budget: median [01]\\.[0-9]+, worst [01]\\.[0-9]+ .*\nreplay: median [01]\\.[0-9]+, worst [01]\\.[0-9]+ of the exhaustive best with [0-9.]+% of the measurements\n$"
        --db ${STORE} --search guided --budget 5%)
+# --worst N: N points, worst first (their ratios do not rise), before the table.
+expect(0 "the 3 worst points of guided:\n[^\n]+\(0\.[0-9]+\)\n[^\n]+\n[^\n]+\n\n\\| GPU"
+       --db ${STORE} --search guided --budget 5% --worst 3 --baseline none)
 expect(2 "--budget '0': expected" --db ${STORE} --budget 0)
 expect(2 "unknown strategy 'annealing'" --db ${STORE} --search annealing)
 expect(2 "replay needs --db" --search guided)

@@ -520,6 +520,43 @@ TEST_CASE("lookup: another op's or dtype's tuning before the built-in default", 
         "segments_flat.b128.u2.v8.g16.atomic");
 }
 
+TEST_CASE("lookup: another op's rows only where its accumulator has this op's size", "[lookup]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  // The sum's rows, fastest: a 4-byte accumulator on float32.
+  add(s, A.uuid, {row(kHost, k20, 3.0), row(kVector, k20, 5.0)});
+  // argmax (16 bytes: value and int64 index) never takes them; without rows of an op of its
+  // accumulator size it has the built-in default.
+  Choice c = lookup(s, A, DType::f32, Op::argmax, k20, {});
+  CHECK(c.match == Match::builtin);
+  // mean accumulates in float32 as the sum does: it takes the sum's.
+  c = lookup(s, A, DType::f32, Op::mean, k20, {});
+  CHECK(c.match == Match::related);
+  CHECK(c.note == "tuned for float32 sum");
+  // argmin's rows (16 bytes too), though slower than the sum's, are argmax's.
+  const std::string two_pass = "vectorized.b256.u4.v4.g8.shfl.twopass";
+  add(s, A.uuid, {row(two_pass, k20, 9.0, DType::f32, Op::argmin)});
+  c = lookup(s, A, DType::f32, Op::argmax, k20, {});
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == two_pass);
+  CHECK(c.note == "tuned for float32 argmin");
+  // And the other way round: a sum call takes the sum's own rows, a mean never argmin's.
+  CHECK(lookup(s, A, DType::f32, Op::mean, k20, {}).note == "tuned for float32 sum");
+  // The same on a segmented problem, across dtypes: int32 argmax takes float32 argmin's rows,
+  // not the sums'.
+  const Shape k16x64{1u << 16, 64};
+  add(s, A.uuid, {seg("rows_block.b256.u4.v4.direct", Problem::rows, k16x64, 4.0)});
+  db::Measurement am = seg("rows_block.b128.u2.v1.direct", Problem::rows, k16x64, 8.0);
+  am.op = Op::argmin;
+  add(s, A.uuid, {am});
+  c = lookup(s, A, DType::i32, Op::argmax, Problem::rows, k16x64, {});
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == "rows_block.b128.u2.v1.direct");
+  c = lookup(s, A, DType::i32, Op::sum, Problem::rows, k16x64, {});
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == "rows_block.b256.u4.v4.direct");
+}
+
 TEST_CASE("lookup: match names", "[lookup]") {
   CHECK(name(Match::exact) == "exact");
   CHECK(name(Match::nearest_size) == "nearest_size");

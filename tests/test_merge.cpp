@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -359,4 +360,60 @@ TEST_CASE("published rows: idempotent import, own table, merged along", "[store]
   CHECK(b.merge_from(dir.file("a.db")).published == 0);
   CHECK(b.published().size() == 2);
   CHECK(b.devices().empty());
+}
+
+TEST_CASE("merge carries the recorded call points, each once", "[store][merge][record]") {
+  TempDir dir;
+  const std::string a_path = dir.file("a.db"), b_path = dir.file("b.db");
+  auto point = [](const std::string& uuid, Problem p, Shape shape, const std::string& grade) {
+    RecordedPoint r;
+    r.device_uuid = uuid, r.device_name = "NVIDIA H100 80GB HBM3", r.dtype = DType::f32, r.op = Op::sum;
+    r.problem = p, r.shape = shape, r.grade = grade;
+    return r;
+  };
+  {
+    Store a(a_path);
+    fill(a, "GPU-h100", "NVIDIA H100 80GB HBM3", "node1");
+    a.record_point(point("GPU-h100", Problem::rows, {1024, 16}, "builtin"));
+  }
+  {
+    Store b(b_path);
+    fill(b, "GPU-h100", "NVIDIA H100 80GB HBM3", "node2");
+    b.record_point(point("GPU-h100", Problem::rows, {1024, 16}, "related"));
+    b.record_point(point("GPU-h100", Problem::segments, {256, 0}, "nearest_size"));
+    b.record_point(point("GPU-other", Problem::columns, {64, 4096}, "builtin"));
+  }
+  // b saw the shared point earlier and later than a did.
+  raw_exec(b_path, "UPDATE recorded SET first_seen = '2020-01-01T00:00:00Z', last_seen = '2999-01-01T00:00:00Z' "
+                   "WHERE problem = 'rows'");
+  Store a(a_path);
+  const MergeStats s = a.merge_from(b_path);
+  CHECK(s.recorded == 2);
+  std::vector<RecordedPoint> all = a.recorded("");
+  REQUIRE(all.size() == 3);
+  const auto rows = std::find_if(all.begin(), all.end(), [](const RecordedPoint& r) { return r.problem == Problem::rows; });
+  REQUIRE(rows != all.end());
+  CHECK(rows->first_seen == "2020-01-01T00:00:00Z");
+  CHECK(rows->last_seen == "2999-01-01T00:00:00Z");
+  CHECK(rows->grade == "related"); // the grade of the later sighting
+  const auto segs = std::find_if(all.begin(), all.end(), [](const RecordedPoint& r) { return r.problem == Problem::segments; });
+  REQUIRE(segs != all.end());
+  CHECK(segs->shape == Shape{256, 0});
+  CHECK(segs->grade == "nearest_size");
+  CHECK(a.recorded("GPU-other").size() == 1);
+  // Again: nothing new, nothing twice.
+  const MergeStats again = a.merge_from(b_path);
+  CHECK(again.recorded == 0);
+  CHECK(again.total() == 0);
+  CHECK(a.recorded("").size() == 3);
+  // The other way: a's own sighting of the shared point (earlier last seen) changes neither date
+  // nor grade there.
+  Store b(b_path);
+  CHECK(b.merge_from(a_path).recorded == 0);
+  all = b.recorded("GPU-h100");
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].problem == Problem::rows);
+  CHECK(all[0].first_seen == "2020-01-01T00:00:00Z");
+  CHECK(all[0].last_seen == "2999-01-01T00:00:00Z");
+  CHECK(all[0].grade == "related");
 }

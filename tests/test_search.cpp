@@ -52,7 +52,7 @@ TEST_CASE("search: budgets as counts or shares", "[search]") {
   CHECK(parse_budget("40")->limit(10) == 10);
   CHECK(parse_budget("5%")->limit(1000) == 50);
   CHECK(parse_budget("5%")->limit(20) == 3); // at least 3
-  // A run's share: dealt by the square root of each point's candidates, within the share.
+  // A run's share: dealt by the fourth root of each point's candidates, within the share.
   const std::vector<std::size_t> points = {1000, 1000, 60, 60, 60, 60, 60, 60, 60, 60, 4};
   const std::vector<std::size_t> plan = parse_budget("5%")->plan(points);
   std::size_t sum = 0, all = 0;
@@ -60,7 +60,12 @@ TEST_CASE("search: budgets as counts or shares", "[search]") {
   CHECK(double(sum) <= 0.05 * double(all));
   CHECK(plan[0] < 50);          // less than 5% of a large point ...
   CHECK(plan[2] > 3);           // ... for more than 5% of a small one
-  CHECK(plan.back() == 3);      // the floor
+  CHECK(plan.back() == 4);      // a point of 4 candidates: all of them
+  CHECK(plan[2] > plan.back());
+  // A share too small for the floor: every point gets the floor (or all its candidates).
+  const std::vector<std::size_t> tight = parse_budget("1%")->plan(points);
+  CHECK(tight.front() == 3);
+  CHECK(tight.back() == 3);
   CHECK(parse_budget("7")->plan({1000, 4}) == std::vector<std::size_t>{7, 4});
   std::string why;
   for (const char* bad : {"", "0", "-3", "2.5", "101%", "x", "5%%"}) {

@@ -188,8 +188,9 @@ int cmd_merge(const std::vector<std::string>& args) {
   for (const auto& other : others) {
     const db::MergeStats s = store.merge_from(other);
     std::printf("%s -> %s: %zu new devices, %zu new runs, %zu new measurements (%zu already here), "
-                "%zu new published rows\n",
-                other.c_str(), path.c_str(), s.devices, s.runs, s.measurements, s.duplicates, s.published);
+                "%zu new published rows, %zu new recorded call points\n",
+                other.c_str(), path.c_str(), s.devices, s.runs, s.measurements, s.duplicates, s.published,
+                s.recorded);
   }
   return 0;
 }

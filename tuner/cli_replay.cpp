@@ -29,6 +29,7 @@ int cmd_replay(const std::vector<std::string>& args) {
   std::uint64_t seed = 1;
   std::string hints_path;
   bool no_other = false, no_defaults = false, points = false;
+  std::size_t worst_n = 0;
   desc.add_options()
     ("help,h", "this help")
     ("db", po::value(&db_path), "a store of exhaustive sweeps (.db, or .db.gz)")
@@ -42,7 +43,8 @@ int cmd_replay(const std::vector<std::string>& args) {
     ("hints", po::value(&hints_path),
      "another store (e.g. the shipped tuning.db) whose rows of other GPU models seed the search")
     ("no-defaults", po::bool_switch(&no_defaults), "no seed from the built-in defaults")
-    ("points", po::bool_switch(&points), "print every point");
+    ("points", po::bool_switch(&points), "print every point")
+    ("worst", po::value(&worst_n), "print the N points where the search ended farthest from the best, worst first");
   auto vm = cli::parse(args, desc);
   if (cli::help_asked(vm, desc)) return 0;
   if (db_path.empty()) throw cli::Usage("replay needs --db STORE");
@@ -77,6 +79,13 @@ int cmd_replay(const std::vector<std::string>& args) {
     b.strategy = *baseline;
     second = replay(store, b);
   }
+  auto line = [](const ReplayPoint& p) {
+    std::printf("%s %s %s %s %llu x %llu: %zu of %zu, best %s %.2f us, found %s %.2f us (%.3f)\n", p.device.c_str(),
+                std::string(name(p.dtype)).c_str(), std::string(name(p.op)).c_str(),
+                std::string(name(p.problem)).c_str(), (unsigned long long)p.shape.count,
+                (unsigned long long)p.shape.length, p.measured, p.candidates, p.best_key.c_str(), p.best_us,
+                p.found_key.c_str(), p.found_us, p.ratio());
+  };
   // Per GPU and problem.
   std::map<std::pair<std::string, Problem>, std::pair<Tally, Tally>> by;
   for (std::size_t i = 0; i < main.points.size(); ++i) {
@@ -85,12 +94,17 @@ int cmd_replay(const std::vector<std::string>& args) {
     a.ratios.push_back(p.ratio()), a.used += p.measured, a.recorded += p.candidates;
     if (i < second.points.size())
       b.ratios.push_back(second.points[i].ratio()), b.used += second.points[i].measured, b.recorded += p.candidates;
-    if (points)
-      std::printf("%s %s %s %s %llu x %llu: %zu of %zu, best %s %.2f us, found %s %.2f us (%.3f)\n", p.device.c_str(),
-                  std::string(name(p.dtype)).c_str(), std::string(name(p.op)).c_str(),
-                  std::string(name(p.problem)).c_str(), (unsigned long long)p.shape.count,
-                  (unsigned long long)p.shape.length, p.measured, p.candidates, p.best_key.c_str(), p.best_us,
-                  p.found_key.c_str(), p.found_us, p.ratio());
+    if (points) line(p);
+  }
+  if (worst_n) {
+    // Worst first; ties in the replay's order, so the list is the same from run to run.
+    std::vector<std::size_t> order(main.points.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return main.points[a].ratio() < main.points[b].ratio(); });
+    std::printf("the %zu worst points of %s:\n", std::min(worst_n, order.size()), search_text.c_str());
+    for (std::size_t i = 0; i < order.size() && i < worst_n; ++i) line(main.points[order[i]]);
+    std::printf("\n");
   }
   std::printf("| GPU | problem | points | %s median | worst | measured |", search_text.c_str());
   if (baseline) std::printf(" %s median | worst | measured |", baseline_text.c_str());

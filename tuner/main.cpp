@@ -148,6 +148,9 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
                                                "(REDUCE_TUNE_RECORD=1), guided unless --search says otherwise")
     ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions (median)")
     ("hot", po::bool_switch(&o.hot), "do not flush L2 before each repetition")
+    ("profile", po::bool_switch(&o.profile), "print where each GPU's time went, phase by phase "
+                                             "(setup, compile, seeds, input, reference, load, check, timing, "
+                                             "store, input check)")
     ("unsafe-tails", po::bool_switch(&o.allow_unsafe), "admit the volatile tail on sm_70+ (study)")
     ("resume", po::bool_switch(&o.resume), "skip points already stored for this GPU (any earlier run)")
     ("seed", po::value(&o.seed)->default_value(o.seed), "random data seed")
@@ -283,6 +286,8 @@ int cmd_worker(const std::vector<std::string>& args, const std::string& cmdline)
       std::fputs(progress_line(p).c_str(), stdout);
       std::fflush(stdout);
     }, [] { return g_stop.load(); });
+    if (t.sweep.profile)
+      std::fprintf(stderr, "\nGPU %d %s", t.sweep.device, profile_text(r.times).c_str());
     return r.interrupted ? 130 : 0;
   } catch (const cuda::CudaError& e) {
     std::fprintf(stderr, "reduce-tune worker (GPU %d): %s\n", t.sweep.device, e.what());
@@ -383,6 +388,7 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
                  "validation %.1f s, timing %.1f s\n", tty ? "\n" : "",
                  r.times.total_s, r.times.data_s, r.times.compile_s, r.compiled, r.cache_hits,
                  r.times.validate_s, r.times.timing_s);
+    if (t.sweep.profile) std::fprintf(stderr, "%s", profile_text(r.times).c_str());
   } else {
     SupervisorOptions so;
     so.worker_exe = "/proc/self/exe";

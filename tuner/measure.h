@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -63,15 +65,42 @@ inline std::uint64_t second_input_seed(std::uint64_t seed) { return seed ^ 0x5bd
 /// How many inputs of the problem's size `op` reads (the bytes a measurement's rate counts).
 inline double inputs_of(Op op) { return describe(op).traits.two_inputs ? 2 : 1; }
 
-/// Throws unless device memory `d_in` still holds `data`, the input a sweep reduced: no
-/// configuration may modify the caller's input. `what` names the problem in the message.
-inline void check_input_unchanged(CUdeviceptr d_in, const HostArray& data, const std::string& what) {
-  HostArray after;
-  after.bytes.resize(data.bytes.size());
-  RT_CU(cuMemcpyDtoH(after.bytes.data(), d_in, after.bytes.size()));
-  if (after.bytes != data.bytes)
-    throw std::runtime_error("the input buffer was modified during the sweep of " + what);
-}
+/// Adds the seconds a scope took to a phase's total (SweepTimes).
+class PhaseTimer {
+public:
+  explicit PhaseTimer(double& total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+private:
+  double& total_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+/// Reads an input back after a sweep reduced it and throws unless the device still holds it: no
+/// configuration may modify the caller's input. Reads into one page-locked host buffer, grown to
+/// the largest input and kept, so a check costs the copy at full speed and the comparison, not an
+/// allocation, a pageable copy and the page faults of a fresh buffer each time.
+class InputCheck {
+public:
+  /// `what` names the problem in the message.
+  void operator()(CUdeviceptr d_in, const HostArray& data, const std::string& what) {
+    const std::size_t bytes = data.bytes.size();
+    if (bytes > host_.size()) {
+      pin_.reset();
+      host_ = std::vector<unsigned char>(bytes);
+      pin_ = std::make_unique<cuda::HostRegistration>(host_.data(), host_.size());
+    }
+    if (bytes) RT_CU(cuMemcpyDtoH(host_.data(), d_in, bytes));
+    if (bytes && std::memcmp(host_.data(), data.bytes.data(), bytes) != 0)
+      throw std::runtime_error("the input buffer was modified during the sweep of " + what);
+  }
+
+private:
+  std::vector<unsigned char> host_;
+  std::unique_ptr<cuda::HostRegistration> pin_;
+};
 
 /// SweepOptions::deadline_s at one point: count() sees each candidate's time (measure's return),
 /// and the search is past the deadline once the point holds kDeadlineFloor measurements, one of

@@ -33,6 +33,19 @@ template <typename F> void parallel_chunks(std::uint64_t n, F&& f) {
   for (auto& th : pool) th.join();
 }
 
+// The same over n items that hold `work` elements in all: one thread below 2^20 elements, else
+// one per core, at most one per item. (By the items alone, 256 rows of 2^20 elements were
+// reduced on one thread.)
+template <typename F> void parallel_items(std::uint64_t n, std::uint64_t work, F&& f) {
+  const std::uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto threads = unsigned(work < (1u << 20) ? 1 : std::max<std::uint64_t>(1, std::min(cores, n)));
+  if (threads == 1) return f(std::uint64_t(0), n, 0u);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] { f(n * t / threads, n * (t + 1) / threads, t); });
+  for (auto& th : pool) th.join();
+}
+
 // The result of type T from its accumulator (exact for min/max and integers).
 template <typename T> T narrow(acc_t<T> v) {
   if constexpr (is_half_float_v<T>) return T(double(v));
@@ -292,19 +305,36 @@ Reference reduce_strided(const T* x, std::uint64_t len, std::uint64_t step, Op o
 }
 
 // Columns: each thread takes a range of columns and walks the rows, so reads stay row-major.
+// Fewer columns than cores: each thread takes a range of rows for every column, and the ranges'
+// accumulators are merged in row order.
 template <typename T>
 void reduce_columns_host(const T* x, const T* y, const Segmentation& s, Op op,
                          std::vector<Reference>& out) {
-  const std::uint64_t cols = s.shape.count, rows = s.shape.length;
-  parallel_chunks(cols, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
-    std::vector<RefAcc<T>> acc(hi - lo, RefAcc<T>(op));
-    for (std::uint64_t r = 0; r < rows; ++r) {
-      const T* row = x + r * s.stride;
-      if (y)
-        for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add2(row[c], y[r * s.stride + c]);
-      else
-        for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add(row[c]);
+  const std::uint64_t cols = s.shape.count, rows = s.shape.length, work = cols * rows;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  // Row r's columns [lo, hi) into acc[0, hi - lo).
+  const auto add_row = [&](std::vector<RefAcc<T>>& acc, std::uint64_t r, std::uint64_t lo, std::uint64_t hi) {
+    const T* row = x + r * s.stride;
+    if (y)
+      for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add2(row[c], y[r * s.stride + c]);
+    else
+      for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add(row[c]);
+  };
+  if (cols < cores && work >= (1u << 20)) {
+    std::vector<std::vector<RefAcc<T>>> part(cores, std::vector<RefAcc<T>>(cols, RefAcc<T>(op)));
+    parallel_items(rows, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
+      for (std::uint64_t r = lo; r < hi; ++r) add_row(part[t], r, 0, cols);
+    });
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      RefAcc<T> acc(op);
+      for (unsigned t = 0; t < cores; ++t) acc.merge(part[t][c]);
+      out[c] = acc.finish();
     }
+    return;
+  }
+  parallel_items(cols, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+    std::vector<RefAcc<T>> acc(hi - lo, RefAcc<T>(op));
+    for (std::uint64_t r = 0; r < rows; ++r) add_row(acc, r, lo, hi);
     for (std::uint64_t c = lo; c < hi; ++c) out[c] = acc[c - lo].finish();
   });
 }
@@ -333,36 +363,51 @@ std::uint64_t Segmentation::length(std::uint64_t i) const {
 
 namespace {
 
-std::vector<Reference> segmented_host(const HostArray& a, const HostArray* b, const Segmentation& s,
-                                      Op op) {
-  std::vector<Reference> out(s.shape.count);
+void segmented_host(const HostArray& a, const HostArray* b, const Segmentation& s, Op op,
+                    std::vector<Reference>& out) {
+  out.resize(s.shape.count);
+  const std::uint64_t work = s.input_elements();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   visit(a.dtype, [&](auto t) {
     using T = decltype(t);
     const T* x = a.data<T>();
     const T* y = b ? b->data<T>() : nullptr;
     if (s.problem == Problem::columns) return reduce_columns_host(x, y, s, op, out);
-    parallel_chunks(s.shape.count, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
-      for (std::uint64_t i = lo; i < hi; ++i) {
-        const std::uint64_t at =
-            s.problem == Problem::segments ? std::uint64_t(s.offsets[i]) : i * s.stride;
-        out[i] = reduce_strided(x + at, s.length(i), 1, op, y ? y + at : nullptr);
-      }
+    const auto at = [&](std::uint64_t i) {
+      return s.problem == Problem::segments ? std::uint64_t(s.offsets[i]) : i * s.stride;
+    };
+    // Fewer results than cores: each one's elements in parallel, as the 1-D reference.
+    if (s.shape.count < cores && work >= (1u << 20)) {
+      for (std::uint64_t i = 0; i < s.shape.count; ++i)
+        out[i] = reduce_host(x + at(i), s.length(i), op, y ? y + at(i) : nullptr);
+      return;
+    }
+    parallel_items(s.shape.count, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+      for (std::uint64_t i = lo; i < hi; ++i)
+        out[i] = reduce_strided(x + at(i), s.length(i), 1, op, y ? y + at(i) : nullptr);
     });
   });
-  return out;
 }
 
 } // namespace
 
 std::vector<Reference> segmented_reference(const HostArray& a, const Segmentation& s, Op op) {
+  std::vector<Reference> out;
+  segmented_reference(a, s, op, out);
+  return out;
+}
+
+void segmented_reference(const HostArray& a, const Segmentation& s, Op op, std::vector<Reference>& out) {
   check_inputs(a, nullptr, op);
-  return segmented_host(a, nullptr, s, op);
+  segmented_host(a, nullptr, s, op, out);
 }
 
 std::vector<Reference> segmented_reference(const HostArray& x, const HostArray& y,
                                            const Segmentation& s, Op op) {
   check_inputs(x, &y, op);
-  return segmented_host(x, &y, s, op);
+  std::vector<Reference> out;
+  segmented_host(x, &y, s, op, out);
+  return out;
 }
 
 std::uint64_t longest_segment(const std::vector<std::int64_t>& offsets) {

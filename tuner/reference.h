@@ -56,6 +56,8 @@ struct Segmentation {
 };
 /// One Reference per result (rows, columns or segments of `a`), computed in parallel.
 std::vector<Reference> segmented_reference(const HostArray& a, const Segmentation& s, Op op);
+/// The same into `out` (resized to the results; its memory is reused from shape to shape).
+void segmented_reference(const HostArray& a, const Segmentation& s, Op op, std::vector<Reference>& out);
 /// The same for an op of two inputs: y is read where x is.
 std::vector<Reference> segmented_reference(const HostArray& x, const HostArray& y,
                                            const Segmentation& s, Op op);

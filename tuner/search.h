@@ -31,7 +31,7 @@ struct Budget {
   std::size_t limit(std::size_t candidates) const;
   /// The limits of a run's points of `candidates` configurations each. A share is the run's: the
   /// run may take `percent` of all its points' configurations, dealt out in proportion to the
-  /// square root of each point's (at least `floor`, at most all of them), as a point of many
+  /// fourth root of each point's (at least `floor`, at most all of them), as a point of many
   /// configurations needs a smaller share of them than one of few. A count is each point's.
   std::vector<std::size_t> plan(const std::vector<std::size_t>& candidates) const;
 };

@@ -117,7 +117,12 @@ std::vector<Shape> default_shapes(Problem problem) {
 void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& jobs, SweepSetup& setup,
                        SweepResult& res) {
   const cuda::DeviceInfo& info = setup.info;
-  const std::vector<Shape> shapes = o.shapes.empty() ? default_shapes(o.problem) : o.shapes;
+  // By element count, then length (the order replay searches them in): the shapes of one element
+  // count are measured one after the other on one input, generated and uploaded once.
+  std::vector<Shape> shapes = o.shapes.empty() ? default_shapes(o.problem) : o.shapes;
+  std::stable_sort(shapes.begin(), shapes.end(), [](Shape a, Shape b) {
+    return std::pair(a.elements(), a.length) < std::pair(b.elements(), b.length);
+  });
   const int reps = std::max(3, o.reps);
   // The evict-first twins after every plain configuration, so TwinFilter knows the plain ranks.
   std::vector<CompileJob> ordered = jobs;
@@ -139,8 +144,12 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                             std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) {
                               return j.dtype == d && j.op == op;
                             })));
-  SweepSearch search = sweep_search(o.search, o.budget, points, &setup.store, device_key(info));
+  SweepSearch search = [&] {
+    PhaseTimer t(res.times.seeds_s);
+    return sweep_search(o.search, o.budget, points, &setup.store, device_key(info));
+  }();
   seed_first(search, o, points);
+  const double seeds_before = res.times.seeds_s;
   const bool exhaustive = search.strategy() == Strategy::exhaustive;
   // Every point's input is read once by each repetition and the checked launch.
   Eta eta(double(reps + 1) / (std::max(info.peak_gbps(), 1.0) * 1e9));
@@ -152,8 +161,28 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   }
   eta.start();
 
+  // Buffers kept across shapes: the input (grown to the largest), the results and their
+  // page-locked host copy (allocated once for the most results of any shape), the input check's.
+  std::uint64_t most_results = 1;
+  for (const Shape& sh : shapes) most_results = std::max(most_results, sh.count);
+  // Results of up to 8 bytes each: the ops' result dtypes differ (kernels/ops.h).
+  const std::size_t out_bytes = std::size_t(most_results) * 8;
+  cuda::Buffer d_in, d_out;
+  HostArray got;
+  got.bytes.resize(out_bytes);
+  std::unique_ptr<cuda::HostRegistration> pinned; // each check copies into it
+  InputCheck input_check;
+  std::vector<Reference> refs;
+  // The second input of the ops of two (dot): other random data in the same layout, kept alike.
+  const bool two = two_input_ops(o.ops);
+  cuda::Buffer d_in2;
+  HostArray data2;
+
   for (DType d : o.dtypes) {
     const std::size_t es = size_of(d);
+    HostArray data;                    // the input of the shapes of `data_elements` elements
+    std::uint64_t data_elements = 0;
+    bool loaded = false;
     for (const Shape& shape : shapes) {
       if (res.interrupted) break;
       const double bytes = double(shape.elements()) * double(es);
@@ -162,8 +191,11 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         if (p.dtype == d && p.shape == shape) of_dtype += search.limit(p, candidates);
       std::size_t free_b = 0, total_b = 0;
       RT_CU(cuMemGetInfo(&free_b, &total_b));
-      const bool two = two_input_ops(o.ops);
-      const double need = bytes * (two ? 2 : 1) + double(shape.count) * double(es) + (64 << 20);
+      // What this shape needs beyond the buffers already held.
+      const auto beyond = [](double need, std::size_t held) { return std::max(0.0, need - double(held)); };
+      const double need = beyond(std::max(bytes, 16.0), d_in.size()) +
+                          (two ? beyond(std::max(bytes, 16.0), d_in2.size()) : 0.0) +
+                          beyond(double(out_bytes), d_out.size()) + (64 << 20);
       if (need > double(free_b)) {
         res.skipped.push_back({"*", std::string(name(d)), "*", shape.elements(),
                                "needs " + std::to_string(std::uint64_t(need) >> 20) + " MiB of GPU memory, " +
@@ -173,48 +205,63 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         continue;
       }
       const auto t_data = Clock::now();
-      const std::uint64_t seed = shape_seed(
-          o.problem, shape, o.seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20) ^ std::uint64_t(d));
-      ShapeData sd = layout(o.problem, shape, seed);
+      // The input's seed is its element count's (and the dtype's); the offsets' are drawn from it
+      // and the shape, so the stored seed with the shape gives both.
+      const std::uint64_t elements = shape.elements();
+      const std::uint64_t seed = o.seed ^ (elements * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d);
+      ShapeData sd = layout(o.problem, shape,
+                            shape_seed(o.problem, shape, seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20)));
       const std::uint64_t longest = longest_segment(sd.seg.offsets);
-      const std::uint64_t elements = sd.seg.input_elements();
-      const HostArray data = make_input(d, elements, seed);
-      cuda::Buffer d_in(std::max<std::size_t>(elements * es, 16));
-      RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), elements * es));
-      // The second input of the ops of two (dot): other random data in the same layout.
-      const HostArray data2 = two ? make_input(d, elements, second_input_seed(seed)) : HostArray{};
-      cuda::Buffer d_in2(two ? std::max<std::size_t>(elements * es, 16) : 0);
-      if (two) RT_CU(cuMemcpyHtoD(d_in2.get(), data2.bytes.data(), elements * es));
-      // Results of up to 8 bytes each: the ops' result dtypes differ (kernels/ops.h).
-      cuda::Buffer d_out(std::max<std::size_t>(shape.count * 8, 16));
-      HostArray got;
-      got.dtype = d;
+      if (sd.seg.input_elements() != elements)
+        throw std::logic_error("a segmented shape's input is not its element count"); // Shape says it is
+      if (!loaded || data_elements != elements) {
+        data = make_input(d, elements, seed);
+        if (two) data2 = make_input(d, elements, second_input_seed(seed));
+        data_elements = elements, loaded = true;
+        const std::size_t in_bytes = std::max<std::size_t>(elements * es, 16);
+        if (d_in.size() < in_bytes) {
+          d_in = cuda::Buffer(); // freed before the larger one is made
+          d_in = cuda::Buffer(in_bytes);
+        }
+        RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), elements * es));
+        if (two) {
+          if (d_in2.size() < in_bytes) {
+            d_in2 = cuda::Buffer();
+            d_in2 = cuda::Buffer(in_bytes);
+          }
+          RT_CU(cuMemcpyHtoD(d_in2.get(), data2.bytes.data(), elements * es));
+        }
+        ++res.times.inputs;
+      }
+      if (d_out.size() < out_bytes) d_out = cuda::Buffer(out_bytes);
+      if (!pinned) pinned = std::make_unique<cuda::HostRegistration>(got.bytes.data(), got.bytes.size());
       got.n = shape.count;
-      got.bytes.resize(shape.count * 8);
-      const cuda::HostRegistration pinned(got.bytes.data(), got.bytes.size()); // each check copies it
       SegmentedArgs args;
       args.in = d_in.get();
       args.offsets = sd.offsets.get();
       args.out = d_out.get();
       args.shape = shape;
       args.stride = sd.seg.stride;
-      res.times.data_s += std::chrono::duration<double>(Clock::now() - t_data).count();
+      res.times.input_s += std::chrono::duration<double>(Clock::now() - t_data).count();
 
       for (Op op : o.ops) {
         got.dtype = result_dtype(op, d);
         const std::size_t rs = size_of(got.dtype);
-        const auto t_ref = Clock::now();
         const bool op_two = describe(op).traits.two_inputs;
         args.in2 = op_two ? d_in2.get() : 0;
-        const std::vector<Reference> refs = op_two ? segmented_reference(data, data2, sd.seg, op)
-                                                   : segmented_reference(data, sd.seg, op);
-        res.times.data_s += std::chrono::duration<double>(Clock::now() - t_ref).count();
+        {
+          PhaseTimer t(res.times.reference_s);
+          if (op_two) refs = segmented_reference(data, data2, sd.seg, op);
+          else segmented_reference(data, sd.seg, op, refs);
+        }
+        ++res.times.points;
         Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe, o.problem};
         // Points this run already holds (a restarted worker), or any run (--resume), are done; their
         // times rank the twins and set the early stops as if this sweep had measured them.
         std::set<std::string> stored, sweep_keys;
-        for (const CompileJob& j : ordered)
-          if (j.dtype == d && j.op == op) sweep_keys.insert(key(j.config));
+        if (o.resume || o.run_id) // the keys of every job: only where stored rows are read
+          for (const CompileJob& j : ordered)
+            if (j.dtype == d && j.op == op) sweep_keys.insert(key(j.config));
         std::vector<db::Measurement> held;
         if (o.resume || o.run_id)
           for (db::Measurement& m : setup.store.measurements(info.uuid, {d, op, o.problem, shape}))
@@ -227,8 +274,19 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         double best_us = 1e300;
         for (const db::Measurement& m : held)
           if (m.valid && sweep_keys.count(m.key)) best_us = std::min(best_us, m.median_us);
+        // The point's measurements are committed together when it ends (one transaction, not
+        // one a measurement), and before a fault ends the sweep: a crash or kill -9 loses at most
+        // the point in progress, which a restarted worker measures again.
+        std::vector<db::Measurement> pending;
+        auto commit = [&] {
+          if (pending.empty()) return;
+          PhaseTimer t(res.times.store_s);
+          setup.store.add_measurements(res.run_id, pending);
+          pending.clear();
+        };
         auto keep = [&](const db::Measurement& m) {
-          setup.store.add_measurements(res.run_id, {m});
+          pending.push_back(m);
+          ++res.times.measured;
           res.measurements.push_back(m);
           eta.measured(bytes);
           if (setup.progress)
@@ -285,7 +343,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           m.seed = seed;
           m.cold = !o.hot;
           try {
-            const Kernel kernel = setup.loader.load(j.config, d, op);
+            const Kernel kernel = [&] {
+              PhaseTimer t(res.times.load_s);
+              return setup.loader.load(j.config, d, op);
+            }();
             const SegmentedPlan p = segmented_plan(j.config, t, shape);
             ws.reserve(p);
             auto queue_timed = [&](int r) {
@@ -337,6 +398,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             m.valid = false;
             m.error = e.what();
             keep(m);
+            commit();
             if (!o.run_id) setup.store.end_run(res.run_id, "failed");
             throw; // the context is lost: the supervisor restarts the worker
           }
@@ -347,6 +409,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         auto measure_counted = [&](std::size_t at) { return past.count(measure_one(at)); };
         const std::size_t visited = search.run(point, candidates, measure_counted,
                                                [&] { return (setup.stop && setup.stop()) || past(); });
+        commit();
         if (setup.stop && setup.stop()) res.interrupted = true;
         // What the search left unmeasured (or found pointless before it began) is done too.
         const std::size_t planned = search.limit(point, std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) {
@@ -358,15 +421,15 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         }
         if (res.interrupted) break;
       }
-      check_input_unchanged(d_in.get(), data,
-                            std::string(name(d)) + " " + std::to_string(shape.count) + " x " +
-                                std::to_string(shape.length));
-      if (two)
-        check_input_unchanged(d_in2.get(), data2,
-                              std::string(name(d)) + " " + std::to_string(shape.count) + " x " +
-                                  std::to_string(shape.length) + " (y)");
+      PhaseTimer t(res.times.input_check_s);
+      const std::string what =
+          std::string(name(d)) + " " + std::to_string(shape.count) + " x " + std::to_string(shape.length);
+      input_check(d_in.get(), data, what);
+      if (two) input_check(d_in2.get(), data2, what + " (y)");
     }
   }
+  res.times.seeds_s = seeds_before + search.seeding_s();
+  res.times.data_s = res.times.input_s + res.times.reference_s;
 }
 
 } // namespace reduce_tune

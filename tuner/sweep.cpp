@@ -210,6 +210,40 @@ std::string point_text(DType dtype, Op op, Problem problem, Shape shape) {
 }
 } // namespace
 
+std::string profile_text(const SweepTimes& t) {
+  const double measuring = t.load_s + t.validate_s + t.timing_s;
+  const double accounted = t.setup_s + t.compile_s + t.seeds_s + t.input_s + t.reference_s + measuring +
+                           t.store_s + t.input_check_s;
+  std::string out;
+  char line[200];
+  const auto row = [&](const char* what, double s, const std::string& note) {
+    std::snprintf(line, sizeof line, "  %-13s %8.2f s %5.1f %%%s%s\n", what, s, t.total_s > 0 ? 100 * s / t.total_s : 0.0,
+                  note.empty() ? "" : "  ", note.c_str());
+    out += line;
+  };
+  const auto per = [](double s, std::size_t n, const char* unit) {
+    if (!n) return std::string();
+    char b[80];
+    std::snprintf(b, sizeof b, "%.2f ms a %s", 1e3 * s / double(n), unit);
+    return std::string(b);
+  };
+  std::snprintf(line, sizeof line, "profile: %.2f s, %zu points, %zu measurements, %zu inputs\n", t.total_s, t.points,
+                t.measured, t.inputs);
+  out += line;
+  row("setup", t.setup_s, "context, NVRTC, store, run");
+  row("compile", t.compile_s, "every valid configuration through the compile cache");
+  row("seeds", t.seeds_s, per(t.seeds_s, t.points, "point"));
+  row("input", t.input_s, per(t.input_s, t.inputs, "input") + " (generated, uploaded, offsets)");
+  row("reference", t.reference_s, per(t.reference_s, t.points, "point"));
+  row("load", t.load_s, per(t.load_s, t.measured, "measurement") + " (modules, first use)");
+  row("check", t.validate_s, per(t.validate_s, t.measured, "measurement") + " (checked launch, result compared)");
+  row("timing", t.timing_s, per(t.timing_s, t.measured, "measurement"));
+  row("store", t.store_s, per(t.store_s, t.points, "point") + " (one transaction a point)");
+  row("input check", t.input_check_s, "input read back and compared");
+  row("other", std::max(0.0, t.total_s - accounted), "progress, plans, the search itself");
+  return out;
+}
+
 std::string point_text(const Progress& p) { return point_text(p.dtype, p.op, p.problem, {p.count, p.n}); }
 std::string point_text(const db::Measurement& m) { return point_text(m.dtype, m.op, m.problem, m.shape()); }
 
@@ -227,6 +261,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   res.device = device_record(o.device);
   store.upsert_device(res.device);
   res.run_id = o.run_id ? o.run_id : store.begin_run(run_record(o, info.uuid, nvrtc.version()));
+  res.times.setup_s = seconds_since(t_start);
 
   std::vector<Job> jobs = valid_jobs(o, info.cc(), info.max_threads_per_block, info.sm_count, &res.skipped);
 
@@ -270,7 +305,10 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
                             std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) {
                               return j.dtype == d && j.op == op;
                             })));
-  SweepSearch search = sweep_search(o.search, o.budget, points, &store, device_key(info));
+  SweepSearch search = [&] {
+    PhaseTimer t(res.times.seeds_s);
+    return sweep_search(o.search, o.budget, points, &store, device_key(info));
+  }();
   seed_first(search, o, points);
   auto planned_of = [&](const PointId& p, std::size_t candidates) { return search.limit(p, candidates); };
   std::size_t total = 0, done = 0;
@@ -294,6 +332,8 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   const std::size_t flush_bytes = std::size_t(std::max<std::int64_t>(info.l2_bytes, 1 << 24));
   cuda::Buffer flush(o.hot ? 0 : flush_bytes);
   Workspace ws;
+  InputCheck input_check;
+  const double seeds_before = res.times.seeds_s;
 
   for (DType d : o.dtypes) {
     const std::size_t es = size_of(d);
@@ -327,11 +367,16 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
       const HostArray data2 = two ? make_input(d, n, second_input_seed(seed)) : HostArray{};
       cuda::Buffer d_in2(two ? n * es : 0);
       if (two) RT_CU(cuMemcpyHtoD(d_in2.get(), data2.bytes.data(), n * es));
-      res.times.data_s += seconds_since(t_data);
+      res.times.input_s += seconds_since(t_data);
+      ++res.times.inputs;
 
       for (Op op : o.ops) {
         const bool op_two = describe(op).traits.two_inputs;
-        const Reference ref = op_two ? reference(data, data2, op) : reference(data, op);
+        const Reference ref = [&] {
+          PhaseTimer t(res.times.reference_s);
+          return op_two ? reference(data, data2, op) : reference(data, op);
+        }();
+        ++res.times.points;
         const CUdeviceptr in2 = op_two ? d_in2.get() : 0;
         const Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe};
         // Points this run already holds (a restarted worker), or any run (--resume), are done.
@@ -346,9 +391,19 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         double best_us = 1e300;
         for (const auto& m : res.measurements)
           if (m.valid && m.dtype == d && m.op == op && m.problem == Problem::array && m.n == n) best_us = std::min(best_us, m.median_us);
-        // Each measurement is committed as it completes: a crash or kill -9 loses none.
+        // The point's measurements are committed together when it ends (one transaction, not
+        // one a measurement), and before a fault ends the sweep: a crash or kill -9 loses at most
+        // the point in progress, which a restarted worker measures again.
+        std::vector<db::Measurement> pending;
+        auto commit = [&] {
+          if (pending.empty()) return;
+          PhaseTimer t(res.times.store_s);
+          store.add_measurements(res.run_id, pending);
+          pending.clear();
+        };
         auto keep = [&](const db::Measurement& m) {
-          store.add_measurements(res.run_id, {m});
+          pending.push_back(m);
+          ++res.times.measured;
           res.measurements.push_back(m);
           eta.measured(double(n) * double(es));
           if (progress)
@@ -385,7 +440,10 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
           m.seed = seed;
           m.cold = !o.hot;
           try {
-            const Kernel kernel = loader.load(j.config, d, op, j.wide_result);
+            const Kernel kernel = [&] {
+              PhaseTimer t(res.times.load_s);
+              return loader.load(j.config, d, op, j.wide_result);
+            }();
             const LaunchPlan p = plan(j.config, t, n);
             ws.reserve(p, d, n);
             // Poison what the kernels must write, so an unwritten result cannot pass.
@@ -464,6 +522,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             m.valid = false;
             m.error = e.what();
             keep(m);
+            commit();
             if (!o.run_id) store.end_run(res.run_id, "failed");
             throw;
           }
@@ -474,6 +533,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         auto measure_counted = [&](std::size_t at) { return past.count(measure_one(at)); };
         const std::size_t visited =
             search.run(point, candidates, measure_counted, [&] { return (stop && stop()) || past(); });
+        commit();
         if (stop && stop()) res.interrupted = true;
         // What the search left unmeasured is done too.
         const std::size_t planned = planned_of(point, candidates.size());
@@ -483,13 +543,14 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         }
         if (res.interrupted) break;
       }
-      check_input_unchanged(d_in.get(), data, std::string(name(d)) + " n=" + format_size(n));
-      if (two)
-        check_input_unchanged(d_in2.get(), data2,
-                              std::string(name(d)) + " n=" + format_size(n) + " (y)");
+      PhaseTimer t(res.times.input_check_s);
+      input_check(d_in.get(), data, std::string(name(d)) + " n=" + format_size(n));
+      if (two) input_check(d_in2.get(), data2, std::string(name(d)) + " n=" + format_size(n) + " (y)");
     }
   }
   if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");
+  res.times.seeds_s = seeds_before + search.seeding_s();
+  res.times.data_s = res.times.input_s + res.times.reference_s;
   res.times.total_s = seconds_since(t_start);
   return res;
 }

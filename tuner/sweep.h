@@ -57,6 +57,7 @@ struct SweepOptions {
   /// Configurations a search measures first at every point where they are candidates (tests
   /// of first-use tuning lead it into a faulting kernel this way).
   std::vector<Config> first;
+  bool profile = false;           ///< print where the time went, phase by phase, at the end
 };
 
 /// Measurements a search makes at a point before SweepOptions::deadline_s may stop it.
@@ -87,10 +88,22 @@ struct Progress {
 std::string point_text(const Progress& p);
 std::string point_text(const db::Measurement& m);
 
-/// Where the time went.
+/// Where the time went. data_s is input_s + reference_s, validate_s the checked launches
+/// (check_s); the rest break a sweep down phase by phase for `tune --profile`.
 struct SweepTimes {
   double total_s = 0, data_s = 0, compile_s = 0, validate_s = 0, timing_s = 0;
+  double setup_s = 0;       ///< context, NVRTC, compile cache, store, run record
+  double seeds_s = 0;       ///< guided and random: the lookups and hints that seed each point
+  double input_s = 0;       ///< input generation, its upload, the offsets layout, buffers
+  double reference_s = 0;   ///< the CPU reference of every point
+  double load_s = 0;        ///< kernels loaded into the context (module loads, cache reads)
+  double store_s = 0;       ///< measurements written to the store
+  double input_check_s = 0; ///< the input read back and compared after each shape or size
+  std::size_t inputs = 0;   ///< inputs generated and uploaded
+  std::size_t points = 0, measured = 0;
 };
+/// The breakdown of `t`, one phase a line (`tune --profile`).
+std::string profile_text(const SweepTimes& t);
 
 struct SweepResult {
   db::DeviceRecord device;

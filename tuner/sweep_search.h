@@ -38,12 +38,16 @@ public:
   /// The limit of `p` (its candidates when the point was not planned).
   std::size_t limit(const PointId& p, std::size_t candidates) const;
 
+  /// Seconds spent seeding the points so far (the lookups, the hints), for `tune --profile`.
+  double seeding_s() const { return seeding_s_; }
+
 private:
   Strategy strategy_;
   Budget budget_;
   std::map<PointId, std::size_t> limits_;
   SeedBook book_;
   std::function<std::optional<Config>(const PointId&)> known_;
+  double seeding_s_ = 0;
 };
 
 struct DeviceKey;
