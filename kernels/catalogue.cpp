@@ -177,6 +177,16 @@ void register_variants(std::span<const ExtraVariant> extra) {
   g_extra.store(list, std::memory_order_release);
 }
 
+bool atomic_post_pass(Op op, DType dtype, Problem problem) {
+  const OpTraits& traits = describe(op).traits;
+  if (problem == Problem::array || traits.atomic == OpAtomic::none || traits.compound) return false;
+  const DType acc = accumulator_dtype(op, dtype), result = result_dtype(op, dtype);
+  // Those that combine into the result directly: a plain post-map into a result of the
+  // accumulator's type, or rounded exactly to a bf16 or f16 one (min and max, a 16-bit CAS).
+  const bool direct = traits.plain_post && (result == acc || (is_half(result) && traits.exact));
+  return !direct;
+}
+
 std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (auto why = t.user ? t.user->unsupported(t.dtype) : op_unsupported(t.op, t.dtype)) return why;
   const Variant* vp = find_variant(c.variant);
@@ -239,6 +249,9 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     return "finish " + std::string(name(c.finish)) + " is not available for " +
            std::string(v.name);
   const bool atomic = atomic_finish(c.finish);
+  // The post pass makes the result's type and post-map irrelevant to the atomic: only the
+  // accumulator's atomic and the device's support for it below remain.
+  const bool post_pass = atomic && atomic_post_pass(t.op, t.dtype, v.problem);
   if (t.wide_result && !is_half(t.dtype))
     return "a float32 result is for bf16 and f16 reductions; " + std::string(name(t.dtype)) +
            " results have the element type";
@@ -267,7 +280,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (op.traits.two_inputs && v.one_input)
     return op_name + " reads two inputs; " + std::string(v.name) +
            " stages one input's elements in shared memory";
-  if (atomic) {
+  if (atomic && !post_pass) {
     if (op.traits.atomic == OpAtomic::none || !op.traits.plain_post)
       return op_name + " has no atomic combine into its result (its post-map needs the count or rounds)";
     if (result != acc && !is_half(result))
@@ -277,7 +290,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   // bf16 and f16 sums accumulate in float32 and round once; an atomic finish would round the
   // result to the element type at every block's combine (unless the result is the float32
   // accumulator itself), an in-place variant every partial.
-  if (is_half(result) && !op.traits.exact && atomic)
+  if (is_half(result) && !op.traits.exact && atomic && !post_pass)
     return "a " + std::string(name(t.dtype)) + " " + op_name +
            " would round at every atomic combine into the result: it accumulates in float32 "
            "and rounds once (a float32 result may finish atomically)";
@@ -285,7 +298,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     return "a " + std::string(name(t.dtype)) + " " + op_name +
            " in place would round every partial to the element type: it accumulates in "
            "float32 and rounds once";
-  if (is_half(result) && atomic && t.cc < 70)
+  if (is_half(result) && atomic && !post_pass && t.cc < 70)
     return "the 16-bit atomicCAS of " + std::string(name(t.dtype)) + " min/max needs sm_70";
   if (atomic && acc == DType::f64 && op.traits.atomic == OpAtomic::add && t.cc < 60)
     return "double-precision atomicAdd needs sm_60";
@@ -383,8 +396,10 @@ std::size_t accumulator_bytes(const Target& t) {
 
 namespace {
 
-// Header, element.cuh, the op's source (`op_text`), common.cuh and the variant's template.
-std::string render_with(const Config& c, DType dtype, std::string_view op_name, const std::string& op_text) {
+// Header, element.cuh, the op's source (`op_text`), common.cuh and the variant's template;
+// `builtin`: the op, where it is one of the library's (the post pass applies to those only).
+std::string render_with(const Config& c, DType dtype, std::string_view op_name, const std::string& op_text,
+                        std::optional<Op> builtin = std::nullopt) {
   const Variant& v = *find_variant(c.variant);
   // The element type (bf16 and f16 stored as unsigned short) and its macro.
   static constexpr std::array<std::pair<const char*, const char*>, 8> kTypes{{
@@ -417,7 +432,17 @@ std::string render_with(const Config& c, DType dtype, std::string_view op_name, 
   }
   if (v.evict_first) s += "#define RT_EVICT_FIRST 1\n";
   s += template_source("element.cuh");
+  // The post pass (templates/segmented/post.cuh): the op's result type and post-map under other
+  // names, the mapping working on accumulators. Only pairs the atomic finish admitted through it
+  // are rendered so; every other source is unchanged.
+  const bool post = builtin && c.finish == Finish::atomic && atomic_post_pass(*builtin, dtype, v.problem);
+  if (post) s += "#define RT_POST_PASS 1\n#define R rt_result_type\n#define rt_post rt_result_post\n";
   s += op_text;
+  if (post && !describe(*builtin).traits.plain_post) { // its atomic, which op_source declares not
+    static constexpr const char* kAtomic[] = {"", "ADD", "MIN", "MAX"};
+    s += "#define RT_ATOMIC_" + std::string(kAtomic[static_cast<int>(describe(*builtin).traits.atomic)]) + " 1\n";
+  }
+  if (post) s += template_source("segmented/post.cuh");
   s += template_source("common.cuh");
   if (v.problem != Problem::array) s += template_source("segmented/segmented.cuh");
   const ExtraVariant* extra = find_extra(v.name);
@@ -429,7 +454,7 @@ std::string render_with(const Config& c, DType dtype, std::string_view op_name, 
 } // namespace
 
 std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
-  return render_with(c, dtype, name(op), op_source(op, dtype, wide_result));
+  return render_with(c, dtype, name(op), op_source(op, dtype, wide_result), op);
 }
 
 std::string render(const Config& c, DType dtype, const UserOp& op) {

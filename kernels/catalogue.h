@@ -73,6 +73,16 @@ struct ExtraVariant {
 /// Adds `extra`, which must outlive every use of the catalogue (static data). Thread-safe.
 void register_variants(std::span<const ExtraVariant> extra);
 
+/// Whether the atomic finish of a segmented problem (rows_split, columns_split, the offsets
+/// mappings that combine cut segments) reduces (op, dtype) through a post pass: the blocks combine
+/// into accumulators (the results themselves where the accumulator is the result's type, else a
+/// workspace of them), filled with the identity first, and rt_segmented_post then writes each
+/// result as rt_post(accumulator, count). For the ops whose accumulator has an atomic but that
+/// cannot combine into their result: a post-map that needs the count or is not the conversion
+/// (mean, norm2), a result of another type (any/all's uint8 of a 32-bit accumulator, the bf16 and
+/// f16 sums that accumulate in float32). The validity rules, the plan and the rendering read it.
+bool atomic_post_pass(Op op, DType dtype, Problem problem);
+
 /// Why `c` is not a valid point for `t` (its problem included), or nullopt when it is.
 std::optional<std::string> invalid_reason(const Config& c, const Target& t);
 
@@ -120,6 +130,10 @@ struct SegmentedPlan {
   unsigned chunk_smem_bytes = 0; ///< rt_segmented_chunks' dynamic shared memory (its block reduce)
   unsigned partition_grid = 0;  ///< blocks of rt_segmented_partition, before; 0: not launched
   std::size_t work_bytes = 0;   ///< the variant's self-resetting state, zeroed once
+  bool post = false;            ///< the atomic finish's post pass (atomic_post_pass):
+                                ///< rt_segmented_post writes the results from accumulators
+  std::size_t post_bytes = 0;   ///< those accumulators' workspace; 0: they are the results
+                                ///< themselves (the accumulator is the result's type)
 };
 SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape);
 

@@ -14,8 +14,10 @@ constexpr OpTraits kMax{OpAtomic::max, true, true, true, true, true};
 // Sums of a mapped element: the atomic add and the redux add apply, the in-place variant does not
 // (it would map its partials again).
 constexpr OpTraits kMappedSum{OpAtomic::add, true, true, false, true, false};
-// A post-map that needs the count or rounds (mean, norm2): no atomic or host finish.
-constexpr OpTraits kPosted{OpAtomic::none, false, false, false, false, false};
+// A post-map that needs the count or rounds (mean, norm2): no host finish, and no atomic finish
+// into the result; the segmented problems' atomic finishes add into accumulators and end with a
+// post pass (atomic_post_pass, kernels/catalogue.h).
+constexpr OpTraits kPosted{OpAtomic::add, false, false, false, false, false};
 // 0/1 accumulators: any is their maximum, all their minimum.
 constexpr OpTraits kAny{OpAtomic::max, true, true, false, true, true};
 constexpr OpTraits kAll{OpAtomic::min, true, true, false, true, true};
@@ -334,7 +336,10 @@ std::string op_source(Op op, DType dtype, bool wide_result) {
   if (d.traits.two_inputs) s += "#define RT_TWO_INPUTS 1\n";
   s += "#define RT_ACC_" + std::string(text_of(acc).suffix) + " 1\n";
   static constexpr const char* kAtomic[] = {nullptr, "ADD", "MIN", "MAX"};
-  if (const char* a = kAtomic[static_cast<int>(d.traits.atomic)]) {
+  // An op whose post-map is not the plain conversion uses its atomic only in the segmented post
+  // pass, whose renders declare it (kernels/catalogue.cpp, render): its other sources stay as
+  // they were, and so do their entries in the compile cache.
+  if (const char* a = kAtomic[static_cast<int>(d.traits.atomic)]; a && d.traits.plain_post) {
     s += "#define RT_ATOMIC_" + std::string(a) + " 1\n";
     if (d.traits.redux) s += "#define RT_REDUX_" + std::string(a) + " 1\n";
   }

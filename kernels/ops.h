@@ -18,7 +18,9 @@ namespace reduce_tune {
 
 /// The atomic an op's accumulator combines with in memory: the atomic and first-block finishes,
 /// the shared-memory atomics of atomic_shared and the segmented variants that combine into their
-/// results. `none`: no such finish or variant for the op.
+/// results (with plain_post false or a result of another type than the accumulator, only the
+/// segmented ones, through a post pass: atomic_post_pass, kernels/catalogue.h). `none`: no such
+/// finish or variant for the op.
 enum class OpAtomic { none, add, min, max };
 
 /// What the catalogue and the launch path need to know of an op, beyond its source.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 
 namespace reduce_tune {
@@ -78,6 +79,8 @@ Kernel KernelLoader::load_source(const std::string& source, const Config& c, DTy
       k.chunks = module->function("rt_segmented_chunks");
     if (source.find("rt_segmented_partition") != std::string::npos)
       k.partition = module->function("rt_segmented_partition");
+    if (source.find("rt_segmented_post") != std::string::npos)
+      k.post = module->function("rt_segmented_post");
   }
   k.combine = module->function("rt_combine_partials");
   k.resources = res;
@@ -159,6 +162,7 @@ void Workspace::reserve(const LaunchPlan& p, DType dtype, std::uint64_t n, CUstr
 }
 
 void Workspace::reserve(const SegmentedPlan& p, CUstream fill_on) {
+  if (accumulators_.size() < p.post_bytes) accumulators_ = cuda::Buffer(p.post_bytes);
   if (p.work_bytes && segmented_.size() < p.work_bytes) {
     segmented_ = cuda::Buffer(p.work_bytes);
     segmented_zeroed_ = false;
@@ -222,14 +226,19 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 
 void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Workspace& w,
              CUstream s) {
-  CUdeviceptr in = a.in, offsets = a.offsets, out = a.out, work = w.segmented_state(), in2 = a.in2;
+  CUdeviceptr in = a.in, offsets = a.offsets, result = a.out, work = w.segmented_state(), in2 = a.in2;
+  // With the post pass the kernels below write accumulators: into the results when they are of
+  // their type (post_bytes 0), else into the workspace.
+  CUdeviceptr out = p.post && p.post_bytes ? w.accumulators() : result;
   unsigned long long count = a.shape.count, length = a.shape.length, stride = a.stride,
                      aux = p.aux;
+  // The fill and the post pass: one thread per result up to a grid of 2^16 blocks; a grid-stride
+  // loop past that.
+  const unsigned per_result = std::max(
+      unsigned(std::min<unsigned long long>((count + 255) / 256, 1u << 16)), 1u);
   if (p.fill) {
-    // One thread per result up to a grid of 2^16 blocks; a grid-stride loop past that.
-    const unsigned blocks = unsigned(std::min<unsigned long long>((count + 255) / 256, 1u << 16));
     void* fill_args[] = {&out, &count};
-    cuda::launch(k.fill, std::max(blocks, 1u), 256, 0, s, fill_args);
+    cuda::launch(k.fill, per_result, 256, 0, s, fill_args);
   }
   void* args[] = {&in, &offsets, &out, &count, &length, &stride, &aux, &work, &in2}; // as above
   // A kernel that follows another of the same call (the main kernel after the fill or the merge
@@ -241,6 +250,12 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
                k.programmatic && (p.partition_grid != 0 || p.fill));
   if (p.chunk_grid)
     cuda::launch(k.chunks, p.chunk_grid, p.block, p.chunk_smem_bytes, s, args, k.programmatic);
+  if (p.post) {
+    // A plain launch: it starts once every kernel before it has completed.
+    if (!k.post) throw std::logic_error(key(k.config) + ": the plan has a post pass its module lacks");
+    void* post_args[] = {&out, &result, &offsets, &count, &length};
+    cuda::launch(k.post, per_result, 256, 0, s, post_args);
+  }
 }
 
 Scalar result(const Kernel& k, const LaunchPlan& p, Workspace& w, CUstream s) {

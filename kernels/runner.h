@@ -25,6 +25,8 @@ struct Kernel {
   /// Segmented variants: rt_segmented (in `reduce`), rt_fill_identity, the binned variant's
   /// rt_segmented_chunks and the merge variant's rt_segmented_partition (null for the others).
   CUfunction fill = nullptr, chunks = nullptr, partition = nullptr;
+  /// The atomic finish's post pass, rt_segmented_post (SegmentedPlan::post; null without one).
+  CUfunction post = nullptr;
   Resources resources;
   /// The second kernel of a call (the two-pass finish's combine, the merge mapping's main kernel
   /// after its partition, the binned mapping's chunks) is launched programmatically (compiled for
@@ -107,13 +109,16 @@ public:
   /// kernels reset it).
   void reserve(const SegmentedPlan& p, CUstream fill_on = nullptr);
   CUdeviceptr segmented_state() const { return segmented_.get(); }
+  /// The post pass's accumulators (SegmentedPlan::post_bytes; reserved with the plan, never
+  /// zeroed: every call fills them).
+  CUdeviceptr accumulators() const { return accumulators_.get(); }
   /// The self-resetting state's contents are unknown (its last user may have stopped half-way,
   /// e.g. a graph that was captured but never ran): the next reserve zeroes it. No CUDA call.
   void forget_state() { counter_zeroed_ = segmented_zeroed_ = false; }
 
 private:
   static constexpr std::size_t kFinishStateBytes = 16; // templates/common.cuh, rt_first_state
-  cuda::Buffer partials_, out_, counter_, scratch_, segmented_;
+  cuda::Buffer partials_, out_, counter_, scratch_, segmented_, accumulators_;
   bool counter_zeroed_ = false, segmented_zeroed_ = false;
   HostArray host_partials_;
 };
@@ -146,8 +151,9 @@ struct SegmentedArgs {
   CUdeviceptr in2 = 0;
 };
 /// Enqueues one segmented reduction: the fill, the merge partition, rt_segmented, the binned
-/// chunks; with k.programmatic the kernel after a partition and the chunks start programmatically.
-/// The workspace must have been reserved for the plan.
+/// chunks, the post pass (p.post: the kernels before it write accumulators, into the results or
+/// the workspace's); with k.programmatic the kernel after a partition and the chunks start
+/// programmatically. All on `s`, no host wait. The workspace must have been reserved for the plan.
 void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Workspace& w,
              CUstream s);
 

@@ -493,6 +493,11 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   p.block = unsigned(c.block);
   p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * accumulator_bytes(t));
   p.fill = c.finish == Finish::atomic && !lists_chunks(v);
+  // The post pass: accumulators in a workspace unless they have the result's type (then the
+  // results are they).
+  p.post = c.finish == Finish::atomic && atomic_post_pass(t.op, t.dtype, t.problem);
+  if (p.post && accumulator_dtype(t.op, t.dtype) != result_dtype(t.op, t.dtype))
+    p.post_bytes = std::max<std::uint64_t>(shape.count, 1) * accumulator_bytes(t.op, t.dtype);
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count);
     const std::uint64_t stripes = stripe_count(tx, c.vec, shape.count);

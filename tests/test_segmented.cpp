@@ -142,8 +142,8 @@ TEST_CASE("segmented: validity rules name the problem", "[segmented]") {
              Catch::Contains("shared memory"));
   CHECK_THAT(reason("segments_merge.b256.u2.g4.atomic", sm90(Problem::segments)),
              Catch::Contains("unroll 2"));
-  CHECK_THAT(reason("segments_merge.b256.u8.g4.atomic", sm90(Problem::segments, DType::bf16)),
-             Catch::Contains("atomic"));
+  // bf16 and f16 sums add in float32 accumulators, then the post pass rounds once.
+  CHECK(reason("segments_merge.b256.u8.g4.atomic", sm90(Problem::segments, DType::bf16)).empty());
   CHECK(reason("segments_flat.b512.u4.v4.g4.atomic", sm90(Problem::segments)).empty());
   // Staged: b x u segments' offsets and 4 elements each in static shared memory (48 KiB).
   CHECK(reason("segments_staged.b256.u4.v4.g8.atomic", sm90(Problem::segments)).empty());
@@ -153,8 +153,7 @@ TEST_CASE("segmented: validity rules name the problem", "[segmented]") {
              Catch::Contains("head entries"));
   CHECK_THAT(reason("segments_flat.b256.u2.v4.g4.atomic", sm90(Problem::segments, DType::f64)),
              Catch::Contains("16-byte"));
-  CHECK_THAT(reason("segments_flat.b256.u2.v4.g4.atomic", sm90(Problem::segments, DType::f16)),
-             Catch::Contains("atomic"));
+  CHECK(reason("segments_flat.b256.u2.v4.g4.atomic", sm90(Problem::segments, DType::f16)).empty());
   std::string why;
   CHECK_FALSE(parse_key("rows_block.b256.w8.u2.v4.direct", &why));
   CHECK_THAT(why, Catch::Contains("takes no parameter 'w8'"));

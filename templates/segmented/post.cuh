@@ -1,0 +1,30 @@
+// The post pass of a segmented atomic finish (kernels/catalogue.h, atomic_post_pass). The op's
+// description was rendered with R and rt_post renamed to rt_result_type and rt_result_post; from
+// here on R is the accumulator and rt_post keeps it, so every write of the mapping (the fill, its
+// direct stores, its atomics) goes to an accumulator (`out` is A*: the results themselves where
+// the accumulator is their type, else a workspace), and rt_segmented_post then writes the results.
+#undef R
+#undef rt_post
+#undef RT_HALF_RESULT // the accumulators are combined as themselves; the post-map rounds once
+typedef A R;
+__device__ __forceinline__ R rt_post(A a, rt_size) { return a; }
+
+// result[i] = the op's post-map of acc[i] and the count of segment i (rows: their length;
+// columns: the rows; offsets segments: from the offsets, an empty one for decreasing offsets).
+// acc and result may be one buffer (no __restrict__): a thread reads each accumulator it writes
+// over first.
+extern "C" __global__ void rt_segmented_post(const A* acc, rt_result_type* result,
+                                             const long long* __restrict__ offsets, rt_size count,
+                                             rt_size length) {
+  for (rt_size i = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += rt_size(gridDim.x) * blockDim.x) {
+#if defined(RT_PROBLEM_SEGMENTS)
+    const long long b = offsets[i], e = offsets[i + 1];
+    const rt_size n = e > b ? rt_size(e - b) : 0;
+#else
+    const rt_size n = length;
+#endif
+    const A a = acc[i];
+    result[i] = rt_result_post(a, n);
+  }
+}
