@@ -270,7 +270,7 @@ def load(stores, devices):
         rows = db.execute(
             "SELECT d.name, d.sm_count, m.problem, m.dtype, m.op, m.count, m.n, m.key, m.median_us "
             "FROM measurements m JOIN devices d ON d.uuid = m.device_uuid "
-            "WHERE m.valid = 1 AND m.median_us > 0 ORDER BY m.id").fetchall()
+            "WHERE m.valid = 1 AND m.median_us > 0 AND m.op = 'sum' ORDER BY m.id").fetchall()
         db.close()
         for name, sm, problem, dtype, op, count, n, key, us in rows:
             if devices and not any(d.lower() in name.lower() for d in devices):
