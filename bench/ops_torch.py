@@ -2,10 +2,12 @@
 """reduce_tune's ops beside torch's, float32, cold L2, in one run.
 
 The ops the package has beside sum (mean, sum of squares, the 1- and 2-norms, count_nonzero, any,
-all) on the issue's three shapes of 2^24 elements: the whole array, rows (dim=-1) of 2^20 x 16 and
-columns (dim=0) of 65536 x 256; torch's counterpart for each: torch.mean, (x * x).sum(dim),
-torch.linalg.vector_norm(ord=1, 2), torch.count_nonzero, torch.any, torch.all (of x != 0 for a
-float array, as a caller writes it). A plain read of the same bytes (a streaming-read ceiling:
+all, argmax, argmin, logsumexp, var, std, dot) on three shapes of 2^24 elements: the whole array,
+rows (dim=-1) of 2^20 x 16 and columns (dim=0) of 65536 x 256; torch's counterpart for each:
+torch.mean, (x * x).sum(dim), torch.linalg.vector_norm(ord=1, 2), torch.count_nonzero, torch.any,
+torch.all (of x != 0 for a float array, as a caller writes it), torch.argmax, torch.argmin,
+torch.logsumexp, torch.var, torch.std, torch.dot of the whole arrays and (x * y).sum(dim) along a
+dimension (dot reads two arrays: its % of peak counts both). A plain read of the same bytes (a streaming-read ceiling:
 torch.sum of the whole array at 2^24 is not one, so the ceiling is the bytes over the GPU's peak
 bandwidth) gives "% of peak".
 
@@ -29,7 +31,8 @@ SHAPES = (("whole array", (1 << 24,), None), ("rows, 2^20 x 16", (1 << 20, 16), 
 
 
 def ops(torch, rt):
-    """(name, reduce_tune call, torch call) of x and dim."""
+    """(name, reduce_tune call, torch call, inputs read): the calls of (x, y, dim); y is read by
+    dot alone."""
     vn = torch.linalg.vector_norm
 
     def tsum(x, d):
@@ -37,15 +40,27 @@ def ops(torch, rt):
 
     def tred(f):
         return lambda x, d: f(x) if d is None else f(x, d)
+    def one(f):  # a call of x and dim, y unread
+        return lambda x, y, d: f(x, d)
+
+    def tdot(x, y, d):
+        return torch.dot(x, y) if d is None else (x * y).sum(d)
     return (
-        ("mean", lambda x, d: rt.mean(x, d), tred(torch.mean)),
-        ("sumsq", lambda x, d: rt.sumsq(x, d), tsum),
-        ("norm1", lambda x, d: rt.norm(x, 1, d), lambda x, d: vn(x, 1, d)),
-        ("norm2", lambda x, d: rt.norm(x, 2, d), lambda x, d: vn(x, 2, d)),
-        ("count_nonzero", lambda x, d: rt.count_nonzero(x, d), tred(torch.count_nonzero)),
-        ("any", lambda x, d: rt.any(x, d), lambda x, d: tred(torch.any)(x != 0, d)),
-        ("all", lambda x, d: rt.all(x, d), lambda x, d: tred(torch.all)(x != 0, d)),
-        ("sum", lambda x, d: rt.sum(x, d), tred(torch.sum)),
+        ("mean", one(lambda x, d: rt.mean(x, d)), one(tred(torch.mean)), 1),
+        ("sumsq", one(lambda x, d: rt.sumsq(x, d)), one(tsum), 1),
+        ("norm1", one(lambda x, d: rt.norm(x, 1, d)), one(lambda x, d: vn(x, 1, d)), 1),
+        ("norm2", one(lambda x, d: rt.norm(x, 2, d)), one(lambda x, d: vn(x, 2, d)), 1),
+        ("count_nonzero", one(lambda x, d: rt.count_nonzero(x, d)), one(tred(torch.count_nonzero)), 1),
+        ("any", one(lambda x, d: rt.any(x, d)), one(lambda x, d: tred(torch.any)(x != 0, d)), 1),
+        ("all", one(lambda x, d: rt.all(x, d)), one(lambda x, d: tred(torch.all)(x != 0, d)), 1),
+        ("argmax", one(lambda x, d: rt.argmax(x, d)), one(tred(torch.argmax)), 1),
+        ("argmin", one(lambda x, d: rt.argmin(x, d)), one(tred(torch.argmin)), 1),
+        ("logsumexp", one(lambda x, d: rt.logsumexp(x, d)),
+         one(lambda x, d: torch.logsumexp(x, 0 if d is None else d)), 1),
+        ("var", one(lambda x, d: rt.var(x, d)), one(tred(torch.var)), 1),
+        ("std", one(lambda x, d: rt.std(x, d)), one(tred(torch.std)), 1),
+        ("dot", lambda x, y, d: rt.dot(x, y, d), tdot, 2),
+        ("sum", one(lambda x, d: rt.sum(x, d)), one(tred(torch.sum)), 1),
     )
 
 
@@ -90,12 +105,14 @@ def main():
     for label, shape, dim in SHAPES:
         x = torch.rand(shape, device="cuda", generator=g) * 2 - 1
         x[torch.rand(shape, device="cuda", generator=g) < 0.25] = 0
-        for name, mine, theirs in ops(torch, rt):
-            t_rt, _, _, got = timer.time(lambda: mine(x, dim))
-            t_th, _, _, want = timer.time(lambda: theirs(x, dim))
+        y = torch.rand(shape, device="cuda", generator=g) * 2 - 1
+        for name, mine, theirs, inputs in ops(torch, rt):
+            t_rt, _, _, got = timer.time(lambda: mine(x, y, dim))
+            t_th, _, _, want = timer.time(lambda: theirs(x, y, dim))
             ok = agree(torch, got, want)
             failed += not ok
-            pct = 100.0 * x.numel() * 4 / (t_rt * 1e-6) / (peak * 1e9) if peak else float("nan")
+            read = inputs * x.numel() * 4
+            pct = 100.0 * read / (t_rt * 1e-6) / (peak * 1e9) if peak else float("nan")
             print(f"| {name} | {label} | {t_rt:.2f} | {pct:.1f} | {t_th:.2f} | {t_th / t_rt:.2f} | "
                   f"{'ok' if ok else 'FAILED'} |")
     print(f"\n**ops_torch summary**: {failed} FAILED")
