@@ -93,7 +93,8 @@ Choice Reducer::config_for(DType dtype, Op op, std::uint64_t n) const {
 }
 
 Choice Reducer::async_config_for(DType dtype, Op op, std::uint64_t n) const {
-  return async_config_for(dtype, op, n, dtype);
+  check_problem(dtype, op);
+  return async_config_for(dtype, op, n, result_dtype(op, dtype)); // as reduce_async's own result
 }
 
 Choice Reducer::async_config_for(DType dtype, Op op, std::uint64_t n, DType result) const {

@@ -4,7 +4,9 @@
 
 #include "db/store.h"
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <system_error>
@@ -29,6 +31,26 @@ struct TempDir {
   TempDir& operator=(const TempDir&) = delete;
   /// A path for `name` inside the directory.
   std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+/// Sets an environment variable for a scope (unset: nullopt), restoring it after.
+class EnvVar {
+public:
+  EnvVar(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) setenv(name, value->c_str(), 1);
+    else unsetenv(name);
+  }
+  ~EnvVar() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  EnvVar(const EnvVar&) = delete;
+  EnvVar& operator=(const EnvVar&) = delete;
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
 };
 
 /// An H100 80GB HBM3 (sm_90, 132 SMs) on host "node7", as the tuner would record it.

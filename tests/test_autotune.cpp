@@ -26,25 +26,7 @@ using namespace reduce_tune;
 
 namespace {
 
-/// Sets an environment variable for a scope (unset: nullopt), restoring it after.
-class EnvVar {
-public:
-  EnvVar(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value->c_str(), 1);
-    else unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  EnvVar(const EnvVar&) = delete;
-  EnvVar& operator=(const EnvVar&) = delete;
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::EnvVar;
 
 db::PointKey point() { return {"GPU-test", DType::f32, Op::sum, Problem::rows, Shape{1024, 4096}}; }
 

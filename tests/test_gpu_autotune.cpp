@@ -27,28 +27,11 @@ using namespace reduce_tune;
 
 namespace {
 
+using testing::EnvVar;
+
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-class EnvVar {
-public:
-  EnvVar(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value->c_str(), 1);
-    else unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  EnvVar(const EnvVar&) = delete;
-  EnvVar& operator=(const EnvVar&) = delete;
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 /// n floats in [0, 1) on the device, and their sum in double precision.
 struct Input {
@@ -75,6 +58,13 @@ std::size_t first_use_runs(const db::Store& s, const std::string& status) {
   std::size_t k = 0;
   for (const auto& r : s.runs()) k += r.options.find("autotune-worker") != std::string::npos && r.status == status;
   return k;
+}
+
+/// Whether `c` serves from this GPU's own tuning at `bucket`, the shape a call is looked up and
+/// tuned at: Choice grades a call of another size in the bucket nearest_size (relative to the
+/// call), and only this GPU's rows in the user's store grade exact or nearest_size.
+bool tuned_here(const Choice& c, Shape bucket) {
+  return (c.match == Match::exact || c.match == Match::nearest_size) && c.tuned_shape == bucket;
 }
 
 /// The CLI of this build: beside the tests' folder (a build folder copied to a GPU host keeps
@@ -114,7 +104,7 @@ TEST_CASE("autotune: a first call tunes its point, runs checked, and later proce
   CHECK(close(first, in.sum, n));
   const Choice c = r.config_for(DType::f32, Op::sum, n);
   INFO(c.note);
-  CHECK(c.match == Match::exact);
+  CHECK(tuned_here(c, Shape{1, 1ull << 21}));
   CHECK_THAT(c.note, Catch::Contains("tuned on first use"));
 
   const auto t1 = Clock::now();
@@ -137,7 +127,7 @@ TEST_CASE("autotune: a first call tunes its point, runs checked, and later proce
   {
     Reducer again(0, o);
     CHECK(close(again.sum(in.ptr(), n), in.sum, n));
-    CHECK(again.config_for(DType::f32, Op::sum, n).match == Match::exact);
+    CHECK(tuned_here(again.config_for(DType::f32, Op::sum, n), Shape{1, 1ull << 21}));
     CHECK(first_use_runs(db::Store(path), "done") == 1);
   }
   // Another process: the CLI's lookup, as any program's, grades the point exact.
@@ -180,7 +170,7 @@ TEST_CASE("autotune: several points in one process, rows and an async call, each
   }
   const Choice c = r.config_for(DType::f32, Op::sum, Problem::rows, Shape{rows, cols});
   INFO(c.note);
-  CHECK(c.match == Match::exact);
+  CHECK(tuned_here(c, Shape{512, 2048}));
   std::printf("first-use tuning of float32 sum rows 512 x 2048 on %s: first call %.1f ms (%s)\n", g.info.name.c_str(),
               ms, c.note.c_str());
   // An async call with a device result at a new 1-D point: tuned among what it may run.
@@ -194,7 +184,7 @@ TEST_CASE("autotune: several points in one process, rows and an async call, each
   for (std::uint64_t i = 0; i < n; ++i) want += in.host[i];
   CHECK(close(sum, want, n));
   const Choice a = r.async_config_for(DType::f32, Op::sum, n);
-  CHECK(a.match == Match::exact);
+  CHECK(tuned_here(a, Shape{1, 1ull << 16}));
   CHECK(a.config.finish != Finish::host);
 }
 
@@ -236,7 +226,7 @@ TEST_CASE("autotune: a capturing call is not tuned, it records the point, and th
   float eager = 0;
   RT_CU(cuMemcpyDtoH(&eager, out.get() + sizeof(float), sizeof eager));
   CHECK(close(eager, in.sum, n));
-  CHECK(r.async_config_for(DType::f32, Op::sum, n).match == Match::exact);
+  CHECK(tuned_here(r.async_config_for(DType::f32, Op::sum, n), Shape{1, 1ull << 19}));
   CHECK(db::Store(path).best(g.info.uuid, DType::f32, Op::sum, Problem::array, Shape{1, 1ull << 19}));
   // The graph still replays (its kernel is its own).
   RT_CU(cuGraphLaunch(graph.exec, cs.get()));
@@ -270,7 +260,7 @@ TEST_CASE("autotune: a kernel that faults while tuning is recorded as failed and
   CHECK(recorded);
   const Choice c = r.config_for(DType::f32, Op::sum, n);
   INFO(c.note);
-  CHECK(c.match == Match::exact); // the new worker resumed the point past the faulting kernel
+  CHECK(tuned_here(c, Shape{1, 1ull << 18})); // the new worker resumed the point past the faulting kernel
   CHECK(c.config.variant != "test_fault");
   CHECK(first_use_runs(s, "failed") >= 1);
   std::printf("first-use tuning through a faulting kernel: first call %.1f ms (%s)\n", ms, c.note.c_str());
@@ -304,7 +294,7 @@ TEST_CASE("autotune: a kernel that hangs while tuning is killed, recorded as fai
   CHECK(s.claims().empty()); // the killed worker's claim let go
   const Choice c = r.config_for(DType::f32, Op::sum, n);
   INFO(c.note);
-  CHECK(c.match == Match::exact);
+  CHECK(tuned_here(c, Shape{1, 1ull << 17}));
   std::printf("first-use tuning through a hanging kernel (3 s time-out): first call %.1f ms (%s)\n", ms,
               c.note.c_str());
 }

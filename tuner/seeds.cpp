@@ -22,6 +22,14 @@ void SeedBook::elsewhere(const PointId& p, std::vector<Config> fastest_first) {
     if (std::find(list.begin(), list.end(), c) == list.end()) list.push_back(std::move(c));
 }
 
+void SeedBook::first(const PointId& p, const std::vector<Config>& configs) {
+  auto& list = elsewhere_[p];
+  for (auto c = configs.rbegin(); c != configs.rend(); ++c) {
+    list.erase(std::remove(list.begin(), list.end(), *c), list.end());
+    list.insert(list.begin(), *c);
+  }
+}
+
 void SeedBook::found(const PointId& p, const std::vector<std::pair<Config, double>>& measured) {
   std::vector<std::pair<Config, double>> valid;
   for (const auto& m : measured)

@@ -34,6 +34,9 @@ class SeedBook {
 public:
   /// Configurations known from elsewhere at `p` (another GPU's tuning), fastest first.
   void elsewhere(const PointId& p, std::vector<Config> fastest_first);
+  /// Configurations to measure first at `p`, ahead of everything known from elsewhere (first-use
+  /// tuning's tests lead the search into a faulting kernel this way).
+  void first(const PointId& p, const std::vector<Config>& configs);
   /// The built-in default of a point (none: no default seed).
   void defaults(std::function<Config(const PointId&)> f) { default_ = std::move(f); }
   /// What the search at `p` measured: configurations with their times (a failed one infinite).

@@ -198,7 +198,7 @@ std::vector<std::uint64_t> default_sizes() {
 
 void seed_first(SweepSearch& search, const SweepOptions& o, const std::vector<std::pair<PointId, std::size_t>>& points) {
   if (o.first.empty()) return;
-  for (const auto& [p, candidates] : points) search.seeds().elsewhere(p, o.first);
+  for (const auto& [p, candidates] : points) search.seeds().first(p, o.first);
 }
 
 namespace {
