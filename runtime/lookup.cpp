@@ -124,6 +124,15 @@ std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target
   return std::nullopt;
 }
 
+/// Whether op b's configurations serve op a (the related grade): accumulators of one size that
+/// combine alike (both a struct or neither; both with an atomic finish or neither: min takes
+/// sum's rows, count_nonzero never logsumexp's).
+bool alike(Op a, Op b, DType dtype) {
+  const OpTraits &x = describe(a).traits, &y = describe(b).traits;
+  return accumulator_bytes(a, dtype) == accumulator_bytes(b, dtype) && x.compound == y.compound &&
+         (x.atomic == OpAtomic::none) == (y.atomic == OpAtomic::none);
+}
+
 /// Whether a row tuned at `tuned` answers `at` exactly.
 bool exact(Shape tuned, Shape at) {
   return at.length == 0 ? tuned.count == at.count : tuned == at;
@@ -262,9 +271,11 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
           const int r = rank(m);
           if ((related && m.dtype == dtype && m.op == op) || r >= ranks) continue;
           // Another op's rows only where its accumulator, on this call's dtype, is as large as
-          // this op's: the partials, shared memory and registers a configuration was tuned with
-          // (argmax's 16-byte value and index never takes a sum's 4-byte rows).
-          if (related && m.op != op && accumulator_bytes(m.op, dtype) != accumulator_bytes(op, dtype)) continue;
+          // this op's (the partials, shared memory and registers a configuration was tuned
+          // with: argmax's 16-byte value and index never takes a sum's 4-byte rows) and combines
+          // alike (a struct, or the same atomic): count_nonzero's 8-byte atomic add never takes
+          // logsumexp's rows, tuned among mappings without atomics.
+          if (related && m.op != op && !alike(m.op, op, dtype)) continue;
           into[r][tier].back().rows.push_back(std::move(m));
         }
       }

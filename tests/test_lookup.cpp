@@ -693,6 +693,23 @@ TEST_CASE("lookup: the embedded shipped tuning is the repository's file, current
   }
 }
 
+TEST_CASE("lookup: related rows combine alike: count_nonzero never takes logsumexp's, min takes sum's",
+          "[lookup]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  const Shape at{65536, 256};
+  db::Measurement lse = seg("columns_tile.b512.u8.v2.direct", Problem::columns, at, 60.0);
+  lse.op = Op::logsumexp; // an 8-byte accumulator, as count_nonzero's, but a struct without atomics
+  add(s, A.uuid, {lse});
+  const Requirements req;
+  CHECK(lookup(s, A, DType::f32, Op::count_nonzero, Problem::columns, at, req).match == Match::builtin);
+  const db::Measurement sum = seg("columns_split.b256.u4.v1.g8.atomic", Problem::columns, at, 33.0);
+  add(s, A.uuid, {sum});
+  const Choice c = lookup(s, A, DType::f32, Op::min, Problem::columns, at, req);
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == sum.key);
+}
+
 TEST_CASE("lookup: dot is stored as \"dot\"; without its own rows it takes another op's it can run",
           "[lookup][dot]") {
   db::Store s(":memory:");
