@@ -250,8 +250,9 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
            std::string(v.name);
   const bool atomic = atomic_finish(c.finish);
   // The post pass makes the result's type and post-map irrelevant to the atomic: only the
-  // accumulator's atomic and the device's support for it below remain.
-  const bool post_pass = atomic && atomic_post_pass(t.op, t.dtype, v.problem);
+  // accumulator's atomic and the device's support for it below remain. A user reduction has no
+  // atomic (and `t.op` is not its op).
+  const bool post_pass = atomic && !t.user && atomic_post_pass(t.op, t.dtype, v.problem);
   if (t.wide_result && !is_half(t.dtype))
     return "a float32 result is for bf16 and f16 reductions; " + std::string(name(t.dtype)) +
            " results have the element type";
