@@ -103,6 +103,8 @@ std::vector<Config> selected_configs(const SweepOptions& o) {
           in(o.finishes, c.finish))
         out.push_back(c);
   }
+  for (const Config& c : o.first)
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   return out;
 }
 

@@ -54,8 +54,9 @@ struct SweepOptions {
   /// Measure only the configurations a call with these requirements may run (the lookup's rule,
   /// config_unusable), so that what is stored answers that call exactly.
   std::optional<Requirements> requirements;
-  /// Configurations a search measures first at every point where they are candidates (tests
-  /// of first-use tuning lead it into a faulting kernel this way).
+  /// Configurations a search measures first at every point where they are valid; they join the
+  /// candidates (tests of first-use tuning lead it into a registered faulting kernel this way,
+  /// which no problem's own variant list holds).
   std::vector<Config> first;
   bool profile = false;           ///< print where the time went, phase by phase, at the end
 };
