@@ -15,9 +15,11 @@ reduce_tune.sum(x, out=o, stream=s) (the general path: protocols, plan, stream c
 reduce_tune against torch.sum at 2^10 float32 elements, whole (a vector) and dim=-1 (a 32 x 32
 matrix), measured side by side (the two alternate within each trial), with their ratio (the
 package's aim: at most 0.8), and where the package's time goes: the C++ call in a C++ loop, the
-same call from Python (the eager path's entry and nanobind's), a torch result tensor (as the
-package makes it, and two other ways), the driver queries the call path may make, and how many
-warm calls took the library's full path.
+same call from Python (the eager path's entry and nanobind's), the eager path itself (the public
+function's frame aside), a torch result tensor (as the package makes it, and two other ways), the
+driver queries the call path may make, one call at a time on an idle GPU (the host's own cost,
+which back-to-back calls hide where the GPU is the slower), and how many warm calls took the
+library's full path.
 
 Prints Markdown. Exit code: 0 all checks passed, 1 a check failed, 4 torch or a GPU not available.
 """
@@ -214,6 +216,7 @@ def main():
 def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
     """reduce_tune.sum against torch.sum at 2^10 elements, host time per call (enqueue, K
     back-to-back calls), side by side; returns the number of failed result checks."""
+    from reduce_tune import _torch_fast
     x = torch.rand(1 << 10, device="cuda")
     m = torch.rand(32, 32, device="cuda")
     cases = {"whole (2^10 vector)": (lambda: rt.sum(x), lambda: torch.sum(x)),
@@ -226,6 +229,8 @@ def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
                  lambda: _ext.hot(0, dev, f32, op_sum, xp, 1 << 10, 0, op_, stream),
              "_ext.reduce from Python (the same call through nanobind's dispatch)":
                  lambda: _ext.reduce(dev, f32, op_sum, xp, 1 << 10, op_, stream),
+             "_torch_fast.fast (the eager path, without the public function's frame)":
+                 lambda: _torch_fast.fast(op_sum, x, None, None, False),
              "torch.empty_like(o) (the result tensor, made as the package makes it)":
                  lambda: torch.empty_like(o),
              "torch.empty((), dtype=, device=) (the same with the kwargs preset)":
@@ -271,6 +276,30 @@ def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
           f"{statistics.median(d['pointer_query_us'] for d in q):.3f} us; the stream's capture state "
           f"(every call) {statistics.median(d['capture_query_us'] for d in q):.3f} us; the current "
           f"context (every call) {statistics.median(d['context_query_us'] for d in q):.3f} us")
+    # One call at a time on an idle GPU: back-to-back calls wait for room in the stream's queue
+    # where the GPU takes longer per kernel than the host per call, which hides the host's cost.
+    def idle_us(fn):
+        each = []
+        for i in range(K // 4 + 10):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter_ns()
+            fn()
+            t1 = time.perf_counter_ns()
+            if i >= 10:
+                each.append((t1 - t0) / 1e3)
+        return statistics.median(each)
+
+    print(f"\nOne call on an idle GPU (the stream drained before each, outside the timing; median of "
+          f"{K // 4} calls):\n")
+    idle = {"C++ reduce_async (C++ loop)":
+                lambda: _ext.time_calls_idle(dev, f32, op_sum, xp, 1 << 10, op_, stream, K // 4),
+            "_ext.hot from Python": lambda: _ext.hot(0, dev, f32, op_sum, xp, 1 << 10, 0, op_, stream),
+            "reduce_tune.sum(x)": lambda: rt.sum(x), "torch.sum(x)": lambda: torch.sum(x),
+            "torch.empty_like(o)": lambda: torch.empty_like(o),
+            "the timer alone (an empty lambda)": lambda: None}
+    for k, fn in idle.items():
+        us = fn() if k.startswith("C++") else idle_us(fn)
+        print(f"- {k}: {us:.2f} us")
     before = _ext.stats()
     for _ in range(K):
         rt.sum(x)

@@ -426,6 +426,29 @@ std::pair<double, double> time_calls(int ordinal, int dtype, int op, Ptr in, std
   return {us(t1 - t0).count() / calls, us(t2 - t0).count() / calls};
 }
 
+/// The median host microseconds of one Reducer::reduce_async call made on an idle stream (the
+/// stream drained before each call, outside the timing): the host's own cost of the call, which
+/// back-to-back calls (time_calls) hide where the GPU runs each call's kernel longer than the host
+/// takes to enqueue it (those calls then wait for room in the stream's queue).
+double time_calls_idle(int ordinal, int dtype, int op, Ptr in, std::uint64_t n, Ptr out, Ptr stream,
+                       int calls) {
+  Reducer& r = reducer(ordinal);
+  const InPrimary ctx(ordinal);
+  calls = std::max(calls, 1);
+  std::vector<double> each(calls);
+  using clock = std::chrono::steady_clock;
+  for (int i = -10; i < calls; ++i) { // 10 calls first: warm
+    RT_CU(cuStreamSynchronize(to_stream(stream)));
+    const auto t0 = clock::now();
+    r.reduce_async(to_dtype(dtype), to_op(op), in_ptr(in), n, out_ptr(out), to_stream(stream));
+    const auto t1 = clock::now();
+    if (i >= 0) each[i] = std::chrono::duration<double, std::micro>(t1 - t0).count();
+  }
+  RT_CU(cuStreamSynchronize(to_stream(stream)));
+  std::nth_element(each.begin(), each.begin() + calls / 2, each.end());
+  return each[calls / 2];
+}
+
 /// Host microseconds per driver query that the call path may make, `calls` back to back: the
 /// pointer query of a pointer not checked before (cuPointerGetAttributes of five attributes, as
 /// runtime/arguments.cpp asks), the stream's capture state (every asynchronous call:
@@ -815,4 +838,10 @@ NB_MODULE(_ext, m) {
     return time_calls(dev, dtype, op, in, n, out, stream, calls);
   }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "n"_a, "d_out"_a, "stream"_a, "calls"_a,
      "(enqueue, with the final sync) host microseconds per C++ reduce_async call, back to back.");
+  m.def("time_calls_idle", [](int dev, int dtype, int op, Ptr in, std::uint64_t n, Ptr out, Ptr stream,
+                              int calls) {
+    nb::gil_scoped_release nogil;
+    return time_calls_idle(dev, dtype, op, in, n, out, stream, calls);
+  }, "device"_a, "dtype"_a, "op"_a, "d_in"_a, "n"_a, "d_out"_a, "stream"_a, "calls"_a,
+     "The median host microseconds of one C++ reduce_async call on an idle stream.");
 }

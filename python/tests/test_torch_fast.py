@@ -182,3 +182,19 @@ def test_cpu_tensors_take_the_general_route():
         with pytest.raises(TypeError, match="not on a GPU"):
             rt.sum(x)
     assert _torch_fast._plans.get((_dtypes.OPS["sum"], x.dtype, x.shape, None, False, -1), 1) is None
+
+
+@pytest.mark.parametrize("call", [lambda x: rt.sum(x), lambda x: rt.sum(x, -1) * 2,
+                                  lambda x: rt.max(x, 0, True), lambda x: rt.mean(x, -1),
+                                  lambda x: rt.argmax(x, -1)])
+def test_torch_compile_traces_past_the_fast_path(call):
+    """torch.compile(fullgraph=True) traces the public functions to their custom op, past the
+    eager path (which Dynamo must read as not taken: anything it cannot trace there, such as a C
+    function called before the compile check, would be a graph break). Tracing a CPU tensor, the
+    op's fake implementation refuses it: that error, not Dynamo's Unsupported, is the one raised."""
+    torch._dynamo.reset()
+    f = torch.compile(call, fullgraph=True, backend="eager")
+    with pytest.raises(Exception) as e:
+        f(torch.rand(4, 8))
+    assert not isinstance(e.value, torch._dynamo.exc.Unsupported), e.value
+    assert "not on a GPU" in str(e.value)
