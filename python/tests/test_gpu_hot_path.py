@@ -119,3 +119,16 @@ def test_every_op_and_keepdim_is_warm_after_its_first_call(torch):
     assert torch.equal(rt.argmax(m, -1), m.argmax(-1)) and torch.equal(rt.argmin(m, 0, True),
                                                                         m.argmin(0, keepdim=True))
     torch.testing.assert_close(rt.var(m, -1, keepdim=True), m.var(-1, keepdim=True))
+
+
+def test_the_idle_timing_runs_the_call(torch):
+    """_ext.time_calls_idle (the bench's host cost of one C++ call on an idle GPU) makes the
+    library call it times: a positive, finite time, and the sum in the result."""
+    from reduce_tune import _dtypes
+    x = torch.rand(1 << 10, device="cuda")
+    o = torch.full((), -1.0, device="cuda")
+    us = _ext.time_calls_idle(x.get_device(), _dtypes.BY_NAME["float32"].value, _dtypes.OPS["sum"],
+                              x.data_ptr(), x.numel(), o.data_ptr(),
+                              torch.cuda.current_stream().cuda_stream, 20)
+    assert 0 < us < 1e5
+    assert o.item() == pytest.approx(x.double().sum().item(), rel=1e-5)
