@@ -6,6 +6,7 @@
 #include "tuner/measure.h"
 #include "tuner/sweep_search.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -109,6 +110,61 @@ TEST_CASE("search: guided climbs from a poor seed to the optimum within its budg
   at.seeds.push_back(cs[best]);
   auto g2 = make_search(Strategy::guided, cs, at, *parse_budget("3"));
   CHECK(g2->next() == best);
+}
+
+TEST_CASE("search: guided spends its last measurements on the runner-up's evict-first twin", "[search]") {
+  // Plain and evict-first columns_split configurations. The plain landscape is smooth with its
+  // optimum at b256 u4 v1 g4 (A), and every evict-first twin is slower than its plain one, except
+  // the twin of v2 (B, ranked second among the plain ones): the optimum, as a twin wins with some
+  // loads and loses with others.
+  std::vector<Config> cs;
+  for (const char* v : {"columns_split", "columns_split_streaming"})
+    for (int b : {128, 256, 512})
+      for (int u : {1, 2, 4})
+        for (int vec : {1, 2, 4})
+          for (int g : {2, 4}) {
+            Config c;
+            c.variant = v, c.block = b, c.unroll = u, c.vec = vec, c.grid = g;
+            c.finish = Finish::atomic;
+            cs.push_back(c);
+          }
+  auto plain_cost = [](const Config& c) {
+    if (c.block == 256 && c.unroll == 4 && c.vec == 2 && c.grid == 4) return 10.3;
+    return 10 + std::abs(std::log2(c.block / 256.0)) + std::abs(std::log2(c.unroll / 4.0)) +
+           std::abs(std::log2(double(c.vec))) + std::abs(std::log2(c.grid / 4.0));
+  };
+  auto cost = [&](const Config& c) {
+    const bool twin = c.variant == "columns_split_streaming";
+    if (twin && c.block == 256 && c.unroll == 4 && c.vec == 2 && c.grid == 4) return 9.0;
+    return plain_cost(c) + (twin ? 1.0 : 0.0);
+  };
+  Config a;
+  a.variant = "columns_split", a.block = 256, a.unroll = 4, a.vec = 1, a.grid = 4, a.finish = Finish::atomic;
+  Config b = a;
+  b.vec = 2;
+  Config optimum = b;
+  optimum.variant = "columns_split_streaming";
+  Hints h;
+  h.seeds = {a, b};
+  for (std::size_t limit : {6, 8}) {
+    auto g = make_search(Strategy::guided, cs, h, limit);
+    std::vector<std::string> order;
+    while (auto i = g->next()) {
+      order.push_back(key(cs[*i]));
+      g->observe(*i, cost(cs[*i]), true);
+    }
+    CHECK(order.size() == limit);
+    REQUIRE(order.size() >= 3);
+    CHECK(order[0] == key(a));
+    CHECK(order[1] == key(b));
+    Config twin_a = a;
+    twin_a.variant = "columns_split_streaming";
+    CHECK(order[2] == key(twin_a)); // the best's twin first, as before
+    // The runner-up's twin within the last two measurements, not before.
+    const auto at = std::find(order.begin(), order.end(), key(optimum));
+    REQUIRE(at != order.end());
+    CHECK(std::size_t(at - order.begin()) >= limit - 2);
+  }
 }
 
 TEST_CASE("search: a sweep's point loop keeps the run's budget and seeds each point from the last", "[search]") {

@@ -59,7 +59,8 @@ public:
 /// random draws `budget` of them (seeded); guided measures the hints' seeds, then moves from the
 /// best so far to the untried candidates that differ from it in one parameter (variant, block,
 /// unroll, vec, grid, width, tail, finish), the parameters that paid off first, until the budget is
-/// spent or no neighbour is left untried.
+/// spent or no neighbour is left untried; its last two measurements go to the evict-first twin (or
+/// plain one) of the runner-up, where that is unmeasured.
 std::unique_ptr<Search> make_search(Strategy strategy, const std::vector<Config>& candidates,
                                     const Hints& hints, const Budget& budget, std::uint64_t seed = 1);
 /// The same with the point's limit given (from Budget::plan).
