@@ -10,11 +10,15 @@
 #include "tests/gpu_fixture.h"
 
 #include <cmath>
+#include <array>
 #include <cstring>
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <set>
+#include <span>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -56,6 +60,142 @@ cuda::Buffer upload(const HostArray& a) {
   return b;
 }
 
+
+/// `a` uploaded `offset` elements past a 256-byte aligned allocation's start (the kernels read y at
+/// x's offset from a vector boundary as vectors, elsewhere as scalars).
+struct Placed {
+  cuda::Buffer buffer;
+  CUdeviceptr at = 0;
+  Placed(const HostArray& a, std::uint64_t offset)
+      : buffer(std::max<std::size_t>(a.bytes.size() + (offset + 1) * size_of(a.dtype), 16)) {
+    at = buffer.get() + offset * size_of(a.dtype);
+    RT_CU(cuMemcpyHtoD(at, a.bytes.data(), a.bytes.size()));
+  }
+};
+
+using Placement = std::array<std::uint64_t, 2>;
+/// One input: aligned.
+constexpr Placement kAligned[] = {{0, 0}};
+/// Element offsets of x and y (dot): both aligned, both one element past (vectors after a head),
+/// and y at another offset from a vector boundary than x (no vectors).
+constexpr Placement kPlacements[] = {{0, 0}, {1, 1}, {0, 1}};
+
+bool two_inputs(Op op) { return op == Op::dot; }
+
+std::string where(const Placement& at, Op op) {
+  return two_inputs(op) ? " x+" + std::to_string(at[0]) + " y+" + std::to_string(at[1]) : "";
+}
+
+/// Every job of (d, op) on the array problem at the sizes below, each result checked against the
+/// CPU; x (and y) at each placement (the unaligned ones at the smaller sizes: the scalar
+/// fallback). Returns the results checked.
+std::size_t check_array(Gpu& g, DType d, Op op, std::uint64_t seed, std::span<const Placement> placements) {
+  const Target t = g.target(d, op);
+  const std::vector<CompileJob> jobs = jobs_for(t, d, op, Problem::array);
+  REQUIRE(!jobs.empty());
+  for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
+  Workspace ws;
+  std::size_t checked = 0;
+  for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(1000), std::uint64_t(4099),
+                          (std::uint64_t(1) << 20) + 3}) {
+    const HostArray x = input_with_zeros(d, n, seed + n);
+    const HostArray y = two_inputs(op) ? make_input(d, n, seed + 200 + n) : HostArray{};
+    const Reference ref = two_inputs(op) ? reference(x, y, op) : reference(x, op);
+    for (const Placement& at : placements) {
+      if (n > 5000 && at[0] != at[1]) continue;
+      const Placed px(x, at[0]);
+      const std::optional<Placed> py = two_inputs(op) ? std::make_optional<Placed>(y, at[1]) : std::nullopt;
+      for (const CompileJob& j : jobs) {
+        const Kernel k = g.loader.load(j.config, d, op);
+        const LaunchPlan p = plan(j.config, t, n);
+        ws.reserve(p, d, n);
+        RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, g.stream.get()));
+        const Scalar got = reduce_once(k, p, px.at, n, ws, g.stream.get(), py ? py->at : 0);
+        REQUIRE(got.dtype == result_dtype(op, d));
+        const Check c = check(ref, got, op, summation_depth(j.config, t, n));
+        INFO(key(j.config) << " " << name(d) << " " << name(op) << " n=" << n << where(at, op) << ": got "
+                           << c.observed << ", expected " << c.expected << " (error " << c.error
+                           << ", bound " << c.bound << ")");
+        CHECK(c.ok);
+        ++checked;
+      }
+    }
+  }
+  return checked;
+}
+
+struct SegmentedCase {
+  Problem p;
+  Shape shape;
+  std::uint64_t stride;
+};
+/// Rows of one element, a strided short-row matrix, a few long rows; a single column, narrow
+/// strided columns and a wide matrix (36 columns: whole vectors; 33: scalars); one segment and
+/// 3000 skewed ones (the offsets' mean the shape's length).
+constexpr SegmentedCase kSegmentedCases[] = {
+    {Problem::rows, {1000, 1}, 1},        {Problem::rows, {333, 77}, 80},
+    {Problem::rows, {3, 70001}, 70003},   {Problem::columns, {1, 5000}, 1},
+    {Problem::columns, {3001, 7}, 3005},  {Problem::columns, {33, 10003}, 33},
+    {Problem::columns, {36, 10003}, 36},  {Problem::segments, {1, 0}, 0},
+    {Problem::segments, {3000, 0}, 0},
+};
+
+/// Every job of (d, op) on one case of rows, columns or segments, each result checked against the
+/// CPU, x (and y) at each placement. Returns the results checked.
+std::size_t check_segmented(Gpu& g, DType d, Op op, const SegmentedCase& cs, std::uint64_t seed,
+                            std::span<const Placement> placements) {
+  const CUstream s = g.stream.get();
+  const std::size_t rs = size_of(result_dtype(op, d));
+  Target t = g.target(d, op);
+  t.problem = cs.p;
+  const std::vector<CompileJob> jobs = jobs_for(t, d, op, cs.p);
+  REQUIRE(!jobs.empty());
+  for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
+  Segmentation seg;
+  seg.problem = cs.p;
+  seg.shape = cs.shape;
+  seg.stride = cs.stride;
+  cuda::Buffer offsets(16);
+  if (cs.p == Problem::segments) {
+    const std::uint64_t total = cs.shape.count * 200 + 11;
+    seg.offsets = skewed_offsets(cs.shape.count, total, seed + 24 + cs.shape.count);
+    seg.shape.length = total / cs.shape.count;
+    offsets = cuda::Buffer(seg.offsets.size() * 8);
+    RT_CU(cuMemcpyHtoD(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8));
+  }
+  const std::uint64_t elements = seg.input_elements();
+  const HostArray x = input_with_zeros(d, elements, seed + cs.shape.count);
+  const HostArray y = two_inputs(op) ? make_input(d, elements, seed + 6 + cs.shape.count) : HostArray{};
+  const std::vector<Reference> refs = two_inputs(op) ? segmented_reference(x, y, seg, op) : segmented_reference(x, seg, op);
+  cuda::Buffer out(std::max<std::size_t>(seg.shape.count * rs, 16));
+  HostArray got;
+  got.dtype = result_dtype(op, d);
+  got.n = seg.shape.count;
+  got.bytes.resize(seg.shape.count * rs);
+  Workspace ws;
+  std::size_t checked = 0;
+  for (const Placement& at : placements) {
+    const Placed px(x, at[0]);
+    const std::optional<Placed> py = two_inputs(op) ? std::make_optional<Placed>(y, at[1]) : std::nullopt;
+    for (const CompileJob& j : jobs) {
+      const Kernel k = g.loader.load(j.config, d, op);
+      const SegmentedPlan p = segmented_plan(j.config, t, seg.shape);
+      ws.reserve(p);
+      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
+      SegmentedArgs a = testing::segmented_args(seg, px.at, offsets.get(), out.get());
+      if (py) a.in2 = py->at;
+      const Check c = testing::launch_checked(k, j.config, t, seg, p, a, ws, got, refs, op, s);
+      INFO(key(j.config) << " " << name(d) << " " << name(op) << " " << name(cs.p) << " "
+                         << seg.shape.count << " x " << seg.shape.length << where(at, op) << ": got "
+                         << c.observed << ", expected " << c.expected << " (error " << c.error
+                         << ", bound " << c.bound << ")");
+      CHECK(c.ok);
+      checked += seg.shape.count;
+    }
+  }
+  return checked;
+}
+
 } // namespace
 
 TEST_CASE("ops: every op on the array problem matches the CPU, every variant and finish",
@@ -63,101 +203,19 @@ TEST_CASE("ops: every op on the array problem matches the CPU, every variant and
   Gpu& g = gpu();
   std::size_t checked = 0;
   for (Op op : kNewOps)
-    for (DType d : kDTypes) {
-      if (op_unsupported(op, d)) continue;
-      const Target t = g.target(d, op);
-      const std::vector<CompileJob> jobs = jobs_for(t, d, op, Problem::array);
-      REQUIRE(!jobs.empty());
-      for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
-      Workspace ws;
-      for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(1000), std::uint64_t(4099),
-                              (std::uint64_t(1) << 20) + 3}) {
-        const HostArray data = input_with_zeros(d, n, 300 + n);
-        const Reference ref = reference(data, op);
-        const cuda::Buffer in = upload(data);
-        for (const CompileJob& j : jobs) {
-          const Kernel k = g.loader.load(j.config, d, op);
-          const LaunchPlan p = plan(j.config, t, n);
-          ws.reserve(p, d, n);
-          RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, g.stream.get()));
-          const Scalar got = reduce_once(k, p, in.get(), n, ws, g.stream.get());
-          REQUIRE(got.dtype == result_dtype(op, d));
-          const Check c = check(ref, got, op, summation_depth(j.config, t, n));
-          INFO(key(j.config) << " " << name(d) << " " << name(op) << " n=" << n << ": got "
-                             << c.observed << ", expected " << c.expected << " (error " << c.error
-                             << ", bound " << c.bound << ")");
-          CHECK(c.ok);
-          ++checked;
-        }
-      }
-    }
+    for (DType d : kDTypes)
+      if (!op_unsupported(op, d)) checked += check_array(g, d, op, 300, kAligned);
   CHECK(checked > 1000);
 }
 
 TEST_CASE("ops: every op on rows, columns and segments matches the CPU, every mapping",
           "[gpu][ops][segmented]") {
   Gpu& g = gpu();
-  struct Case {
-    Problem p;
-    Shape shape;
-    std::uint64_t stride;
-  };
-  const Case cases[] = {
-      {Problem::rows, {1000, 1}, 1},        {Problem::rows, {333, 77}, 80},
-      {Problem::rows, {3, 70001}, 70003},   {Problem::columns, {1, 5000}, 1},
-      {Problem::columns, {3001, 7}, 3005},  {Problem::columns, {33, 10003}, 33},
-      {Problem::segments, {1, 0}, 0},       {Problem::segments, {3000, 0}, 0},
-  };
-  const CUstream s = g.stream.get();
   std::size_t checked = 0;
   for (Op op : kNewOps)
-    for (DType d : kDTypes) {
-      if (op_unsupported(op, d)) continue;
-      const DType rd = result_dtype(op, d);
-      const std::size_t rs = size_of(rd);
-      for (const Case& cs : cases) {
-        Target t = g.target(d, op);
-        t.problem = cs.p;
-        const std::vector<CompileJob> jobs = jobs_for(t, d, op, cs.p);
-        REQUIRE(!jobs.empty());
-        for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
-        Segmentation seg;
-        seg.problem = cs.p;
-        seg.shape = cs.shape;
-        seg.stride = cs.stride;
-        cuda::Buffer offsets(16);
-        if (cs.p == Problem::segments) {
-          const std::uint64_t total = cs.shape.count * 200 + 11;
-          seg.offsets = skewed_offsets(cs.shape.count, total, 41 + cs.shape.count);
-          seg.shape.length = total / cs.shape.count;
-          offsets = cuda::Buffer(seg.offsets.size() * 8);
-          RT_CU(cuMemcpyHtoD(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8));
-        }
-        const HostArray data = input_with_zeros(d, seg.input_elements(), 17 + cs.shape.count);
-        const std::vector<Reference> refs = segmented_reference(data, seg, op);
-        const cuda::Buffer in = upload(data);
-        cuda::Buffer out(std::max<std::size_t>(seg.shape.count * rs, 16));
-        HostArray got;
-        got.dtype = rd;
-        got.n = seg.shape.count;
-        got.bytes.resize(seg.shape.count * rs);
-        Workspace ws;
-        for (const CompileJob& j : jobs) {
-          const Kernel k = g.loader.load(j.config, d, op);
-          const SegmentedPlan p = segmented_plan(j.config, t, seg.shape);
-          ws.reserve(p);
-          RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-          const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
-          const Check c = testing::launch_checked(k, j.config, t, seg, p, a, ws, got, refs, op, s);
-          INFO(key(j.config) << " " << name(d) << " " << name(op) << " " << name(cs.p) << " "
-                             << seg.shape.count << " x " << seg.shape.length << ": got "
-                             << c.observed << ", expected " << c.expected << " (error " << c.error
-                             << ", bound " << c.bound << ")");
-          CHECK(c.ok);
-          checked += seg.shape.count;
-        }
-      }
-    }
+    for (DType d : kDTypes)
+      if (!op_unsupported(op, d))
+        for (const SegmentedCase& cs : kSegmentedCases) checked += check_segmented(g, d, op, cs, 17, kAligned);
   CHECK(checked > 0);
 }
 
@@ -357,129 +415,20 @@ TEST_CASE("ops: argmax, argmin, logsumexp, var and std through the library's cal
 
 // ---- dot: two inputs ---------------------------------------------------------------------------
 
-namespace {
-
-/// `a` uploaded `offset` elements past a 256-byte aligned allocation's start (the kernels read y at
-/// x's offset from a vector boundary as vectors, elsewhere as scalars).
-struct Placed {
-  cuda::Buffer buffer;
-  CUdeviceptr at = 0;
-  Placed(const HostArray& a, std::uint64_t offset)
-      : buffer(std::max<std::size_t>(a.bytes.size() + (offset + 1) * size_of(a.dtype), 16)) {
-    at = buffer.get() + offset * size_of(a.dtype);
-    RT_CU(cuMemcpyHtoD(at, a.bytes.data(), a.bytes.size()));
-  }
-};
-
-/// Element offsets of x and y: both aligned, both one element past (vectors after a head), and y
-/// at another offset from a vector boundary than x (no vectors).
-constexpr std::uint64_t kPlacements[][2] = {{0, 0}, {1, 1}, {0, 1}};
-
-} // namespace
-
 TEST_CASE("dot: the array problem matches the CPU, every variant and finish, any alignment",
           "[gpu][ops][dot]") {
   Gpu& g = gpu();
   std::size_t checked = 0;
-  for (DType d : kDTypes) {
-    const Target t = g.target(d, Op::dot);
-    const std::vector<CompileJob> jobs = jobs_for(t, d, Op::dot, Problem::array);
-    REQUIRE(!jobs.empty());
-    for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
-    Workspace ws;
-    for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(1000), std::uint64_t(4099),
-                            (std::uint64_t(1) << 20) + 3}) {
-      const HostArray x = input_with_zeros(d, n, 500 + n), y = make_input(d, n, 700 + n);
-      const Reference ref = reference(x, y, Op::dot);
-      for (const auto& at : kPlacements) {
-        if (n > 5000 && at[0] != at[1]) continue; // the scalar fallback: the smaller sizes
-        const Placed px(x, at[0]), py(y, at[1]);
-        for (const CompileJob& j : jobs) {
-          const Kernel k = g.loader.load(j.config, d, Op::dot);
-          const LaunchPlan p = plan(j.config, t, n);
-          ws.reserve(p, d, n);
-          RT_CU(cuMemsetD8Async(ws.out(), 0xA5, 8, g.stream.get()));
-          const Scalar got = reduce_once(k, p, px.at, n, ws, g.stream.get(), py.at);
-          REQUIRE(got.dtype == d);
-          const Check c = check(ref, got, Op::dot, summation_depth(j.config, t, n));
-          INFO(key(j.config) << " " << name(d) << " dot n=" << n << " x+" << at[0] << " y+"
-                             << at[1] << ": got " << c.observed << ", expected " << c.expected
-                             << " (error " << c.error << ", bound " << c.bound << ")");
-          CHECK(c.ok);
-          ++checked;
-        }
-      }
-    }
-  }
+  for (DType d : kDTypes) checked += check_array(g, d, Op::dot, 500, kPlacements);
   CHECK(checked > 1000);
 }
 
 TEST_CASE("dot: rows, columns and segments match the CPU, every mapping, any alignment",
           "[gpu][ops][dot][segmented]") {
   Gpu& g = gpu();
-  struct Case {
-    Problem p;
-    Shape shape;
-    std::uint64_t stride;
-  };
-  const Case cases[] = {
-      {Problem::rows, {1000, 1}, 1},       {Problem::rows, {333, 77}, 80},
-      {Problem::rows, {3, 70001}, 70003},  {Problem::columns, {1, 5000}, 1},
-      {Problem::columns, {3001, 7}, 3005}, {Problem::columns, {36, 10003}, 36},
-      {Problem::segments, {1, 0}, 0},      {Problem::segments, {3000, 0}, 0},
-  };
-  const CUstream s = g.stream.get();
   std::size_t checked = 0;
-  for (DType d : kDTypes) {
-    const std::size_t rs = size_of(d);
-    for (const Case& cs : cases) {
-      Target t = g.target(d, Op::dot);
-      t.problem = cs.p;
-      const std::vector<CompileJob> jobs = jobs_for(t, d, Op::dot, cs.p);
-      REQUIRE(!jobs.empty());
-      for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
-      Segmentation seg;
-      seg.problem = cs.p;
-      seg.shape = cs.shape;
-      seg.stride = cs.stride;
-      cuda::Buffer offsets(16);
-      if (cs.p == Problem::segments) {
-        const std::uint64_t total = cs.shape.count * 200 + 11;
-        seg.offsets = skewed_offsets(cs.shape.count, total, 43 + cs.shape.count);
-        seg.shape.length = total / cs.shape.count;
-        offsets = cuda::Buffer(seg.offsets.size() * 8);
-        RT_CU(cuMemcpyHtoD(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8));
-      }
-      const HostArray x = input_with_zeros(d, seg.input_elements(), 19 + cs.shape.count);
-      const HostArray y = make_input(d, seg.input_elements(), 23 + cs.shape.count);
-      const std::vector<Reference> refs = segmented_reference(x, y, seg, Op::dot);
-      cuda::Buffer out(std::max<std::size_t>(seg.shape.count * rs, 16));
-      HostArray got;
-      got.dtype = d;
-      got.n = seg.shape.count;
-      got.bytes.resize(seg.shape.count * rs);
-      Workspace ws;
-      for (const auto& at : kPlacements) {
-        const Placed px(x, at[0]), py(y, at[1]);
-        for (const CompileJob& j : jobs) {
-          const Kernel k = g.loader.load(j.config, d, Op::dot);
-          const SegmentedPlan p = segmented_plan(j.config, t, seg.shape);
-          ws.reserve(p);
-          RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-          SegmentedArgs a = testing::segmented_args(seg, px.at, offsets.get(), out.get());
-          a.in2 = py.at;
-          const Check c =
-              testing::launch_checked(k, j.config, t, seg, p, a, ws, got, refs, Op::dot, s);
-          INFO(key(j.config) << " " << name(d) << " dot " << name(cs.p) << " " << seg.shape.count
-                             << " x " << seg.shape.length << " x+" << at[0] << " y+" << at[1]
-                             << ": got " << c.observed << ", expected " << c.expected << " (error "
-                             << c.error << ", bound " << c.bound << ")");
-          CHECK(c.ok);
-          checked += seg.shape.count;
-        }
-      }
-    }
-  }
+  for (DType d : kDTypes)
+    for (const SegmentedCase& cs : kSegmentedCases) checked += check_segmented(g, d, Op::dot, cs, 19, kPlacements);
   CHECK(checked > 0);
 }
 
