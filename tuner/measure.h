@@ -16,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace reduce_tune {
@@ -81,7 +82,8 @@ private:
 /// Reads an input back after a sweep reduced it and throws unless the device still holds it: no
 /// configuration may modify the caller's input. Reads into one page-locked host buffer, grown to
 /// the largest input and kept, so a check costs the copy at full speed and the comparison, not an
-/// allocation, a pageable copy and the page faults of a fresh buffer each time.
+/// allocation, a pageable copy and the page faults of a fresh buffer each time. The comparison
+/// runs in parallel chunks: a 1 GiB input took longer to compare on one core than to copy.
 class InputCheck {
 public:
   /// `what` names the problem in the message.
@@ -93,8 +95,25 @@ public:
       pin_ = std::make_unique<cuda::HostRegistration>(host_.data(), host_.size());
     }
     if (bytes) RT_CU(cuMemcpyDtoH(host_.data(), d_in, bytes));
-    if (bytes && std::memcmp(host_.data(), data.bytes.data(), bytes) != 0)
+    if (!same_bytes(host_.data(), data.bytes.data(), bytes))
       throw std::runtime_error("the input buffer was modified during the sweep of " + what);
+  }
+
+  /// Whether a and b hold the same `bytes` bytes; in parallel chunks from 16 MiB on.
+  static bool same_bytes(const unsigned char* a, const unsigned char* b, std::size_t bytes) {
+    constexpr std::size_t kChunk = std::size_t(1) << 24;
+    const std::size_t threads =
+        std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (bytes + kChunk - 1) / kChunk);
+    if (threads <= 1) return bytes == 0 || std::memcmp(a, b, bytes) == 0;
+    std::vector<char> differs(threads, 0);
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const std::size_t lo = bytes * t / threads, hi = bytes * (t + 1) / threads;
+        differs[t] = std::memcmp(a + lo, b + lo, hi - lo) != 0;
+      });
+    for (std::thread& th : pool) th.join();
+    return std::none_of(differs.begin(), differs.end(), [](char d) { return d != 0; });
   }
 
 private:

@@ -183,6 +183,19 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     HostArray data;                    // the input of the shapes of `data_elements` elements
     std::uint64_t data_elements = 0;
     bool loaded = false;
+    // The input is read back once it has served its shapes, not after each shape (a 1 GiB input
+    // served two and a 64 MiB one 25), and at once after a wrong result, which a configuration
+    // that wrote into its input would cause in the configurations after it. `covered`: the
+    // shapes measured on it since it was uploaded, for the message.
+    std::string covered;
+    auto check_input = [&](bool last) {
+      if (covered.empty()) return;
+      PhaseTimer t(res.times.input_check_s);
+      const std::string what = std::string(name(d)) + " " + covered;
+      input_check(d_in.get(), data, what);
+      if (two) input_check(d_in2.get(), data2, what + " (y)");
+      if (last) covered.clear();
+    };
     for (const Shape& shape : shapes) {
       if (res.interrupted) break;
       const double bytes = double(shape.elements()) * double(es);
@@ -215,6 +228,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       if (sd.seg.input_elements() != elements)
         throw std::logic_error("a segmented shape's input is not its element count"); // Shape says it is
       if (!loaded || data_elements != elements) {
+        check_input(true); // the previous input's shapes are done
         data = make_input(d, elements, seed);
         if (two) data2 = make_input(d, elements, second_input_seed(seed));
         data_elements = elements, loaded = true;
@@ -243,6 +257,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       args.shape = shape;
       args.stride = sd.seg.stride;
       res.times.input_s += std::chrono::duration<double>(Clock::now() - t_data).count();
+      covered += (covered.empty() ? "" : ", ") + std::to_string(shape.count) + " x " + std::to_string(shape.length);
 
       for (Op op : o.ops) {
         got.dtype = result_dtype(op, d);
@@ -367,6 +382,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             res.times.validate_s += std::chrono::duration<double>(Clock::now() - t_val).count();
             if (!record_check(chk, m)) {
               keep(m);
+              commit(); // stored before the input check may end the sweep
+              check_input(false);
               return INFINITY;
             }
             const auto t_time = Clock::now();
@@ -421,12 +438,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         }
         if (res.interrupted) break;
       }
-      PhaseTimer t(res.times.input_check_s);
-      const std::string what =
-          std::string(name(d)) + " " + std::to_string(shape.count) + " x " + std::to_string(shape.length);
-      input_check(d_in.get(), data, what);
-      if (two) input_check(d_in2.get(), data2, what + " (y)");
     }
+    check_input(true); // the dtype's last input
   }
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;

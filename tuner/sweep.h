@@ -99,7 +99,8 @@ struct SweepTimes {
   double reference_s = 0;   ///< the CPU reference of every point
   double load_s = 0;        ///< kernels loaded into the context (module loads, cache reads)
   double store_s = 0;       ///< measurements written to the store
-  double input_check_s = 0; ///< the input read back and compared after each shape or size
+  double input_check_s = 0; ///< each input read back and compared once it served its shapes or
+                            ///< size (segmented: also at once after a wrong result)
   std::size_t inputs = 0;   ///< inputs generated and uploaded
   std::size_t points = 0, measured = 0;
 };
