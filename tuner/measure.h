@@ -95,6 +95,7 @@ public:
       pin_ = std::make_unique<cuda::HostRegistration>(host_.data(), host_.size());
     }
     if (bytes) RT_CU(cuMemcpyDtoH(host_.data(), d_in, bytes));
+    ++count_;
     if (!same_bytes(host_.data(), data.bytes.data(), bytes))
       throw std::runtime_error("the input buffer was modified during the sweep of " + what);
   }
@@ -116,7 +117,11 @@ public:
     return std::none_of(differs.begin(), differs.end(), [](char d) { return d != 0; });
   }
 
+  /// Inputs read back so far.
+  std::size_t count() const { return count_; }
+
 private:
+  std::size_t count_ = 0;
   std::vector<unsigned char> host_;
   std::unique_ptr<cuda::HostRegistration> pin_;
 };

@@ -5,6 +5,7 @@
 #include "tuner/eta.h"
 #include "tuner/measure.h"
 #include "tuner/sizes.h"
+#include "tuner/sum_prefix.h"
 #include "tuner/sweep_search.h"
 #include "runtime/lookup.h"
 
@@ -20,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
+
+/// The shapes an input serves from which their sum references come from its prefix sums.
+constexpr std::size_t kPrefixShapes = 3;
 
 /// The offsets draws a small shape's sweep picks its heaviest from.
 constexpr int kHeavyDraws = 8;
@@ -161,6 +165,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   }
   eta.start();
 
+  // How many shapes share the input of `elements` elements.
+  const auto shapes_of = [&](std::uint64_t elements) {
+    return std::size_t(std::count_if(shapes.begin(), shapes.end(), [&](Shape sh) { return sh.elements() == elements; }));
+  };
   // Buffers kept across shapes: the input (grown to the largest), the results and their
   // page-locked host copy (allocated once for the most results of any shape), the input check's.
   std::uint64_t most_results = 1;
@@ -188,6 +196,11 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     // that wrote into its input would cause in the configurations after it. `covered`: the
     // shapes measured on it since it was uploaded, for the message.
     std::string covered;
+    // The sum references of an input's rows or offsets shapes from its prefix sums, built at its
+    // first sum point where it serves kPrefixShapes shapes or more (one pass and 16 bytes an
+    // element, which pay where shapes share the input), and used where exact (SumPrefix).
+    SumPrefix prefix;
+    bool prefix_built = false;
     auto check_input = [&](bool last) {
       if (covered.empty()) return;
       PhaseTimer t(res.times.input_check_s);
@@ -230,6 +243,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       if (!loaded || data_elements != elements) {
         check_input(true); // the previous input's shapes are done
         data = make_input(d, elements, seed);
+        prefix = SumPrefix(), prefix_built = false;
         if (two) data2 = make_input(d, elements, second_input_seed(seed));
         data_elements = elements, loaded = true;
         const std::size_t in_bytes = std::max<std::size_t>(elements * es, 16);
@@ -266,8 +280,17 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         args.in2 = op_two ? d_in2.get() : 0;
         {
           PhaseTimer t(res.times.reference_s);
-          if (op_two) refs = segmented_reference(data, data2, sd.seg, op);
-          else segmented_reference(data, sd.seg, op, refs);
+          if (op == Op::sum && !prefix_built && shapes_of(elements) >= kPrefixShapes &&
+              (o.problem == Problem::rows || o.problem == Problem::segments))
+            prefix = SumPrefix(data), prefix_built = true;
+          if (op_two) {
+            refs = segmented_reference(data, data2, sd.seg, op);
+          } else if (prefix_built && prefix.serves(sd.seg, op)) {
+            prefix.reference(sd.seg, refs);
+            ++res.times.prefix_points;
+          } else {
+            segmented_reference(data, sd.seg, op, refs);
+          }
         }
         ++res.times.points;
         Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe, o.problem};
@@ -443,6 +466,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   }
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
+  res.times.input_checks = input_check.count();
 }
 
 } // namespace reduce_tune

@@ -236,12 +236,15 @@ std::string profile_text(const SweepTimes& t) {
   row("compile", t.compile_s, "every valid configuration through the compile cache");
   row("seeds", t.seeds_s, per(t.seeds_s, t.points, "point"));
   row("input", t.input_s, per(t.input_s, t.inputs, "input") + " (generated, uploaded, offsets)");
-  row("reference", t.reference_s, per(t.reference_s, t.points, "point"));
+  row("reference", t.reference_s,
+      per(t.reference_s, t.points, "point") +
+          (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : ""));
   row("load", t.load_s, per(t.load_s, t.measured, "measurement") + " (modules, first use)");
   row("check", t.validate_s, per(t.validate_s, t.measured, "measurement") + " (checked launch, result compared)");
   row("timing", t.timing_s, per(t.timing_s, t.measured, "measurement"));
   row("store", t.store_s, per(t.store_s, t.points, "point") + " (one transaction a point)");
-  row("input check", t.input_check_s, "input read back and compared");
+  row("input check", t.input_check_s,
+      (t.input_checks ? std::to_string(t.input_checks) + " " : std::string()) + "input(s) read back and compared");
   row("other", std::max(0.0, t.total_s - accounted), "progress, plans, the search itself");
   return out;
 }
@@ -553,6 +556,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
+  res.times.input_checks = input_check.count();
   res.times.total_s = seconds_since(t_start);
   return res;
 }

@@ -102,6 +102,8 @@ struct SweepTimes {
   double input_check_s = 0; ///< each input read back and compared once it served its shapes or
                             ///< size (segmented: also at once after a wrong result)
   std::size_t inputs = 0;   ///< inputs generated and uploaded
+  std::size_t input_checks = 0;  ///< inputs read back and compared
+  std::size_t prefix_points = 0; ///< points whose references came from their input's prefix sums
   std::size_t points = 0, measured = 0;
 };
 /// The breakdown of `t`, one phase a line (`tune --profile`).
