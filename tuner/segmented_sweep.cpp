@@ -5,6 +5,7 @@
 #include "tuner/eta.h"
 #include "tuner/measure.h"
 #include "tuner/sizes.h"
+#include "tuner/input_ahead.h"
 #include "tuner/sum_prefix.h"
 #include "tuner/sweep_search.h"
 #include "runtime/lookup.h"
@@ -169,6 +170,15 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   const auto shapes_of = [&](std::uint64_t elements) {
     return std::size_t(std::count_if(shapes.begin(), shapes.end(), [&](Shape sh) { return sh.elements() == elements; }));
   };
+  // The input of (dtype, elements): its seed is its element count's (and the dtype's); the
+  // offsets' are drawn from it and the shape, so the stored seed with the shape gives both.
+  const bool sums = std::find(o.ops.begin(), o.ops.end(), Op::sum) != o.ops.end() &&
+                    (o.problem == Problem::rows || o.problem == Problem::segments);
+  const auto spec_of = [&](DType d, std::uint64_t elements) {
+    return InputSpec{d, elements, o.seed ^ (elements * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d),
+                     two_input_ops(o.ops), sums && shapes_of(elements) >= kPrefixShapes};
+  };
+  InputAhead ahead;
   // Buffers kept across shapes: the input (grown to the largest), the results and their
   // page-locked host copy (allocated once for the most results of any shape), the input check's.
   std::uint64_t most_results = 1;
@@ -196,9 +206,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     // that wrote into its input would cause in the configurations after it. `covered`: the
     // shapes measured on it since it was uploaded, for the message.
     std::string covered;
-    // The sum references of an input's rows or offsets shapes from its prefix sums, built at its
-    // first sum point where it serves kPrefixShapes shapes or more (one pass and 16 bytes an
-    // element, which pay where shapes share the input), and used where exact (SumPrefix).
+    // The sum references of an input's rows or offsets shapes from its prefix sums, built with
+    // the input where it serves kPrefixShapes shapes or more (one pass and 16 bytes an element,
+    // which pay where shapes share the input), and used where exact (SumPrefix).
     SumPrefix prefix;
     bool prefix_built = false;
     auto check_input = [&](bool last) {
@@ -231,10 +241,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         continue;
       }
       const auto t_data = Clock::now();
-      // The input's seed is its element count's (and the dtype's); the offsets' are drawn from it
-      // and the shape, so the stored seed with the shape gives both.
       const std::uint64_t elements = shape.elements();
-      const std::uint64_t seed = o.seed ^ (elements * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d);
+      const std::uint64_t seed = spec_of(d, elements).seed;
       ShapeData sd = layout(o.problem, shape,
                             shape_seed(o.problem, shape, seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20)));
       const std::uint64_t longest = longest_segment(sd.seg.offsets);
@@ -242,9 +250,18 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         throw std::logic_error("a segmented shape's input is not its element count"); // Shape says it is
       if (!loaded || data_elements != elements) {
         check_input(true); // the previous input's shapes are done
-        data = make_input(d, elements, seed);
-        prefix = SumPrefix(), prefix_built = false;
-        if (two) data2 = make_input(d, elements, second_input_seed(seed));
+        {
+          PreparedInput in = ahead.take(spec_of(d, elements));
+          data = std::move(in.data), data2 = std::move(in.data2);
+          prefix = std::move(in.prefix), prefix_built = in.prefix_built;
+        }
+        // The next input (of this dtype, else the next one's first) is made while this one is
+        // measured.
+        const auto later = std::find_if(shapes.begin(), shapes.end(), [&](Shape sh) { return sh.elements() > elements; });
+        const auto dt = std::find(o.dtypes.begin(), o.dtypes.end(), d);
+        if (later != shapes.end()) ahead.start(spec_of(d, later->elements()));
+        else if (dt != o.dtypes.end() && dt + 1 != o.dtypes.end() && !shapes.empty())
+          ahead.start(spec_of(*(dt + 1), shapes.front().elements()));
         data_elements = elements, loaded = true;
         const std::size_t in_bytes = std::max<std::size_t>(elements * es, 16);
         if (d_in.size() < in_bytes) {
@@ -280,9 +297,6 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         args.in2 = op_two ? d_in2.get() : 0;
         {
           PhaseTimer t(res.times.reference_s);
-          if (op == Op::sum && !prefix_built && shapes_of(elements) >= kPrefixShapes &&
-              (o.problem == Problem::rows || o.problem == Problem::segments))
-            prefix = SumPrefix(data), prefix_built = true;
           if (op_two) {
             refs = segmented_reference(data, data2, sd.seg, op);
           } else if (prefix_built && prefix.serves(sd.seg, op)) {
@@ -467,6 +481,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
   res.times.input_checks = input_check.count();
+  res.times.inputs_ahead = ahead.ahead();
 }
 
 } // namespace reduce_tune

@@ -3,6 +3,7 @@
 
 #include "kernels/runner.h"
 #include "tuner/eta.h"
+#include "tuner/input_ahead.h"
 #include "tuner/measure.h"
 #include "tuner/segmented_sweep.h"
 #include "tuner/sizes.h"
@@ -235,7 +236,10 @@ std::string profile_text(const SweepTimes& t) {
   row("setup", t.setup_s, "context, NVRTC, store, run");
   row("compile", t.compile_s, "every valid configuration through the compile cache");
   row("seeds", t.seeds_s, per(t.seeds_s, t.points, "point"));
-  row("input", t.input_s, per(t.input_s, t.inputs, "input") + " (generated, uploaded, offsets)");
+  row("input", t.input_s,
+      per(t.input_s, t.inputs, "input") + " (generated, uploaded, offsets" +
+          (t.inputs_ahead ? "; " + std::to_string(t.inputs_ahead) + " generated ahead, while the one before was measured" : "") +
+          ")");
   row("reference", t.reference_s,
       per(t.reference_s, t.points, "point") +
           (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : ""));
@@ -340,9 +344,18 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   InputCheck input_check;
   const double seeds_before = res.times.seeds_s;
 
-  for (DType d : o.dtypes) {
+  // Each size's input is made on a thread while the one before is measured (tuner/input_ahead.h).
+  const bool two_inputs = two_input_ops(o.ops);
+  const auto spec_of = [&](DType d, std::uint64_t n) {
+    return InputSpec{d, n, o.seed ^ (n * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d), two_inputs, false};
+  };
+  InputAhead ahead;
+
+  for (std::size_t di = 0; di < o.dtypes.size(); ++di) {
+    const DType d = o.dtypes[di];
     const std::size_t es = size_of(d);
-    for (std::uint64_t n : sizes) {
+    for (std::size_t si = 0; si < sizes.size(); ++si) {
+      const std::uint64_t n = sizes[si];
       if (res.interrupted) break;
       const bool any_in_place = std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) {
         return j.dtype == d && find_variant(j.config.variant)->in_place;
@@ -364,12 +377,15 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         continue;
       }
       const auto t_data = Clock::now();
-      const std::uint64_t seed = o.seed ^ (n * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d);
-      const HostArray data = make_input(d, n, seed);
+      const std::uint64_t seed = spec_of(d, n).seed;
+      // The second input of the ops of two (dot): other random data of the same kind.
+      const PreparedInput input = ahead.take(spec_of(d, n));
+      if (si + 1 < sizes.size()) ahead.start(spec_of(d, sizes[si + 1]));
+      else if (di + 1 < o.dtypes.size() && !sizes.empty()) ahead.start(spec_of(o.dtypes[di + 1], sizes.front()));
+      const HostArray& data = input.data;
+      const HostArray& data2 = input.data2;
       cuda::Buffer d_in(n * es);
       RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), n * es));
-      // The second input of the ops of two (dot): other random data of the same kind.
-      const HostArray data2 = two ? make_input(d, n, second_input_seed(seed)) : HostArray{};
       cuda::Buffer d_in2(two ? n * es : 0);
       if (two) RT_CU(cuMemcpyHtoD(d_in2.get(), data2.bytes.data(), n * es));
       res.times.input_s += seconds_since(t_data);
@@ -557,6 +573,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
   res.times.input_checks = input_check.count();
+  res.times.inputs_ahead = ahead.ahead();
   res.times.total_s = seconds_since(t_start);
   return res;
 }

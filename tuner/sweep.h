@@ -103,6 +103,7 @@ struct SweepTimes {
                             ///< size (segmented: also at once after a wrong result)
   std::size_t inputs = 0;   ///< inputs generated and uploaded
   std::size_t input_checks = 0;  ///< inputs read back and compared
+  std::size_t inputs_ahead = 0;  ///< inputs made on a thread while the one before was measured
   std::size_t prefix_points = 0; ///< points whose references came from their input's prefix sums
   std::size_t points = 0, measured = 0;
 };
