@@ -7,6 +7,7 @@
 #include "tuner/sweep_search.h"
 
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <set>
 
@@ -167,4 +168,28 @@ TEST_CASE("first-use deadline: a search stops once past it, with three measureme
   PastDeadline later(now_s() + 3600);
   for (int i = 0; i < 5; ++i) later.count(1.0);
   CHECK_FALSE(later()); // not yet
+  CHECK(later.expected_s() < 60);
+}
+
+TEST_CASE("first-use deadline: a search starts no measurement expected to end past it", "[search][autotune]") {
+  const auto now_s = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  // Three measurements of at least 0.2 s each, before a deadline 0.75 s ahead: the fourth is
+  // expected to take 0.2 s more, so it would end past the deadline (0.6 + 0.2 > 0.75).
+  PastDeadline near(now_s() + 0.75);
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    near.count(1.0);
+  }
+  CHECK(near.expected_s() >= 0.2);
+  CHECK(near());
+  // The same measurements with an hour to go: on.
+  PastDeadline far(now_s() + 3600);
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    far.count(1.0);
+  }
+  CHECK(far.expected_s() >= 0.02);
+  CHECK_FALSE(far());
 }

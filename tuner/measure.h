@@ -128,24 +128,33 @@ private:
 
 /// SweepOptions::deadline_s at one point: count() sees each candidate's time (measure's return),
 /// and the search is past the deadline once the point holds kDeadlineFloor measurements, one of
-/// them valid, and the clock has passed it.
+/// them valid, and the next one, expected to take the median wall time of those so far (loads and
+/// lazy compiles included), would end past it: a search that starts a measurement just before
+/// the deadline overran it by that measurement.
 class PastDeadline {
 public:
-  explicit PastDeadline(double deadline_s) : deadline_s_(deadline_s) {}
+  explicit PastDeadline(double deadline_s) : deadline_s_(deadline_s), mark_s_(now_s()) {}
   double count(double us) {
-    if (!std::isnan(us)) ++measured_, valid_ |= std::isfinite(us);
+    const double t = now_s();
+    if (!std::isnan(us)) ++measured_, valid_ |= std::isfinite(us), took_s_.push_back(t - mark_s_);
+    mark_s_ = t;
     return us;
   }
+  /// The seconds the next measurement is expected to take (0 before any).
+  double expected_s() const { return took_s_.empty() ? 0 : median(took_s_); }
   bool operator()() const {
-    return deadline_s_ > 0 && measured_ >= kDeadlineFloor && valid_ &&
-           std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() >=
-               deadline_s_;
+    return deadline_s_ > 0 && measured_ >= kDeadlineFloor && valid_ && now_s() + expected_s() >= deadline_s_;
   }
 
 private:
+  static double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
   double deadline_s_;
+  double mark_s_; // when the last measurement ended (or the search began)
   std::size_t measured_ = 0;
   bool valid_ = false;
+  std::vector<double> took_s_;
 };
 
 /// Seeds `search` with SweepOptions::first at each of `points` (sweep.cpp).
