@@ -7,6 +7,7 @@
 #include "tuner/sizes.h"
 #include "tuner/input_ahead.h"
 #include "tuner/sum_prefix.h"
+#include "tuner/sum_reference.h"
 #include "tuner/sweep_search.h"
 #include "runtime/lookup.h"
 
@@ -302,7 +303,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           } else if (prefix_built && prefix.serves(sd.seg, op)) {
             prefix.reference(sd.seg, refs);
             ++res.times.prefix_points;
-          } else {
+          } else if (!sum_reference(data, sd.seg, op, refs)) {
             segmented_reference(data, sd.seg, op, refs);
           }
         }
