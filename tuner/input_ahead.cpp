@@ -10,7 +10,14 @@ PreparedInput prepare_input(const InputSpec& spec) {
   in.data = make_input(spec.dtype, spec.elements, spec.seed);
   if (spec.two) in.data2 = make_input(spec.dtype, spec.elements, second_input_seed(spec.seed));
   if (spec.sum_prefix) in.prefix = SumPrefix(in.data), in.prefix_built = true;
+  for (Op op : spec.references) in.references.emplace_back(op, reference(in.data, op));
   return in;
+}
+
+std::optional<Reference> PreparedInput::reference_of(Op op) const {
+  for (const auto& [o, r] : references)
+    if (o == op) return r;
+  return std::nullopt;
 }
 
 InputAhead::~InputAhead() { drop(); }

@@ -7,15 +7,22 @@
 
 #include <cstdint>
 #include <future>
+#include <optional>
+#include <utility>
+#include <vector>
 
 namespace reduce_tune {
 
 /// What a sweep needs of one input on the host: make_input's data, the second input of an op of
-/// two (dot: second_input_seed), and its prefix sums where asked for.
+/// two (dot: second_input_seed), its prefix sums and the reference of the whole input (the array
+/// sweep's) for the ops asked for.
 struct PreparedInput {
   HostArray data, data2;
   SumPrefix prefix;
   bool prefix_built = false;
+  std::vector<std::pair<Op, Reference>> references;
+  /// reference(data, op), made with the input where it was asked for, else nullopt.
+  std::optional<Reference> reference_of(Op op) const;
 };
 
 /// Which input: make_input(dtype, elements, seed), with a second input and prefix sums or not.
@@ -23,6 +30,7 @@ struct InputSpec {
   DType dtype = DType::f32;
   std::uint64_t elements = 0, seed = 0;
   bool two = false, sum_prefix = false;
+  std::vector<Op> references; ///< ops of one input whose reference(data, op) is made with it
   bool operator==(const InputSpec&) const = default;
 };
 

@@ -24,7 +24,8 @@ using Clock = std::chrono::steady_clock;
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
 
-/// The shapes an input serves from which their sum references come from its prefix sums.
+/// An input that serves this many shapes or more gets prefix sums (SumPrefix) for their sum
+/// references.
 constexpr std::size_t kPrefixShapes = 3;
 
 /// The offsets draws a small shape's sweep picks its heaviest from.

@@ -344,10 +344,14 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   InputCheck input_check;
   const double seeds_before = res.times.seeds_s;
 
-  // Each size's input is made on a thread while the one before is measured (tuner/input_ahead.h).
+  // Each size's input, and its references for the ops of one input, are made on a thread while
+  // the one before is measured (tuner/input_ahead.h).
   const bool two_inputs = two_input_ops(o.ops);
+  std::vector<Op> one_input_ops;
+  for (Op op : o.ops)
+    if (!describe(op).traits.two_inputs) one_input_ops.push_back(op);
   const auto spec_of = [&](DType d, std::uint64_t n) {
-    return InputSpec{d, n, o.seed ^ (n * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d), two_inputs, false};
+    return InputSpec{d, n, o.seed ^ (n * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d), two_inputs, false, one_input_ops};
   };
   InputAhead ahead;
 
@@ -395,7 +399,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         const bool op_two = describe(op).traits.two_inputs;
         const Reference ref = [&] {
           PhaseTimer t(res.times.reference_s);
-          return op_two ? reference(data, data2, op) : reference(data, op);
+          if (op_two) return reference(data, data2, op);
+          const std::optional<Reference> made = input.reference_of(op);
+          return made ? *made : reference(data, op);
         }();
         ++res.times.points;
         const CUdeviceptr in2 = op_two ? d_in2.get() : 0;

@@ -95,7 +95,9 @@ struct SweepTimes {
   double total_s = 0, data_s = 0, compile_s = 0, validate_s = 0, timing_s = 0;
   double setup_s = 0;       ///< context, NVRTC, compile cache, store, run record
   double seeds_s = 0;       ///< guided and random: the lookups and hints that seed each point
-  double input_s = 0;       ///< input generation, its upload, the offsets layout, buffers
+  double input_s = 0;       ///< input generation (with what is made with it where it is not
+                            ///< made ahead: prefix sums, the array sweep's references), its
+                            ///< upload, the offsets layout, buffers
   double reference_s = 0;   ///< the CPU reference of every point
   double load_s = 0;        ///< kernels loaded into the context (module loads, cache reads)
   double store_s = 0;       ///< measurements written to the store
