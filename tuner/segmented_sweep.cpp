@@ -178,7 +178,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                     (o.problem == Problem::rows || o.problem == Problem::segments);
   const auto spec_of = [&](DType d, std::uint64_t elements) {
     return InputSpec{d, elements, o.seed ^ (elements * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d),
-                     two_input_ops(o.ops), sums && shapes_of(elements) >= kPrefixShapes};
+                     two_input_ops(o.ops), sums && shapes_of(elements) >= kPrefixShapes, {}};
   };
   InputAhead ahead;
   // Buffers kept across shapes: the input (grown to the largest), the results and their
