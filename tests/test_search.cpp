@@ -193,3 +193,17 @@ TEST_CASE("first-use deadline: a search starts no measurement expected to end pa
   CHECK(far.expected_s() >= 0.02);
   CHECK_FALSE(far());
 }
+
+TEST_CASE("profile: the counts of inputs made ahead, references from prefix sums and inputs read back", "[search][profile]") {
+  SweepTimes t;
+  t.total_s = 10, t.input_s = 1, t.reference_s = 1, t.input_check_s = 0.5;
+  t.inputs = 20, t.points = 142;
+  const std::string plain = profile_text(t);
+  CHECK(plain.find("generated ahead") == std::string::npos);
+  CHECK(plain.find("prefix sums") == std::string::npos);
+  t.inputs_ahead = 19, t.prefix_points = 100, t.input_checks = 20;
+  const std::string counted = profile_text(t);
+  CHECK(counted.find("19 generated ahead, while the one before was measured") != std::string::npos);
+  CHECK(counted.find("(100 from their input's prefix sums)") != std::string::npos);
+  CHECK(counted.find("20 input(s) read back and compared") != std::string::npos);
+}
