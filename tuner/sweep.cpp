@@ -382,7 +382,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
       }
       const auto t_data = Clock::now();
       const std::uint64_t seed = spec_of(d, n).seed;
-      // The second input of the ops of two (dot): other random data of the same kind.
+      // With the second input of the ops of two (dot): other random data of the same kind.
       const PreparedInput input = ahead.take(spec_of(d, n));
       if (si + 1 < sizes.size()) ahead.start(spec_of(d, sizes[si + 1]));
       else if (di + 1 < o.dtypes.size() && !sizes.empty()) ahead.start(spec_of(o.dtypes[di + 1], sizes.front()));
