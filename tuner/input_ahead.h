@@ -1,6 +1,6 @@
 // reduce-tune: the sweeps' next input, made on a thread while the GPU measures the current one.
-// Generating a 1 GiB input (and its prefix sums) took as long as measuring the shapes before it;
-// made ahead, a sweep waits only for the upload.
+// Made in line, a 1 GiB input (and its prefix sums or references) kept the GPU idle while the host
+// wrote it; made ahead, a sweep waits only for the upload and for what is not ready yet.
 #pragma once
 
 #include "tuner/sum_prefix.h"
