@@ -144,6 +144,7 @@ private:
   static constexpr double kStartTimeoutS = 30;  // the worker's first line
 
   TuneOutcome attempt(const TuneRequest& r) {
+    const auto t_call = Clock::now();
     died_on_point_ = false;
     TuneOutcome out;
     if (!disabled_.empty()) return {TuneOutcome::Status::unavailable, disabled_};
@@ -154,11 +155,16 @@ private:
     if (r.store_path.find_first_of("\t\n") != std::string::npos ||
         r.nvrtc_path.find_first_of("\t\n") != std::string::npos)
       return {TuneOutcome::Status::unavailable, "a path with a tab or newline"};
+    // The budget is the call's: what starting the worker took (its process, its handshake) is
+    // spent, and the worker's search gets the rest (at least its floor of measurements).
+    const double spent_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_call).count();
+    const double budget_ms = std::max(1.0, r.budget_ms - spent_ms);
     std::ostringstream line;
-    line << "tune\t" << r.device_uuid << '\t' << name(r.dtype) << '\t' << name(r.op) << '\t' << name(r.problem)
+    line.precision(6);
+    line << std::fixed << "tune\t" << r.device_uuid << '\t' << name(r.dtype) << '\t' << name(r.op) << '\t' << name(r.problem)
          << '\t' << r.shape.count << '\t' << r.shape.length << '\t'
          << (r.wide_result ? "wide" : r.device_result ? "device" : "host") << '\t' << int(r.deterministic) << '\t'
-         << int(r.allow_in_place) << '\t' << r.budget_ms << '\t' << r.store_path << '\t' << r.nvrtc_path << '\n';
+         << int(r.allow_in_place) << '\t' << budget_ms << '\t' << r.store_path << '\t' << r.nvrtc_path << '\n';
     const std::string text = line.str();
     if (send(fd_, text.data(), text.size(), MSG_NOSIGNAL) != ssize_t(text.size())) {
       const std::string why = "the tuning worker is gone (" + reap(false) + ")";

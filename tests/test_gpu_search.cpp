@@ -48,3 +48,34 @@ TEST_CASE("search: a guided sweep keeps each point's budget", "[gpu][search]") {
     std::filesystem::remove_all(std::filesystem::path(o.db_path).parent_path());
   }
 }
+
+TEST_CASE("search: segmented sums checked against the references from prefix sums and small accumulators, "
+          "each input made ahead and read back once",
+          "[gpu][search]") {
+  for (Problem problem : {Problem::rows, Problem::segments, Problem::columns}) {
+    INFO(name(problem));
+    SweepOptions o;
+    o.problem = problem;
+    o.dtypes = {DType::f32, DType::i32};
+    o.ops = {Op::sum};
+    // Three shapes of 2^16 elements share one input (rows and offsets: prefix sums), one of 64000
+    // has its own (small accumulators).
+    o.shapes = {{256, 256}, {16, 4096}, {4096, 16}, {64, 1000}};
+    o.reps = 5;
+    o.search = Strategy::guided;
+    o.budget = *parse_budget("4");
+    o.db_path = temp_db("guided.db");
+    const SweepResult r = sweep(o);
+    REQUIRE_FALSE(r.interrupted);
+    REQUIRE_FALSE(r.measurements.empty());
+    for (const auto& m : r.measurements) {
+      INFO(m.key << " " << m.count << " x " << m.n << ": " << m.error);
+      CHECK(m.valid); // every result matched its CPU reference
+    }
+    CHECK(r.times.points == 8);
+    CHECK(r.times.input_checks == 4);  // two inputs a dtype, each read back once
+    CHECK(r.times.inputs_ahead == 3);  // all but the first made while the one before was measured
+    CHECK(r.times.prefix_points == (problem == Problem::columns ? 0u : 6u));
+    std::filesystem::remove_all(std::filesystem::path(o.db_path).parent_path());
+  }
+}

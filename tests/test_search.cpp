@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <set>
 
@@ -223,4 +224,42 @@ TEST_CASE("first-use deadline: a search stops once past it, with three measureme
   PastDeadline later(now_s() + 3600);
   for (int i = 0; i < 5; ++i) later.count(1.0);
   CHECK_FALSE(later()); // not yet
+  CHECK(later.expected_s() < 60);
+}
+
+TEST_CASE("first-use deadline: a search starts no measurement expected to end past it", "[search][autotune]") {
+  const auto now_s = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  // Three measurements of at least 0.2 s each, before a deadline 0.75 s ahead: the fourth is
+  // expected to take 0.2 s more, so it would end past the deadline (0.6 + 0.2 > 0.75).
+  PastDeadline near(now_s() + 0.75);
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    near.count(1.0);
+  }
+  CHECK(near.expected_s() >= 0.2);
+  CHECK(near());
+  // The same measurements with an hour to go: on.
+  PastDeadline far(now_s() + 3600);
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    far.count(1.0);
+  }
+  CHECK(far.expected_s() >= 0.02);
+  CHECK_FALSE(far());
+}
+
+TEST_CASE("profile: the counts of inputs made ahead, references from prefix sums and inputs read back", "[search][profile]") {
+  SweepTimes t;
+  t.total_s = 10, t.input_s = 1, t.reference_s = 1, t.input_check_s = 0.5;
+  t.inputs = 20, t.points = 142;
+  const std::string plain = profile_text(t);
+  CHECK(plain.find("generated ahead") == std::string::npos);
+  CHECK(plain.find("prefix sums") == std::string::npos);
+  t.inputs_ahead = 19, t.prefix_points = 100, t.input_checks = 20;
+  const std::string counted = profile_text(t);
+  CHECK(counted.find("19 generated ahead, while the one before was measured") != std::string::npos);
+  CHECK(counted.find("(100 from their input's prefix sums)") != std::string::npos);
+  CHECK(counted.find("20 input(s) read back and compared") != std::string::npos);
 }

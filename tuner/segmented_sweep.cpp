@@ -5,6 +5,9 @@
 #include "tuner/eta.h"
 #include "tuner/measure.h"
 #include "tuner/sizes.h"
+#include "tuner/input_ahead.h"
+#include "tuner/sum_prefix.h"
+#include "tuner/sum_reference.h"
 #include "tuner/sweep_search.h"
 #include "runtime/lookup.h"
 
@@ -20,6 +23,10 @@ using Clock = std::chrono::steady_clock;
 
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
+
+/// An input that serves this many shapes or more gets prefix sums (SumPrefix) for their sum
+/// references.
+constexpr std::size_t kPrefixShapes = 3;
 
 /// The offsets draws a small shape's sweep picks its heaviest from.
 constexpr int kHeavyDraws = 8;
@@ -161,6 +168,19 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   }
   eta.start();
 
+  // How many shapes share the input of `elements` elements.
+  const auto shapes_of = [&](std::uint64_t elements) {
+    return std::size_t(std::count_if(shapes.begin(), shapes.end(), [&](Shape sh) { return sh.elements() == elements; }));
+  };
+  // The input of (dtype, elements): its seed is its element count's (and the dtype's); the
+  // offsets' are drawn from it and the shape, so the stored seed with the shape gives both.
+  const bool sums = std::find(o.ops.begin(), o.ops.end(), Op::sum) != o.ops.end() &&
+                    (o.problem == Problem::rows || o.problem == Problem::segments);
+  const auto spec_of = [&](DType d, std::uint64_t elements) {
+    return InputSpec{d, elements, o.seed ^ (elements * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d),
+                     two_input_ops(o.ops), sums && shapes_of(elements) >= kPrefixShapes, {}};
+  };
+  InputAhead ahead;
   // Buffers kept across shapes: the input (grown to the largest), the results and their
   // page-locked host copy (allocated once for the most results of any shape), the input check's.
   std::uint64_t most_results = 1;
@@ -183,6 +203,24 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     HostArray data;                    // the input of the shapes of `data_elements` elements
     std::uint64_t data_elements = 0;
     bool loaded = false;
+    // The input is read back once it has served its shapes, not after each shape (a 1 GiB input
+    // served two and a 64 MiB one 25), and at once after a wrong result, which a configuration
+    // that wrote into its input would cause in the configurations after it. `covered`: the
+    // shapes measured on it since it was uploaded, for the message.
+    std::string covered;
+    // The sum references of an input's rows or offsets shapes from its prefix sums, built with
+    // the input where it serves kPrefixShapes shapes or more (one pass and 16 bytes an element,
+    // which pay where shapes share the input), and used where exact (SumPrefix).
+    SumPrefix prefix;
+    bool prefix_built = false;
+    auto check_input = [&](bool last) {
+      if (covered.empty()) return;
+      PhaseTimer t(res.times.input_check_s);
+      const std::string what = std::string(name(d)) + " " + covered;
+      input_check(d_in.get(), data, what);
+      if (two) input_check(d_in2.get(), data2, what + " (y)");
+      if (last) covered.clear();
+    };
     for (const Shape& shape : shapes) {
       if (res.interrupted) break;
       const double bytes = double(shape.elements()) * double(es);
@@ -205,18 +243,27 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         continue;
       }
       const auto t_data = Clock::now();
-      // The input's seed is its element count's (and the dtype's); the offsets' are drawn from it
-      // and the shape, so the stored seed with the shape gives both.
       const std::uint64_t elements = shape.elements();
-      const std::uint64_t seed = o.seed ^ (elements * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d);
+      const std::uint64_t seed = spec_of(d, elements).seed;
       ShapeData sd = layout(o.problem, shape,
                             shape_seed(o.problem, shape, seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20)));
       const std::uint64_t longest = longest_segment(sd.seg.offsets);
       if (sd.seg.input_elements() != elements)
         throw std::logic_error("a segmented shape's input is not its element count"); // Shape says it is
       if (!loaded || data_elements != elements) {
-        data = make_input(d, elements, seed);
-        if (two) data2 = make_input(d, elements, second_input_seed(seed));
+        check_input(true); // the previous input's shapes are done
+        {
+          PreparedInput in = ahead.take(spec_of(d, elements));
+          data = std::move(in.data), data2 = std::move(in.data2);
+          prefix = std::move(in.prefix), prefix_built = in.prefix_built;
+        }
+        // The next input (of this dtype, else the next one's first) is made while this one is
+        // measured.
+        const auto later = std::find_if(shapes.begin(), shapes.end(), [&](Shape sh) { return sh.elements() > elements; });
+        const auto dt = std::find(o.dtypes.begin(), o.dtypes.end(), d);
+        if (later != shapes.end()) ahead.start(spec_of(d, later->elements()));
+        else if (dt != o.dtypes.end() && dt + 1 != o.dtypes.end() && !shapes.empty())
+          ahead.start(spec_of(*(dt + 1), shapes.front().elements()));
         data_elements = elements, loaded = true;
         const std::size_t in_bytes = std::max<std::size_t>(elements * es, 16);
         if (d_in.size() < in_bytes) {
@@ -243,6 +290,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       args.shape = shape;
       args.stride = sd.seg.stride;
       res.times.input_s += std::chrono::duration<double>(Clock::now() - t_data).count();
+      covered += (covered.empty() ? "" : ", ") + std::to_string(shape.count) + " x " + std::to_string(shape.length);
 
       for (Op op : o.ops) {
         got.dtype = result_dtype(op, d);
@@ -251,8 +299,14 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         args.in2 = op_two ? d_in2.get() : 0;
         {
           PhaseTimer t(res.times.reference_s);
-          if (op_two) refs = segmented_reference(data, data2, sd.seg, op);
-          else segmented_reference(data, sd.seg, op, refs);
+          if (op_two) {
+            refs = segmented_reference(data, data2, sd.seg, op);
+          } else if (prefix_built && prefix.serves(sd.seg, op)) {
+            prefix.reference(sd.seg, refs);
+            ++res.times.prefix_points;
+          } else if (!sum_reference(data, sd.seg, op, refs)) {
+            segmented_reference(data, sd.seg, op, refs);
+          }
         }
         ++res.times.points;
         Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe, o.problem};
@@ -367,6 +421,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             res.times.validate_s += std::chrono::duration<double>(Clock::now() - t_val).count();
             if (!record_check(chk, m)) {
               keep(m);
+              commit(); // stored before the input check may end the sweep
+              check_input(false);
               return INFINITY;
             }
             const auto t_time = Clock::now();
@@ -421,15 +477,13 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         }
         if (res.interrupted) break;
       }
-      PhaseTimer t(res.times.input_check_s);
-      const std::string what =
-          std::string(name(d)) + " " + std::to_string(shape.count) + " x " + std::to_string(shape.length);
-      input_check(d_in.get(), data, what);
-      if (two) input_check(d_in2.get(), data2, what + " (y)");
     }
+    check_input(true); // the dtype's last input
   }
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
+  res.times.input_checks = input_check.count();
+  res.times.inputs_ahead = ahead.ahead();
 }
 
 } // namespace reduce_tune

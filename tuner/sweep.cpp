@@ -3,6 +3,7 @@
 
 #include "kernels/runner.h"
 #include "tuner/eta.h"
+#include "tuner/input_ahead.h"
 #include "tuner/measure.h"
 #include "tuner/segmented_sweep.h"
 #include "tuner/sizes.h"
@@ -235,13 +236,19 @@ std::string profile_text(const SweepTimes& t) {
   row("setup", t.setup_s, "context, NVRTC, store, run");
   row("compile", t.compile_s, "every valid configuration through the compile cache");
   row("seeds", t.seeds_s, per(t.seeds_s, t.points, "point"));
-  row("input", t.input_s, per(t.input_s, t.inputs, "input") + " (generated, uploaded, offsets)");
-  row("reference", t.reference_s, per(t.reference_s, t.points, "point"));
+  row("input", t.input_s,
+      per(t.input_s, t.inputs, "input") + " (generated, uploaded, offsets" +
+          (t.inputs_ahead ? "; " + std::to_string(t.inputs_ahead) + " generated ahead, while the one before was measured" : "") +
+          ")");
+  row("reference", t.reference_s,
+      per(t.reference_s, t.points, "point") +
+          (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : ""));
   row("load", t.load_s, per(t.load_s, t.measured, "measurement") + " (modules, first use)");
   row("check", t.validate_s, per(t.validate_s, t.measured, "measurement") + " (checked launch, result compared)");
   row("timing", t.timing_s, per(t.timing_s, t.measured, "measurement"));
   row("store", t.store_s, per(t.store_s, t.points, "point") + " (one transaction a point)");
-  row("input check", t.input_check_s, "input read back and compared");
+  row("input check", t.input_check_s,
+      (t.input_checks ? std::to_string(t.input_checks) + " " : std::string()) + "input(s) read back and compared");
   row("other", std::max(0.0, t.total_s - accounted), "progress, plans, the search itself");
   return out;
 }
@@ -337,9 +344,22 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   InputCheck input_check;
   const double seeds_before = res.times.seeds_s;
 
-  for (DType d : o.dtypes) {
+  // Each size's input, and its references for the ops of one input, are made on a thread while
+  // the one before is measured (tuner/input_ahead.h).
+  const bool two_inputs = two_input_ops(o.ops);
+  std::vector<Op> one_input_ops;
+  for (Op op : o.ops)
+    if (!describe(op).traits.two_inputs) one_input_ops.push_back(op);
+  const auto spec_of = [&](DType d, std::uint64_t n) {
+    return InputSpec{d, n, o.seed ^ (n * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d), two_inputs, false, one_input_ops};
+  };
+  InputAhead ahead;
+
+  for (std::size_t di = 0; di < o.dtypes.size(); ++di) {
+    const DType d = o.dtypes[di];
     const std::size_t es = size_of(d);
-    for (std::uint64_t n : sizes) {
+    for (std::size_t si = 0; si < sizes.size(); ++si) {
+      const std::uint64_t n = sizes[si];
       if (res.interrupted) break;
       const bool any_in_place = std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) {
         return j.dtype == d && find_variant(j.config.variant)->in_place;
@@ -361,12 +381,15 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         continue;
       }
       const auto t_data = Clock::now();
-      const std::uint64_t seed = o.seed ^ (n * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d);
-      const HostArray data = make_input(d, n, seed);
+      const std::uint64_t seed = spec_of(d, n).seed;
+      // With the second input of the ops of two (dot): other random data of the same kind.
+      const PreparedInput input = ahead.take(spec_of(d, n));
+      if (si + 1 < sizes.size()) ahead.start(spec_of(d, sizes[si + 1]));
+      else if (di + 1 < o.dtypes.size() && !sizes.empty()) ahead.start(spec_of(o.dtypes[di + 1], sizes.front()));
+      const HostArray& data = input.data;
+      const HostArray& data2 = input.data2;
       cuda::Buffer d_in(n * es);
       RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), n * es));
-      // The second input of the ops of two (dot): other random data of the same kind.
-      const HostArray data2 = two ? make_input(d, n, second_input_seed(seed)) : HostArray{};
       cuda::Buffer d_in2(two ? n * es : 0);
       if (two) RT_CU(cuMemcpyHtoD(d_in2.get(), data2.bytes.data(), n * es));
       res.times.input_s += seconds_since(t_data);
@@ -376,7 +399,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         const bool op_two = describe(op).traits.two_inputs;
         const Reference ref = [&] {
           PhaseTimer t(res.times.reference_s);
-          return op_two ? reference(data, data2, op) : reference(data, op);
+          if (op_two) return reference(data, data2, op);
+          const std::optional<Reference> made = input.reference_of(op);
+          return made ? *made : reference(data, op);
         }();
         ++res.times.points;
         const CUdeviceptr in2 = op_two ? d_in2.get() : 0;
@@ -553,6 +578,8 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
+  res.times.input_checks = input_check.count();
+  res.times.inputs_ahead = ahead.ahead();
   res.times.total_s = seconds_since(t_start);
   return res;
 }

@@ -95,12 +95,18 @@ struct SweepTimes {
   double total_s = 0, data_s = 0, compile_s = 0, validate_s = 0, timing_s = 0;
   double setup_s = 0;       ///< context, NVRTC, compile cache, store, run record
   double seeds_s = 0;       ///< guided and random: the lookups and hints that seed each point
-  double input_s = 0;       ///< input generation, its upload, the offsets layout, buffers
+  double input_s = 0;       ///< input generation (with what is made with it where it is not
+                            ///< made ahead: prefix sums, the array sweep's references), its
+                            ///< upload, the offsets layout, buffers
   double reference_s = 0;   ///< the CPU reference of every point
   double load_s = 0;        ///< kernels loaded into the context (module loads, cache reads)
   double store_s = 0;       ///< measurements written to the store
-  double input_check_s = 0; ///< the input read back and compared after each shape or size
+  double input_check_s = 0; ///< each input read back and compared once it served its shapes or
+                            ///< size (segmented: also at once after a wrong result)
   std::size_t inputs = 0;   ///< inputs generated and uploaded
+  std::size_t input_checks = 0;  ///< inputs read back and compared
+  std::size_t inputs_ahead = 0;  ///< inputs made on a thread while the one before was measured
+  std::size_t prefix_points = 0; ///< points whose references came from their input's prefix sums
   std::size_t points = 0, measured = 0;
 };
 /// The breakdown of `t`, one phase a line (`tune --profile`).
