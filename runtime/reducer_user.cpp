@@ -1,7 +1,9 @@
 // reduce-tune: the Reducer's calls with a user reduction (reduce_tune/reduction.h). Their
 // arguments are checked as the built-in ops' are (runtime/arguments.h), their configuration is
-// looked up once per (reduction, problem, dtype, shape bucket) and they run through the one call
-// path (runtime/launch.cpp), with the reduction's kernel in place of an op's.
+// looked up once per (reduction, problem, dtype, shape bucket) -- its own rows, stored under its
+// hash by `reduce-tune tune --reduction`, then a related built-in op's, then the defaults -- and
+// they run through the one call path (runtime/launch.cpp), with the reduction's kernel in place
+// of an op's.
 #include "runtime/reducer_state.h"
 
 #include "kernels/ops.h"
@@ -87,20 +89,29 @@ Choice Reducer::Impl::choose_user(const UserOp& u, const EntryKey& k) {
   req.user = &u;
   const std::optional<Op> rel = related_op(u, k.dtype);
   Choice c;
+  bool own = false;
   {
     std::lock_guard lock(store_mu);
     try {
-      c = rel ? lookup(store.get(), shipped.get(), device, k.dtype, *rel, k.problem, k.at, req, no_store)
-              : builtin_choice(k.problem, k.dtype, Op::sum, k.at, req, device,
-                               "no built-in op has a " + std::to_string(u.accumulator_bytes(k.dtype)) +
-                                   "-byte accumulator for " + std::string(name(k.dtype)));
+      // The reduction's own rows (tuned under its hash) first; then the related op's.
+      if (auto mine = lookup_own(store.get(), shipped.get(), device, k.dtype, db::OpKey::user(u.hash),
+                                 k.problem, k.at, req)) {
+        c = std::move(*mine);
+        own = true;
+        c.note = "tuned for " + u.name + (c.note.empty() ? "" : "; " + c.note);
+      } else {
+        c = rel ? lookup(store.get(), shipped.get(), device, k.dtype, *rel, k.problem, k.at, req, no_store)
+                : builtin_choice(k.problem, k.dtype, Op::sum, k.at, req, device,
+                                 "no built-in op has a " + std::to_string(u.accumulator_bytes(k.dtype)) +
+                                     "-byte accumulator for " + std::string(name(k.dtype)));
+      }
     } catch (const db::StoreError& e) {
       c = builtin_choice(k.problem, k.dtype, Op::sum, k.at, req, device,
                          std::string("the tuning store could not be read: ") + e.what());
     }
   }
   // Rows of the related op, whatever grade they had for it, are `related` for the reduction.
-  if (rel && c.match != Match::builtin && c.match != Match::related) {
+  if (!own && rel && c.match != Match::builtin && c.match != Match::related) {
     c.note = "tuned for " + std::string(name(k.dtype)) + " " + std::string(name(*rel)) +
              (c.device_name.empty() ? "" : " on " + c.device_name) + (c.note.empty() ? "" : "; " + c.note);
     c.match = Match::related;

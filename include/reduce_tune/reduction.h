@@ -94,6 +94,12 @@ struct Reduction {
 /// naming the line of an unknown key, a key given twice, a bad value or an unended value.
 Reduction parse_reduction(const std::string& text);
 
+/// `r` as text parse_reduction reads back to the same description (the same canonical()): the
+/// fields that differ from Reduction's defaults, one `key = value` line each, a value of several
+/// lines as a `key <<TAG` block. The CPU evaluation (check) is not text and is left out. A tuning
+/// store keeps a reduction this way.
+std::string to_text(const Reduction& r);
+
 /// Compiles `r` for elements of `dtype` with NVRTC (no GPU needed) for `arch` ("sm_90",
 /// "compute_80", ...; empty: the newest architecture the NVRTC targets), through one kernel of
 /// each problem it has a variant for. Throws ReductionError with NVRTC's log when it does not
