@@ -1,0 +1,56 @@
+# `reduce-tune tune --reduction FILE` and `query --op user:<hash>`: what is refused before any GPU is
+# touched (exit 2, the message naming the problem), with the store left as it was. No GPU needed.
+# Run as: cmake -DCLI=path/to/reduce-tune -DWORK=dir -P cli_tune_reduction.cmake
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+function(run out_var code)
+  execute_process(COMMAND ${CLI} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+  if(NOT rc STREQUAL "${code}")
+    message(SEND_ERROR "reduce-tune ${ARGN}: exit ${rc} (expected ${code}):\n${out}${err}")
+  endif()
+  set(${out_var} "${out}${err}" PARENT_SCOPE)
+endfunction()
+function(expect text pattern)
+  if(NOT "${text}" MATCHES "${pattern}")
+    message(SEND_ERROR "output does not match '${pattern}':\n${text}")
+  endif()
+endfunction()
+
+# A store with something in it (the published figures), to check that nothing refused touches it.
+set(db "${WORK}/store.db")
+run(out 0 import-reference --db ${db})
+file(SHA256 "${db}" before)
+
+file(WRITE "${WORK}/sumsq.txt" "# a sum of squares of float32\nmap = x * x\ninputs = float32\n")
+file(WRITE "${WORK}/malformed.txt" "map = x * x\nmapp = x\n")
+file(WRITE "${WORK}/unended.txt" "preamble <<END\nstruct s { float a; };\n")
+
+run(out 2 tune --db ${db} --reduction ${WORK}/missing.txt)
+expect("${out}" "--reduction: cannot read .*missing.txt")
+run(out 2 tune --db ${db} --reduction ${WORK}/malformed.txt)
+expect("${out}" "malformed.txt: .*line 2: unknown key 'mapp'")
+run(out 2 tune --db ${db} --reduction ${WORK}/unended.txt)
+expect("${out}" "unended.txt: .*line 1: .*no line 'END'")
+run(out 2 tune --db ${db} --reduction ${WORK}/sumsq.txt --ops max)
+expect("${out}" "--reduction tunes the reduction: it takes no --ops")
+run(out 2 tune --db ${db} --reduction ${WORK}/sumsq.txt --dtypes float32,int32)
+expect("${out}" "sumsq.txt \\(user:[0-9a-f]+\\): .*int32")
+run(out 2 tune --db ${db} --reduction ${WORK}/sumsq.txt --material 000)
+expect("${out}" "not a --reduction")
+run(out 2 tune --db ${db} --reduction ${WORK}/sumsq.txt --recorded)
+expect("${out}" "--recorded .*--reduction")
+
+# query: a user reduction by name or by file; a malformed name is no op.
+run(out 2 query --db ${db} --op user:12345 --n 2^20)
+expect("${out}" "unknown op 'user:12345'")
+run(out 1 query --db ${db} --op user:0123456789abcdef --n 2^20)
+expect("${out}" "no tuning stored for float32 user:0123456789abcdef n=1M")
+run(out 1 query --db ${db} --reduction ${WORK}/sumsq.txt --n 2^20)
+expect("${out}" "no tuning stored for float32 user:[0-9a-f]+ n=1M")
+run(out 2 query --db ${db} --reduction ${WORK}/sumsq.txt --op sum --n 2^20)
+expect("${out}" "give --op or --reduction, not both")
+
+file(SHA256 "${db}" after)
+if(NOT before STREQUAL after)
+  message(SEND_ERROR "a refused command changed the store ${db}")
+endif()
