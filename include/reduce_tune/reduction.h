@@ -79,7 +79,8 @@ struct Reduction {
   /// A stable 64-bit hash of canonical() (FNV-1a: the same in every build and process).
   std::uint64_t hash() const;
   /// "user:" and the hash in 16 lower-case hex digits: the reduction's name (reduce-tune
-  /// reduction prints it; a tuning store's rows of the reduction are to be keyed by it).
+  /// reduction prints it; a tuning store keys the reduction's rows by it: `reduce-tune tune
+  /// --reduction FILE` tunes it, and the calls take those rows first).
   std::string name() const;
   /// The dtype of the result for elements of `dtype`. Throws ReductionError where the
   /// reduction does not take `dtype` or the result is out of place.
