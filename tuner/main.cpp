@@ -206,7 +206,11 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   o.ops = parse_list<Op>(ops, parse_op, "op");
   if (!reduction.empty()) {
     if (vm.count("ops") && !vm["ops"].defaulted()) throw Usage("--reduction tunes the reduction: it takes no --ops");
-    o.user = cli::user_reduction(reduction, o.dtypes);
+    // Without --dtypes: the default dtypes the reduction takes.
+    const bool dtypes_given = vm.count("dtypes") && !vm["dtypes"].defaulted();
+    o.user = cli::user_reduction(reduction, dtypes_given ? o.dtypes : std::vector<DType>{});
+    if (!dtypes_given) std::erase_if(o.dtypes, [&](DType d) { return o.user->unsupported(d).has_value(); });
+    if (o.dtypes.empty()) throw Usage("--reduction " + reduction + " takes neither int32 nor float32: give --dtypes");
     o.ops = {Op::sum}; // the reduction's kernels are rendered in sum's place
   }
   if (!sizes.empty()) {

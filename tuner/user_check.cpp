@@ -31,8 +31,6 @@ std::string text(double v) {
   return o.str();
 }
 
-bool is_float(DType d) { return d == DType::f32 || d == DType::f64 || d == DType::bf16 || d == DType::f16; }
-
 } // namespace
 
 UserExpected user_expected(const UserOp& u, const HostArray& a) {
