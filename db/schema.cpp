@@ -162,7 +162,7 @@ CREATE TABLE claims (
     // under `user:<hash>` in the op column of the tables above; this table keeps each one's
     // description once, so that the CLI can show it and tune it again.
     R"sql(
-CREATE TABLE reductions (
+CREATE TABLE IF NOT EXISTS reductions (
   name TEXT NOT NULL PRIMARY KEY,
   canonical TEXT NOT NULL,
   text TEXT NOT NULL,
