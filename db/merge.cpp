@@ -75,16 +75,18 @@ MergeStats Store::merge_from(const std::string& other_path) {
   exec(raw, "PRAGMA query_only = 1");
   exec(raw, "BEGIN"); // one consistent snapshot of the other store, even while a tuner writes it
   int version = 0;
-  bool has_published = false, has_recorded = false;
+  bool has_published = false, has_recorded = false, has_reductions = false;
   {
     Stmt q(raw, "SELECT (SELECT user_version FROM pragma_user_version), "
                    "(SELECT application_id FROM pragma_application_id), "
                    "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'published'), "
-                   "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'recorded')");
+                   "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'recorded'), "
+                   "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'reductions')");
     q.step();
     version = int(q.i64(0));
     has_published = q.i64(2) > 0;
     has_recorded = q.i64(3) > 0;
+    has_reductions = q.i64(4) > 0;
     if (q.i64(1) != kApplicationId || version < 1)
       throw StoreError(what + ": not a reduce-tune store (application_id " + std::to_string(q.i64(1)) +
                        ", user_version " + std::to_string(version) + ")");
@@ -215,6 +217,27 @@ MergeStats Store::merge_from(const std::string& other_path) {
         ins.step();
         stats.published += std::size_t(sqlite3_changes(ours));
         ins.reset();
+      }
+    }
+    // User reductions' descriptions (schema 6), once per name. The same name with another
+    // description (a hash collision) is refused: the other store's rows of it are not this one's.
+    if (has_reductions) {
+      Stmt src(raw, "SELECT name, canonical, text, first_seen FROM reductions ORDER BY name");
+      Stmt known(ours, "SELECT canonical FROM reductions WHERE name = ?1");
+      Stmt ins(ours, "INSERT INTO reductions (name, canonical, text, first_seen) VALUES (?1, ?2, ?3, ?4)");
+      while (src.step()) {
+        known.bind_from(1, src, 0);
+        if (known.step()) {
+          if (known.text(0) != src.text(1))
+            throw StoreError(what + ": " + src.text(0) + " is stored in both with different descriptions");
+          known.reset();
+          continue;
+        }
+        known.reset();
+        for (int c = 0; c < 4; ++c) ins.bind_from(c + 1, src, c);
+        ins.step();
+        ins.reset();
+        ++stats.reductions;
       }
     }
     // Recorded call points (schema 4): one row per (device, dtype, op, problem, count, n). A

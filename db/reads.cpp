@@ -43,7 +43,7 @@ RunRecord read_run(const Stmt& s) {
   return {s.i64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8)};
 }
 
-std::optional<Measurement> read_measurement(const Stmt& s, int c) {
+std::optional<Measurement> read_measurement(const Stmt& s, int c, bool users) {
   Measurement m;
   m.key = s.text(c++);
   m.variant = s.text(c++);
@@ -54,10 +54,10 @@ std::optional<Measurement> read_measurement(const Stmt& s, int c) {
   m.tail = s.text(c++);
   m.finish = s.text(c++);
   const auto dtype = parse_dtype(s.text(c++));
-  const auto op = parse_op(s.text(c++));
+  const auto op = parse_op_key(s.text(c++));
   const auto problem = parse_problem(s.text(c++));
-  if (!dtype || !op || !problem) return std::nullopt;
-  m.dtype = *dtype, m.op = *op, m.problem = *problem;
+  if (!dtype || !op || !problem || (op->is_user() && !users)) return std::nullopt;
+  m.dtype = *dtype, m.op = op->builtin().value_or(Op::sum), m.user = op->hash(), m.problem = *problem;
   m.count = static_cast<std::uint64_t>(s.i64(c++));
   m.n = static_cast<std::uint64_t>(s.i64(c++));
   m.median_us = s.real(c++);
@@ -77,13 +77,13 @@ std::optional<Measurement> read_measurement(const Stmt& s, int c) {
   return m;
 }
 
-std::optional<Best> read_best(const Stmt& s) {
-  auto m = read_measurement(s, 2);
+std::optional<Best> read_best(const Stmt& s, bool users) {
+  auto m = read_measurement(s, 2, users);
   if (!m) return std::nullopt;
   Best b;
   b.device_uuid = s.text(0);
   b.run_id = s.i64(1);
-  b.dtype = m->dtype, b.op = m->op, b.problem = m->problem, b.shape = m->shape();
+  b.dtype = m->dtype, b.op = m->op, b.user = m->user, b.problem = m->problem, b.shape = m->shape();
   b.m = std::move(*m);
   return b;
 }
@@ -178,48 +178,49 @@ std::vector<Measurement> Store::measurements(const std::string& device_uuid, con
       "SELECT " + kMeasurementCols + " FROM measurements m WHERE m.device_uuid = ?1 "
       "AND (?2 = '' OR m.dtype = ?2) AND (?3 = '' OR m.op = ?3) AND (?4 = '' OR m.problem = ?4) "
       "AND (?5 = 0 OR (m.count = ?5 AND m.n = ?6)) ORDER BY m.id",
-      device_uuid, f.dtype ? name(*f.dtype) : any, f.op ? name(*f.op) : any, f.problem ? name(*f.problem) : any,
+      device_uuid, f.dtype ? name(*f.dtype) : any, f.op ? f.op->name() : any, f.problem ? name(*f.problem) : any,
       f.shape ? sql_size(f.shape->count) : std::int64_t(0), f.shape ? sql_size(f.shape->length) : std::int64_t(0));
+  // The query names the op where the filter does: a user reduction's rows are then its own.
   while (q->step())
-    if (auto m = read_measurement(*q, 0)) out.push_back(std::move(*m));
+    if (auto m = read_measurement(*q, 0, f.op.has_value())) out.push_back(std::move(*m));
   return out;
 }
 
-std::vector<std::string> Store::measured_keys(const std::string& device_uuid, DType dtype, Op op, Problem problem,
+std::vector<std::string> Store::measured_keys(const std::string& device_uuid, DType dtype, OpKey op, Problem problem,
                                               Shape shape, std::int64_t run_id) const {
   std::vector<std::string> out;
   const auto q = impl_->query("SELECT DISTINCT key FROM measurements WHERE device_uuid = ?1 AND dtype = ?2 "
                               "AND op = ?3 AND problem = ?4 AND count = ?5 AND n = ?6 AND (?7 = 0 OR run_id = ?7) "
                               "ORDER BY key",
-                              device_uuid, name(dtype), name(op), name(problem), sql_size(shape.count),
+                              device_uuid, name(dtype), op.name(), name(problem), sql_size(shape.count),
                               sql_size(shape.length), run_id);
   while (q->step()) out.push_back(q->text(0));
   return out;
 }
 
-std::optional<Best> Store::best(const std::string& device_uuid, DType dtype, Op op, Problem problem,
+std::optional<Best> Store::best(const std::string& device_uuid, DType dtype, OpKey op, Problem problem,
                                 Shape shape) const {
   return impl_->best_where("WHERE b.device_uuid = ?1 AND b.dtype = ?2 AND b.op = ?3 AND b.problem = ?4 "
                            "AND b.count = ?5 AND b.n = ?6",
-                           device_uuid, name(dtype), name(op), name(problem), sql_size(shape.count),
+                           device_uuid, name(dtype), op.name(), name(problem), sql_size(shape.count),
                            sql_size(shape.length));
 }
 
-std::optional<Best> Store::nearest(const std::string& device_uuid, DType dtype, Op op, Problem problem,
+std::optional<Best> Store::nearest(const std::string& device_uuid, DType dtype, OpKey op, Problem problem,
                                    Shape shape) const {
   sql_size(shape.count);
   std::vector<Shape> shapes;
   {
     const auto q = impl_->query("SELECT count, n FROM best WHERE device_uuid = ?1 AND dtype = ?2 AND op = ?3 "
                                 "AND problem = ?4",
-                                device_uuid, name(dtype), name(op), name(problem));
+                                device_uuid, name(dtype), op.name(), name(problem));
     while (q->step()) shapes.push_back({std::uint64_t(q->i64(0)), std::uint64_t(q->i64(1))});
   }
   const auto at = nearest_shape(shapes, shape, problem);
   return at ? best(device_uuid, dtype, op, problem, *at) : std::nullopt;
 }
 
-std::optional<Best> Store::nearest_same_arch(int cc_major, int cc_minor, DType dtype, Op op, Problem problem,
+std::optional<Best> Store::nearest_same_arch(int cc_major, int cc_minor, DType dtype, OpKey op, Problem problem,
                                              Shape shape) const {
   sql_size(shape.count);
   const std::string arch = "JOIN devices d ON d.uuid = b.device_uuid WHERE d.cc_major = ?1 AND d.cc_minor = ?2 "
@@ -227,13 +228,13 @@ std::optional<Best> Store::nearest_same_arch(int cc_major, int cc_minor, DType d
   std::vector<Shape> shapes;
   {
     const auto q = impl_->query("SELECT DISTINCT b.count, b.n FROM best b " + arch, cc_major, cc_minor, name(dtype),
-                                name(op), name(problem));
+                                op.name(), name(problem));
     while (q->step()) shapes.push_back({std::uint64_t(q->i64(0)), std::uint64_t(q->i64(1))});
   }
   const auto at = nearest_shape(shapes, shape, problem);
   if (!at) return std::nullopt;
   return impl_->best_where(arch + "AND b.count = ?6 AND b.n = ?7 ORDER BY m.median_us, m.id LIMIT 1", cc_major,
-                           cc_minor, name(dtype), name(op), name(problem), static_cast<std::int64_t>(at->count),
+                           cc_minor, name(dtype), op.name(), name(problem), static_cast<std::int64_t>(at->count),
                            static_cast<std::int64_t>(at->length));
 }
 
@@ -244,6 +245,34 @@ std::vector<Best> Store::bests(const std::string& device_uuid) const {
   while (q->step())
     if (auto b = read_best(*q)) out.push_back(std::move(*b));
   return out;
+}
+
+std::vector<Best> Store::user_bests(const std::string& device_uuid) const {
+  std::vector<Best> out;
+  const auto q = impl_->query(kSelectBest + "WHERE b.device_uuid = ?1 AND substr(b.op, 1, length(?2)) = ?2 "
+                                            "ORDER BY b.op, b.dtype, b.problem, b.count, b.n",
+                              device_uuid, std::string(kUserPrefix));
+  while (q->step())
+    if (auto b = read_best(*q, /*users=*/true)) out.push_back(std::move(*b));
+  return out;
+}
+
+std::vector<ReductionRecord> Store::reductions() const {
+  std::vector<ReductionRecord> out;
+  if (!impl_->has_table("reductions")) return out; // a read-only store of an older schema
+  const auto q = impl_->query("SELECT name, canonical, text, first_seen FROM reductions ORDER BY name");
+  while (q->step())
+    if (auto k = parse_op_key(q->text(0)); k && k->is_user())
+      out.push_back({*k->hash(), q->text(1), q->text(2), q->text(3)});
+  return out;
+}
+
+std::optional<ReductionRecord> Store::reduction(std::uint64_t hash) const {
+  if (!impl_->has_table("reductions")) return std::nullopt;
+  const auto q = impl_->query("SELECT canonical, text, first_seen FROM reductions WHERE name = ?1",
+                              OpKey::user(hash).name());
+  if (!q->step()) return std::nullopt;
+  return ReductionRecord{hash, q->text(0), q->text(1), q->text(2)};
 }
 
 std::vector<PublishedRecord> Store::published(const std::string& doc_prefix) const {

@@ -158,6 +158,17 @@ CREATE TABLE claims (
   PRIMARY KEY (device_uuid, dtype, op, problem, count, n)
 ) WITHOUT ROWID;
 )sql",
+    // 6: user reductions (reduce_tune/reduction.h). Their measurements and best rows are stored
+    // under `user:<hash>` in the op column of the tables above; this table keeps each one's
+    // description once, so that the CLI can show it and tune it again.
+    R"sql(
+CREATE TABLE IF NOT EXISTS reductions (
+  name TEXT NOT NULL PRIMARY KEY,
+  canonical TEXT NOT NULL,
+  text TEXT NOT NULL,
+  first_seen TEXT NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 
 } // namespace

@@ -5,6 +5,7 @@
 // (queries and the nearest-shape rule).
 #pragma once
 
+#include "db/op_key.h"
 #include "reduce_tune/config.h"
 
 #include <cstdint>
@@ -76,8 +77,12 @@ struct Measurement {
   std::uint64_t seed = 0;
   bool cold = true;             ///< L2 flushed before each repetition
   std::int64_t run_id = 0;      ///< the run it belongs to (set when read back)
+  /// A user reduction's hash (Reduction::hash): the row is stored under its key (OpKey::user),
+  /// and `op` is Op::sum, in whose place its kernels are rendered. nullopt: a built-in op's row.
+  std::optional<std::uint64_t> user;
 
   Shape shape() const { return {count, n}; }
+  OpKey op_key() const { return user ? OpKey::user(*user) : OpKey(op); }
 };
 
 /// The best valid measurement for (device, dtype, op, problem, shape).
@@ -89,12 +94,16 @@ struct Best {
   Shape shape;
   Measurement m;
   std::int64_t run_id = 0;
+  std::optional<std::uint64_t> user; ///< as Measurement::user
+
+  OpKey op_key() const { return user ? OpKey::user(*user) : OpKey(op); }
 };
 
 /// Which measurements Store::measurements returns; an empty field matches everything.
 struct MeasurementFilter {
   std::optional<DType> dtype;
-  std::optional<Op> op;
+  /// A built-in op or a user reduction; without one, only built-in ops' rows are returned.
+  std::optional<OpKey> op;
   std::optional<Problem> problem;
   std::optional<Shape> shape;
 };
@@ -168,6 +177,17 @@ struct Claim {
   double expires = 0;   ///< Unix time in seconds at which the claim lapses
 };
 
+/// A user reduction as the store keeps it, once per hash: what `reduce-tune query` and
+/// `coverage` show, and what `tune --reduction` can run again.
+struct ReductionRecord {
+  std::uint64_t hash = 0;       ///< Reduction::hash (its rows are stored under OpKey::user(hash))
+  std::string canonical;        ///< Reduction::canonical()
+  std::string text;             ///< the description as parse_reduction reads it (to_text)
+  std::string first_seen;       ///< set by the store (UTC, ISO 8601)
+
+  OpKey op_key() const { return OpKey::user(hash); }
+};
+
 /// What Store::merge_from brought in.
 struct MergeStats {
   std::size_t devices = 0;      ///< devices new to this store
@@ -178,7 +198,8 @@ struct MergeStats {
   std::size_t recorded = 0;     ///< recorded call points new to this store (a point already
                                 ///< here takes the other's sightings: first and last seen, and
                                 ///< the grade and GPU name of the later)
-  std::size_t total() const { return devices + runs + measurements + published + recorded; }
+  std::size_t reductions = 0;   ///< user reductions' descriptions new to this store
+  std::size_t total() const { return devices + runs + measurements + published + recorded + reductions; }
 };
 
 /// The default store: $REDUCE_TUNE_DB if set, else $XDG_DATA_HOME/reduce-tune/tuning.db, else
@@ -227,27 +248,38 @@ public:
   /// median wins; an invalid one is never best.
   void add_measurements(std::int64_t run_id, const std::vector<Measurement>&);
   /// All measurements of a device (optionally filtered), oldest first. Rows of a dtype, op or
-  /// problem this build does not know are skipped.
+  /// problem this build does not know are skipped, and so are user reductions' rows unless the
+  /// filter names one (filter.op).
   std::vector<Measurement> measurements(const std::string& device_uuid,
                                         const MeasurementFilter& filter = {}) const;
   /// Keys already measured for (dtype, op, problem, shape) on the device, valid or not (for
   /// resume): in run `run_id`, or in any run when it is 0.
-  std::vector<std::string> measured_keys(const std::string& device_uuid, DType dtype, Op op,
+  std::vector<std::string> measured_keys(const std::string& device_uuid, DType dtype, OpKey op,
                                          Problem problem, Shape shape,
                                          std::int64_t run_id = 0) const;
 
   /// Best for exactly this shape, if tuned.
-  std::optional<Best> best(const std::string& device_uuid, DType dtype, Op op, Problem problem,
+  std::optional<Best> best(const std::string& device_uuid, DType dtype, OpKey op, Problem problem,
                            Shape shape) const;
   /// Best at the tuned shape nearest to `shape` by the rule of nearer().
-  std::optional<Best> nearest(const std::string& device_uuid, DType dtype, Op op, Problem problem,
+  std::optional<Best> nearest(const std::string& device_uuid, DType dtype, OpKey op, Problem problem,
                               Shape shape) const;
   /// Like nearest(), over every device with this compute capability (for lookup on a GPU
   /// model that was not tuned itself); of several devices tuned at that shape, the fastest.
-  std::optional<Best> nearest_same_arch(int cc_major, int cc_minor, DType dtype, Op op,
+  std::optional<Best> nearest_same_arch(int cc_major, int cc_minor, DType dtype, OpKey op,
                                         Problem problem, Shape shape) const;
-  /// Every best row of a device.
+  /// Every best row of a device's built-in ops.
   std::vector<Best> bests(const std::string& device_uuid) const;
+  /// Every best row of a device's user reductions, by hash, then dtype, problem and shape.
+  std::vector<Best> user_bests(const std::string& device_uuid) const;
+
+  /// Keeps a user reduction's description (once per hash: a second call with the same hash and
+  /// canonical text changes nothing). Throws StoreError where the hash is stored with another
+  /// canonical text (two descriptions of one hash), leaving the store unchanged.
+  void add_reduction(const ReductionRecord& r);
+  /// The user reductions kept, by hash; a store older than the table has none.
+  std::vector<ReductionRecord> reductions() const;
+  std::optional<ReductionRecord> reduction(std::uint64_t hash) const;
 
   /// Notes a call point (RecordedPoint): inserted, or, for a point already noted, its grade and
   /// last_seen updated. Throws StoreError for a shape of no results.

@@ -25,9 +25,10 @@ extern const std::string kSelectBest;      ///< device, run and kMeasurementCols
 DeviceRecord read_device(const sql::Stmt& s);
 RunRecord read_run(const sql::Stmt& s);
 /// Reads kMeasurementCols starting at column c; nullopt for a dtype, op or problem this build
-/// does not know (a newer build's row).
-std::optional<Measurement> read_measurement(const sql::Stmt& s, int c);
-std::optional<Best> read_best(const sql::Stmt& s);
+/// does not know (a newer build's row), and for a user reduction's row unless `users` (readers
+/// that do not ask for one never see one as a built-in op's).
+std::optional<Measurement> read_measurement(const sql::Stmt& s, int c, bool users = false);
+std::optional<Best> read_best(const sql::Stmt& s, bool users = false);
 
 struct Store::Impl {
   std::unique_ptr<sqlite3, sql::CloseDb> db;
@@ -62,16 +63,23 @@ struct Store::Impl {
   void refresh_best(const std::string& uuid, const std::string& dtype, const std::string& op,
                     const std::string& problem, std::int64_t count, std::int64_t n);
 
+  /// Whether the database has the table (a read-only store of an older schema may lack it).
+  bool has_table(const std::string& table) {
+    const auto q = query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", table);
+    return q->step() && q->i64(0) > 0;
+  }
+
   /// Throws unless the database is empty or a reduce-tune one this build can read; returns its
   /// user_version (schema.cpp).
   int refuse_unusable();
   /// Applies the missing migrations (schema.cpp).
   void migrate();
 
+  /// The first best row of `where`, which names the op (a user reduction's rows too).
   template <class... A> std::optional<Best> best_where(const std::string& where, const A&... args) {
     const auto q = query(kSelectBest + where, args...);
     while (q->step())
-      if (auto b = read_best(*q)) return b;
+      if (auto b = read_best(*q, /*users=*/true)) return b;
     return std::nullopt;
   }
 };

@@ -91,7 +91,7 @@ void Store::add_measurements(std::int64_t run_id, const std::vector<Measurement>
     }
     // The fastest valid new row per (dtype, op, problem, count, n): (median, id); the earliest of
     // equal ones.
-    using Key = std::tuple<DType, Op, Problem, std::int64_t, std::int64_t>;
+    using Key = std::tuple<DType, OpKey, Problem, std::int64_t, std::int64_t>;
     std::map<Key, std::pair<double, std::int64_t>> fastest;
     for (const Measurement& m : ms) {
       const std::int64_t count = sql_size(m.count), n = sql_size(m.n);
@@ -101,13 +101,13 @@ void Store::add_measurements(std::int64_t run_id, const std::vector<Measurement>
                    "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
                    "?24, ?25, ?26, ?27, ?28, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
                    run_id, uuid, m.key, m.variant, m.block, m.unroll, m.vec, m.grid, m.tail, m.finish,
-                   name(m.dtype), name(m.op), name(m.problem), count, n, m.median_us, m.min_us, m.max_us,
+                   name(m.dtype), m.op_key().name(), name(m.problem), count, n, m.median_us, m.min_us, m.max_us,
                    m.host_us, m.reps, m.gbps, m.pct_peak, m.valid, m.error, m.expected, m.observed,
                    static_cast<std::int64_t>(m.seed), m.cold)
           ->step();
       if (!m.valid || std::isnan(m.median_us)) continue; // NaN is stored as NULL: never the best
       const std::int64_t id = sqlite3_last_insert_rowid(impl_->db.get());
-      const auto [it, first] = fastest.try_emplace({m.dtype, m.op, m.problem, count, n}, m.median_us, id);
+      const auto [it, first] = fastest.try_emplace({m.dtype, m.op_key(), m.problem, count, n}, m.median_us, id);
       if (!first && m.median_us < it->second.first) it->second = {m.median_us, id};
     }
     // Older rows are unchanged, so the best is the stored best or the fastest new row, whichever
@@ -120,9 +120,26 @@ void Store::add_measurements(std::int64_t run_id, const std::vector<Measurement>
                    "ON CONFLICT (device_uuid, dtype, op, problem, count, n) DO UPDATE SET measurement_id = "
                    "excluded.measurement_id WHERE ?8 < (SELECT median_us FROM measurements WHERE id = "
                    "best.measurement_id)",
-                   uuid, name(dtype), name(op), name(problem), count, n, v.second, v.first)
+                   uuid, name(dtype), op.name(), name(problem), count, n, v.second, v.first)
           ->step();
     }
+  });
+}
+
+void Store::add_reduction(const ReductionRecord& r) {
+  const std::string key = r.op_key().name();
+  impl_->write([&] {
+    const auto q = impl_->query("SELECT canonical FROM reductions WHERE name = ?1", key);
+    if (q->step()) {
+      if (q->text(0) != r.canonical)
+        throw StoreError("reduce-tune store: " + key + " is stored with another description (two "
+                         "descriptions share the hash): change either one");
+      return;
+    }
+    impl_->query("INSERT INTO reductions (name, canonical, text, first_seen) "
+                 "VALUES (?1, ?2, ?3, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
+                 key, r.canonical, r.text)
+        ->step();
   });
 }
 

@@ -1,5 +1,5 @@
-// reduce-tune: parse_reduction (reduce_tune/reduction.h): a user reduction from `key = value` text,
-// the file format of `reduce-tune reduction FILE`.
+// reduce-tune: parse_reduction and to_text (reduce_tune/reduction.h): a user reduction from and to
+// `key = value` text, the file format of `reduce-tune reduction FILE`.
 #include "reduce_tune/reduction.h"
 
 #include <set>
@@ -88,6 +88,44 @@ Reduction parse_reduction(const std::string& text) {
     }
   }
   return r;
+}
+
+std::string to_text(const Reduction& r) {
+  const Reduction defaults;
+  std::string out;
+  const auto field = [&](const char* key, const std::string& value, const std::string& default_value) {
+    const std::string v = trim(value);
+    if (v == trim(default_value)) return;
+    if (v.find('\n') == std::string::npos) {
+      out += std::string(key) + " = " + v + "\n";
+      return;
+    }
+    // A tag that no line of the value holds alone.
+    std::string tag = "END";
+    for (int i = 0;; ++i) {
+      bool clash = false;
+      std::istringstream lines(v);
+      for (std::string l; std::getline(lines, l);) clash |= trim(l) == tag;
+      if (!clash) break;
+      tag = "END" + std::to_string(i);
+    }
+    out += std::string(key) + " <<" + tag + "\n" + v + "\n" + tag + "\n";
+  };
+  field("map", r.map, defaults.map);
+  field("combine", r.combine, defaults.combine);
+  field("identity", r.identity, defaults.identity);
+  field("post", r.post, defaults.post);
+  field("accumulator", r.accumulator, defaults.accumulator);
+  if (r.accumulator_bytes) out += "accumulator_bytes = " + std::to_string(r.accumulator_bytes) + "\n";
+  field("preamble", r.preamble, defaults.preamble);
+  if (!r.inputs.empty()) {
+    out += "inputs = ";
+    for (std::size_t i = 0; i < r.inputs.size(); ++i) out += (i ? "," : "") + std::string(name(r.inputs[i]));
+    out += "\n";
+  }
+  if (r.result) out += "result = " + std::string(name(*r.result)) + "\n";
+  if (!r.commutative) out += "commutative = false\n";
+  return out;
 }
 
 } // namespace reduce_tune

@@ -346,6 +346,35 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
                             passed.text());
 }
 
+std::optional<Choice> lookup_own(const db::Store* store, const db::Store* shipped, const DeviceKey& device,
+                                 DType dtype, const db::OpKey& op, Problem problem, Shape shape,
+                                 const Requirements& req) {
+  shape.count = std::max<std::uint64_t>(shape.count, 1);
+  const Target t = target_of(device, dtype, op.builtin().value_or(Op::sum), problem, req);
+  enum Tier { kOwn, kModel, kArch, kTiers };
+  std::vector<Source> tiers[kTiers];
+  db::MeasurementFilter filter;
+  filter.dtype = dtype, filter.op = op, filter.problem = problem;
+  for (const auto& [s, is_shipped] : {std::pair(store, false), std::pair(shipped, true)}) {
+    if (!s) continue;
+    for (const db::DeviceRecord& d : s->devices()) {
+      if (d.cc_major != device.cc_major || d.cc_minor != device.cc_minor) continue;
+      const int tier = !is_shipped && d.uuid == device.uuid                                   ? kOwn
+                       : is_shipped && !device.name.empty() && d.name == device.name ? kModel
+                                                                                       : kArch;
+      Source src{d.uuid, is_shipped ? d.name + " (shipped)" : d.name, s->measurements(d.uuid, filter), 0};
+      if (!src.rows.empty()) tiers[tier].push_back(std::move(src));
+    }
+  }
+  PassedOver passed;
+  std::size_t valid_rows = 0;
+  if (auto p = pick(tiers[kOwn], shape, t, req, passed, valid_rows))
+    return choice_of(*p, exact(p->row.m->shape(), shape) ? Match::exact : Match::nearest_size, passed);
+  if (auto p = pick(tiers[kModel], shape, t, req, passed, valid_rows)) return choice_of(*p, Match::shipped, passed);
+  if (auto p = pick(tiers[kArch], shape, t, req, passed, valid_rows)) return choice_of(*p, Match::same_arch, passed);
+  return std::nullopt;
+}
+
 Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op, Problem problem,
               Shape shape, const Requirements& req) {
   return lookup(&store, nullptr, device, dtype, op, problem, shape, req);

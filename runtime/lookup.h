@@ -97,6 +97,13 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
 Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
               Op op, Problem problem, Shape shape, const Requirements& req,
               const std::string& why_none = "no tuning store");
+/// The rows stored under `op` alone (a user reduction's, db::OpKey::user), graded as lookup()
+/// grades a call's own rows: this GPU's in the user's store (exact, nearest_size), the same
+/// model's in the shipped tuning (shipped), other GPUs of the compute capability in either
+/// (same_arch). nullopt where none is usable: the caller goes on to related rows and defaults.
+std::optional<Choice> lookup_own(const db::Store* store, const db::Store* shipped, const DeviceKey& device,
+                                 DType dtype, const db::OpKey& op, Problem problem, Shape shape,
+                                 const Requirements& req);
 /// The array problem of n elements (n = 0 is looked up as 1).
 Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op op,
               std::uint64_t n, const Requirements& req);

@@ -1,11 +1,13 @@
 // reduce-tune: the Reducer's calls with a user reduction (reduce_tune/reduction.h). Their
 // arguments are checked as the built-in ops' are (runtime/arguments.h), their configuration is
-// looked up once per (reduction, problem, dtype, shape bucket) and they run through the one call
-// path (runtime/launch.cpp), with the reduction's kernel in place of an op's.
+// looked up once per (reduction, problem, dtype, shape bucket) -- its own rows, stored under its
+// hash by `reduce-tune tune --reduction`, then a related built-in op's, then the defaults -- and
+// they run through the one call path (runtime/launch.cpp), with the reduction's kernel in place
+// of an op's.
 #include "runtime/reducer_state.h"
 
 #include "kernels/ops.h"
-#include "runtime/defaults.h"
+#include "runtime/user_lookup.h"
 
 #include <algorithm>
 
@@ -34,32 +36,6 @@ private:
   capture::Relaxed relaxed_;
 };
 
-/// The built-in op whose tuning a user reduction of `dtype` takes where it has none of its own:
-/// the first of these that reduces the dtype with an accumulator of the user's size (its shared
-/// memory, partials and shuffles cost the same), or nullopt.
-std::optional<Op> related_op(const UserOp& u, DType dtype) {
-  static constexpr Op kOrder[] = {Op::sum,  Op::logsumexp, Op::count_nonzero, Op::mean,
-                                  Op::any,  Op::argmax,    Op::var};
-  const std::size_t bytes = u.accumulator_bytes(dtype);
-  for (Op op : kOrder)
-    if (!op_unsupported(op, dtype) && accumulator_bytes(op, dtype) == bytes) return op;
-  return std::nullopt;
-}
-
-/// A configuration every commutative reduction and, on rows and segments, every ordered one can
-/// use, for a lookup whose answer the reduction's rules refuse: a lane per row or segment reading
-/// its elements in order (kernels/catalogue.cpp, reorders).
-std::optional<Config> lane_per_result(Problem problem) {
-  if (problem != Problem::rows && problem != Problem::segments) return std::nullopt;
-  Config c;
-  c.variant = problem == Problem::rows ? "rows_group" : "segments_group";
-  c.block = 256;
-  c.width = 1;
-  c.tail = Tail::shfl;
-  c.finish = Finish::direct;
-  return c;
-}
-
 void check_dtype(DType dtype) {
   if (static_cast<unsigned>(dtype) >= detail::kDTypes)
     throw InvalidArgument("reduce_tune: unsupported dtype (enum value " +
@@ -83,41 +59,11 @@ std::shared_ptr<const UserOp> Reducer::Impl::user_op(const Reduction& r) {
 }
 
 Choice Reducer::Impl::choose_user(const UserOp& u, const EntryKey& k) {
-  Requirements req = requirements(Result::device);
-  req.user = &u;
-  const std::optional<Op> rel = related_op(u, k.dtype);
-  Choice c;
-  {
-    std::lock_guard lock(store_mu);
-    try {
-      c = rel ? lookup(store.get(), shipped.get(), device, k.dtype, *rel, k.problem, k.at, req, no_store)
-              : builtin_choice(k.problem, k.dtype, Op::sum, k.at, req, device,
-                               "no built-in op has a " + std::to_string(u.accumulator_bytes(k.dtype)) +
-                                   "-byte accumulator for " + std::string(name(k.dtype)));
-    } catch (const db::StoreError& e) {
-      c = builtin_choice(k.problem, k.dtype, Op::sum, k.at, req, device,
-                         std::string("the tuning store could not be read: ") + e.what());
-    }
-  }
-  // Rows of the related op, whatever grade they had for it, are `related` for the reduction.
-  if (rel && c.match != Match::builtin && c.match != Match::related) {
-    c.note = "tuned for " + std::string(name(k.dtype)) + " " + std::string(name(*rel)) +
-             (c.device_name.empty() ? "" : " on " + c.device_name) + (c.note.empty() ? "" : "; " + c.note);
-    c.match = Match::related;
-  }
-  Target t = target_of(device, k.dtype, Op::sum, k.problem, req);
-  if (t.sm_count <= 0) t.sm_count = info.sm_count;
-  if (auto why = invalid_reason(c.config, t)) {
-    const std::optional<Config> fallback = lane_per_result(k.problem);
-    if (!fallback || invalid_reason(*fallback, t))
-      throw ReductionError("reduce_tune: no variant serves the reduction " + u.name + " on the " +
-                           std::string(name(k.problem)) + " problem: " + *why);
-    c.config = *fallback;
-    c.match = Match::builtin;
-    c.note = "a lane per " + std::string(k.problem == Problem::rows ? "row" : "segment") +
-             " in order, as the reduction's rules ask (" + key(*fallback) + ")";
-  }
-  return c;
+  DeviceKey dev = device;
+  if (dev.sm_count <= 0) dev.sm_count = info.sm_count;
+  std::lock_guard lock(store_mu);
+  return lookup_user(store.get(), shipped.get(), dev, u, k.dtype, k.problem, k.at, requirements(Result::device),
+                     no_store);
 }
 
 const Entry& Reducer::Impl::ready_user(const std::shared_ptr<const UserOp>& u, const EntryKey& k) {

@@ -108,7 +108,7 @@ TEST_CASE("a new store gets the current schema", "[store]") {
   const std::string mode = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
   sqlite3_finalize(st);
   sqlite3_close(db);
-  CHECK(tables == "best,claims,devices,measurements,published,recorded,runs");
+  CHECK(tables == "best,claims,devices,measurements,published,recorded,reductions,runs");
   CHECK(mode == "wal");
 }
 

@@ -6,7 +6,9 @@
 #include "db/store.h"
 #include "kernels/driver.h"
 #include "runtime/lookup.h"
+#include "kernels/user_op.h"
 #include "runtime/shipped.h"
+#include "runtime/user_lookup.h"
 #include "tuner/cli.h"
 #include "tuner/cli_info.h"
 #include "tuner/segmented_sweep.h"
@@ -58,6 +60,49 @@ std::string join(const std::set<std::string>& items) {
   std::string s;
   for (const auto& i : items) s += (s.empty() ? "" : ",") + i;
   return s;
+}
+
+/// The user reductions the stores keep (tune --reduction): per reduction, problem and dtype it has
+/// rows of on any GPU, the grades of its lookup (lookup_user) at the default sweep's points.
+void print_user_reductions(const db::Store* store, const db::Store* shipped, const DeviceKey& gpu) {
+  std::map<std::uint64_t, db::ReductionRecord> kept;
+  std::map<std::uint64_t, std::set<std::pair<Problem, DType>>> tuned;
+  for (const db::Store* st : {store, shipped}) {
+    if (!st) continue;
+    for (db::ReductionRecord& r : st->reductions()) kept.emplace(r.hash, std::move(r));
+    for (const db::DeviceRecord& d : st->devices())
+      for (const db::Best& b : st->user_bests(d.uuid)) tuned[*b.user].insert({b.problem, b.dtype});
+  }
+  if (kept.empty()) return;
+  std::printf("\n%zu user reduction%s (reduce-tune tune --reduction FILE tunes one):\n", kept.size(),
+              kept.size() == 1 ? "" : "s");
+  for (const auto& [hash, r] : kept) {
+    const std::string label = r.op_key().name();
+    std::shared_ptr<const UserOp> u;
+    try {
+      u = make_user_op(parse_reduction(r.text));
+    } catch (const ReductionError& e) {
+      std::printf("  %s: its stored description does not parse here: %s\n", label.c_str(), e.what());
+      continue;
+    }
+    if (tuned[hash].empty()) {
+      std::printf("  %s: no rows on any GPU\n", label.c_str());
+      continue;
+    }
+    for (const auto& [p, dt] : tuned[hash]) {
+      std::map<Match, int> grades;
+      const std::vector<Shape> at = points(p);
+      try {
+        for (Shape s : at) ++grades[lookup_user(store, shipped, gpu, *u, dt, p, s, Requirements{}).match];
+      } catch (const ReductionError& e) {
+        std::printf("  %s %-9s %-9s %s\n", label.c_str(), std::string(name(p)).c_str(),
+                    std::string(name(dt)).c_str(), e.what());
+        continue;
+      }
+      std::printf("  %s %-9s %-9s %s\n", label.c_str(), std::string(name(p)).c_str(),
+                  std::string(name(dt)).c_str(), grades_text(grades, at.size()).c_str());
+    }
+  }
 }
 
 } // namespace
@@ -137,6 +182,7 @@ int cmd_coverage(const std::vector<std::string>& args) {
                   std::string(name(now.match)).c_str());
     }
   }
+  print_user_reductions(store.get(), shipped.get(), gpu);
   if (untuned.empty()) {
     std::printf("\nEverything is tuned on this GPU.\n");
     return 0;

@@ -7,8 +7,11 @@
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
 #include "runtime/lookup.h"
+#include "kernels/user_op.h"
 #include "runtime/shipped.h"
+#include "runtime/user_lookup.h"
 #include "tuner/cli.h"
+#include "tuner/cli_reduction.h"
 #include "tuner/sizes.h"
 #include "tuner/sweep.h"
 
@@ -33,14 +36,36 @@ namespace {
 
 /// query --lookup: what the library would run for the point on that device (Reducer::config_for),
 /// from the store at `path` if it exists (never created here) and the shipped tuning.
-int print_lookup(const std::string& path, const std::string& uuid, int device, const db::Measurement& asked) {
+int print_lookup(const std::string& path, const std::string& uuid, int device, const db::Measurement& asked,
+                 const std::string& reduction_file) {
   auto src = lookup_sources(path, uuid, device);
   if (!src) return 1;
   const auto& [store, shipped, why_store, why_shipped, gpu] = *src;
   Requirements req; // as the calls ask: 1-D sum/min/max may finish on the host, segmented ones not
   req.device_result = asked.problem != Problem::array;
-  const Choice c = lookup(store.get(), shipped.get(), gpu, asked.dtype, asked.op, asked.problem,
-                          lookup_point(asked.shape()), req, "no tuning store (" + why_store + ")");
+  Choice c;
+  if (asked.user) {
+    // A user reduction: its description from --reduction, else as the store keeps it.
+    std::shared_ptr<const UserOp> u;
+    if (!reduction_file.empty()) {
+      u = cli::user_reduction(reduction_file, {asked.dtype});
+    } else {
+      std::optional<db::ReductionRecord> r;
+      for (const db::Store* st : {store.get(), shipped.get()})
+        if (st && !r) r = st->reduction(*asked.user);
+      if (!r) {
+        std::fprintf(stderr, "%s: no description of it in %s (give --reduction FILE)\n",
+                     asked.op_key().name().c_str(), path.c_str());
+        return 1;
+      }
+      u = make_user_op(parse_reduction(r->text));
+    }
+    c = lookup_user(store.get(), shipped.get(), gpu, *u, asked.dtype, asked.problem, lookup_point(asked.shape()),
+                    Requirements{.device_result = true}, "no tuning store (" + why_store + ")");
+  } else {
+    c = lookup(store.get(), shipped.get(), gpu, asked.dtype, asked.op, asked.problem, lookup_point(asked.shape()),
+               req, "no tuning store (" + why_store + ")");
+  }
   std::printf("%s: %s -> %s  %s", gpu.name.c_str(), point_text(asked).c_str(), key(c.config).c_str(),
               std::string(name(c.match)).c_str());
   if (c.match != Match::builtin) { // where it was measured (for `related`, the note says for what)
@@ -78,7 +103,8 @@ std::optional<LookupSources> lookup_sources(const std::string& path, const std::
 
 int cmd_query(const std::vector<std::string>& args) {
   po::options_description desc("reduce-tune query options");
-  std::string db_path, dtype_text = "float32", op_text = "sum", n_text, uuid, problem_text = "array", shape_text;
+  std::string db_path, dtype_text = "float32", op_text = "sum", n_text, uuid, problem_text = "array", shape_text,
+      reduction_file;
   int device = -1;
   bool lookup_mode = false;
   desc.add_options()
@@ -90,7 +116,8 @@ int cmd_query(const std::vector<std::string>& args) {
     ("device", po::value(&device), "GPU ordinal (needs the GPU to read its UUID)")
     ("uuid", po::value(&uuid), "GPU UUID as stored (works without a GPU)")
     ("dtype", po::value(&dtype_text)->default_value(dtype_text), "dtype")
-    ("op", po::value(&op_text)->default_value(op_text), "op")
+    ("op", po::value(&op_text)->default_value(op_text), "op, or a user reduction's name (user:<hash>)")
+    ("reduction", po::value(&reduction_file), "a user reduction's file (in place of --op)")
     ("problem", po::value(&problem_text)->default_value(problem_text), "array, rows, columns or segments")
     ("n", po::value(&n_text), "array problem: number of elements, e.g. 1000000 or 2^20")
     ("shape", po::value(&shape_text), "segmented problems: ROWSxCOLS (rows, columns) or SEGMENTSxMEAN")
@@ -111,15 +138,20 @@ int cmd_query(const std::vector<std::string>& args) {
     shape = shapes[0];
   }
   const auto dtype = parse_dtype(dtype_text);
-  const auto op = parse_op(op_text);
+  std::optional<db::OpKey> op = db::parse_op_key(op_text);
   if (!dtype) throw Usage("unknown dtype '" + dtype_text + "'");
+  if (!reduction_file.empty()) {
+    if (vm.count("op") && !vm["op"].defaulted()) throw Usage("give --op or --reduction, not both");
+    op = db::OpKey::user(cli::user_reduction(reduction_file, {*dtype})->hash);
+  }
   if (!op) throw Usage("unknown op '" + op_text + "'");
   const std::string path = db_path.empty() ? db::default_store_path() : db_path;
   if (lookup_mode) {
     if (device < 0 && uuid.empty()) throw Usage("query --lookup needs --uuid or --device");
     db::Measurement asked;
-    asked.dtype = *dtype, asked.op = *op, asked.problem = problem, asked.count = shape.count, asked.n = shape.length;
-    return print_lookup(path, uuid, device, asked);
+    asked.dtype = *dtype, asked.op = op->builtin().value_or(Op::sum), asked.user = op->hash(), asked.problem = problem;
+    asked.count = shape.count, asked.n = shape.length;
+    return print_lookup(path, uuid, device, asked, reduction_file);
   }
   if (device >= 0) uuid = cuda::device_info(device).uuid;
   db::Store store(path);
@@ -135,7 +167,8 @@ int cmd_query(const std::vector<std::string>& args) {
     devs = store.devices();
   }
   db::Measurement asked;
-  asked.dtype = *dtype, asked.op = *op, asked.problem = problem, asked.count = shape.count, asked.n = shape.length;
+  asked.dtype = *dtype, asked.op = op->builtin().value_or(Op::sum), asked.user = op->hash(), asked.problem = problem;
+  asked.count = shape.count, asked.n = shape.length;
   int found = 0;
   for (const auto& d : devs) {
     auto b = store.nearest(d.uuid, *dtype, *op, problem, shape);

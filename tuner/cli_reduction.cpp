@@ -3,6 +3,7 @@
 // known to compile before a program or a sweep uses it.
 #include "tuner/cli_reduction.h"
 
+#include "kernels/user_op.h"
 #include "reduce_tune/reduction.h"
 #include "tuner/cli.h"
 
@@ -62,3 +63,22 @@ int cmd_reduction(const std::vector<std::string>& args) {
 }
 
 } // namespace reduce_tune
+
+namespace reduce_tune::cli {
+
+std::shared_ptr<const UserOp> user_reduction(const std::string& file, const std::vector<DType>& dtypes) {
+  std::ifstream in(file);
+  if (!in) throw Usage("--reduction: cannot read " + file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    std::shared_ptr<const UserOp> u = make_user_op(parse_reduction(text.str()));
+    for (DType d : dtypes)
+      if (auto why = u->unsupported(d)) throw Usage("--reduction " + file + " (" + u->name + "): " + *why);
+    return u;
+  } catch (const ReductionError& e) {
+    throw Usage("--reduction " + file + ": " + e.what());
+  }
+}
+
+} // namespace reduce_tune::cli

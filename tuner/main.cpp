@@ -24,6 +24,7 @@
 #include "tuner/supervisor.h"
 #include "tuner/sweep.h"
 #include "tuner/test_variants.h"
+#include "tuner/user_check.h"
 
 #include <boost/program_options.hpp>
 
@@ -116,7 +117,8 @@ struct TuneCommand {
 TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   po::options_description desc(worker ? "reduce-tune worker options" : "reduce-tune [tune] options");
   std::string device = "0", dtypes = "int32,float32", ops = "sum", sizes, vars, blocks, unrolls,
-              tails, finishes, keys, format = "md", problem = "array", shapes, search = "exhaustive", budget;
+              tails, finishes, keys, format = "md", problem = "array", shapes, search = "exhaustive", budget,
+              reduction;
   TuneCommand t;
   SweepOptions& o = t.sweep;
   desc.add_options()
@@ -138,6 +140,8 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("tails", po::value(&tails), "none,volatile,syncwarp,shfl,redux")
     ("finishes", po::value(&finishes), "host,atomic,twopass,lastblock,firstblock (array); direct,atomic (segmented)")
     ("keys", po::value(&keys), "exact configuration keys (overrides the filters)")
+    ("reduction", po::value(&reduction), "a user reduction's file (reduce-tune reduction FILE's format) to "
+                                         "tune in place of --ops; stored under its name, user:<hash>")
     ("material", po::value(&t.material), "measure the kernels of one document of the material (e.g. 000, 004) "
                                          "at their own configurations and print its table in its order")
     ("search", po::value(&search)->default_value(search),
@@ -200,6 +204,15 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   o.device = t.devices.front();
   o.dtypes = parse_list<DType>(dtypes, parse_dtype, "dtype");
   o.ops = parse_list<Op>(ops, parse_op, "op");
+  if (!reduction.empty()) {
+    if (vm.count("ops") && !vm["ops"].defaulted()) throw Usage("--reduction tunes the reduction: it takes no --ops");
+    // Without --dtypes: the default dtypes the reduction takes.
+    const bool dtypes_given = vm.count("dtypes") && !vm["dtypes"].defaulted();
+    o.user = cli::user_reduction(reduction, dtypes_given ? o.dtypes : std::vector<DType>{});
+    if (!dtypes_given) std::erase_if(o.dtypes, [&](DType d) { return o.user->unsupported(d).has_value(); });
+    if (o.dtypes.empty()) throw Usage("--reduction " + reduction + " takes neither int32 nor float32: give --dtypes");
+    o.ops = {Op::sum}; // the reduction's kernels are rendered in sum's place
+  }
   if (!sizes.empty()) {
     std::string why;
     auto s = parse_sizes(sizes, &why);
@@ -233,6 +246,7 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     if (!c) throw Usage(why);
     check_variants({c->variant}, o.problem);
   }
+  if (!t.material.empty() && o.user) throw Usage("--material measures the material's kernels, not a --reduction");
   if (!t.material.empty() && o.problem != Problem::array)
     throw Usage("--material measures the material's array kernels (no --problem)");
   if (!t.material.empty()) {
@@ -245,7 +259,7 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   }
   if (t.recorded) {
     if (worker) throw Usage("--recorded is for tune");
-    for (const char* own : {"sizes", "shapes", "problem", "dtypes", "ops", "keys", "material", "variants"})
+    for (const char* own : {"sizes", "shapes", "problem", "dtypes", "ops", "keys", "material", "variants", "reduction"})
       if (vm.count(own) && !vm[own].defaulted())
         throw Usage(std::string("--recorded tunes the recorded points: it takes no --") + own);
   }
@@ -299,7 +313,9 @@ int cmd_worker(const std::vector<std::string>& args, const std::string& cmdline)
 std::vector<db::Measurement> run_measurements(const SweepOptions& o, const std::string& uuid,
                                               std::int64_t run_id) {
   db::Store store(o.db_path.empty() ? db::default_store_path() : o.db_path);
-  std::vector<db::Measurement> all = store.measurements(uuid), out;
+  db::MeasurementFilter filter;
+  if (o.user) filter.op = db::OpKey::user(o.user->hash); // a user reduction's rows are read by name
+  std::vector<db::Measurement> all = store.measurements(uuid, filter), out;
   std::map<std::tuple<std::string, DType, Op, std::uint64_t, std::uint64_t>, std::size_t> latest;
   const bool array = o.problem == Problem::array;
   const auto sizes = o.sizes.empty() ? default_sizes() : o.sizes;
@@ -325,6 +341,9 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     return tune_recorded(args, t.devices, t.sweep.db_path, t.search_given,
                          [&](const std::vector<std::string>& a) { return cmd_tune(a, cmdline); });
   t.sweep.command_line = cmdline;
+  if (t.sweep.user && !t.sweep.user->description.check)
+    std::fprintf(stderr, "reduce-tune: %s has no CPU evaluation: its results are NOT checked (each measurement "
+                         "records \"%s\")\n", t.sweep.user->name.c_str(), kNotChecked);
   // Refuse what cannot fit before compiling or allocating anything.
   for (int d : t.devices) {
     const auto info = cuda::device_info(d);

@@ -50,13 +50,16 @@ std::string shape_text(const Table& t) {
 
 } // namespace
 
+/// The op of a table as the store names it: "sum", or "user:<hash>".
+static std::string op_text(const Table& t) { return t.user ? db::OpKey::user(*t.user).name() : std::string(name(t.op)); }
+
 std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const std::string& device) {
   // (dtype, op, problem, count, n) -> variant -> best measurement
-  using Key = std::tuple<DType, Op, Problem, std::uint64_t, std::uint64_t>;
+  using Key = std::tuple<DType, db::OpKey, Problem, std::uint64_t, std::uint64_t>;
   std::map<Key, std::map<std::string, const db::Measurement*>> best;
   std::map<Key, std::pair<std::size_t, std::size_t>> counts;
   for (const auto& m : ms) {
-    const Key k{m.dtype, m.op, m.problem, m.count, m.n};
+    const Key k{m.dtype, m.op_key(), m.problem, m.count, m.n};
     auto& c = counts[k];
     ++c.first;
     if (!m.valid) {
@@ -70,7 +73,10 @@ std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const
   for (const auto& [k, per_variant] : best) {
     Table t;
     t.device = device;
-    std::tie(t.dtype, t.op, t.problem, t.count, t.n) = k;
+    db::OpKey op = Op::sum;
+    std::tie(t.dtype, op, t.problem, t.count, t.n) = k;
+    t.op = op.builtin().value_or(Op::sum);
+    t.user = op.hash();
     std::tie(t.measured, t.failed) = counts[k];
     for (const Variant& v : variants(t.problem)) {
       auto it = per_variant.find(std::string(v.name));
@@ -113,7 +119,7 @@ std::string format_tables(const std::vector<Table>& tables, Format f) {
   bool first_table = true;
   for (const Table& t : tables) {
     if (f == Format::md) {
-      o << "\n### " << t.device << ": " << name(t.dtype) << " " << name(t.op) << ", " << shape_text(t)
+      o << "\n### " << t.device << ": " << name(t.dtype) << " " << op_text(t) << ", " << shape_text(t)
         << " (" << t.measured << " measured, " << t.failed << " failed the check)\n\n"
         << "| kernel | best configuration | time (us) | bandwidth (GB/s) | step speedup | "
            "cumulative speedup | % of peak |\n|---|---|---:|---:|---:|---:|---:|\n";
@@ -126,7 +132,7 @@ std::string format_tables(const std::vector<Table>& tables, Format f) {
         << fixed(t.best.pct_peak, 1) << "** |\n";
     } else if (f == Format::csv) {
       auto row = [&](const TableRow& r, const std::string& kernel) {
-        o << '"' << t.device << "\"," << name(t.dtype) << ',' << name(t.op) << ',' << name(t.problem) << ','
+        o << '"' << t.device << "\"," << name(t.dtype) << ',' << op_text(t) << ',' << name(t.problem) << ','
           << t.count << ',' << t.n << ',' << kernel << ','
           << r.key << ',' << fixed(r.us, 3) << ',' << fixed(r.gbps, 2) << ',' << fixed(r.step, 3)
           << ',' << fixed(r.cumulative, 3) << ',' << fixed(r.pct_peak, 2) << '\n';
@@ -135,7 +141,7 @@ std::string format_tables(const std::vector<Table>& tables, Format f) {
       row(t.best, "best");
     } else {
       o << (first_table ? "" : ",") << "\n {\"device\": " << json_string(t.device)
-        << ", \"dtype\": " << json_string(name(t.dtype)) << ", \"op\": " << json_string(name(t.op))
+        << ", \"dtype\": " << json_string(name(t.dtype)) << ", \"op\": " << json_string(op_text(t))
         << ", \"problem\": " << json_string(name(t.problem)) << ", \"count\": " << t.count << ", \"n\": " << t.n << ", \"measured\": " << t.measured << ", \"failed\": " << t.failed
         << ", \"best\": " << json_string(t.best.key) << ", \"rows\": [";
       for (const TableRow& r : t.rows)

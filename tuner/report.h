@@ -4,6 +4,7 @@
 
 #include "db/store.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct Table {
   std::string device;
   DType dtype = DType::f32;
   Op op = Op::sum;
+  std::optional<std::uint64_t> user; ///< a user reduction's hash (db::Measurement::user)
   Problem problem = Problem::array;
   std::uint64_t count = 1;       ///< results (1 for the array problem)
   std::uint64_t n = 0;           ///< elements per result

@@ -9,6 +9,7 @@
 #include "tuner/sum_prefix.h"
 #include "tuner/sum_reference.h"
 #include "tuner/sweep_search.h"
+#include "tuner/user_check.h"
 #include "runtime/lookup.h"
 
 #include <algorithm>
@@ -193,6 +194,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   std::unique_ptr<cuda::HostRegistration> pinned; // each check copies into it
   InputCheck input_check;
   std::vector<Reference> refs;
+  UserExpected user_ref; // a user reduction's, in place of refs
   // The second input of the ops of two (dot): other random data in the same layout, kept alike.
   const bool two = two_input_ops(o.ops);
   cuda::Buffer d_in2;
@@ -293,13 +295,15 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       covered += (covered.empty() ? "" : ", ") + std::to_string(shape.count) + " x " + std::to_string(shape.length);
 
       for (Op op : o.ops) {
-        got.dtype = result_dtype(op, d);
+        got.dtype = o.user ? o.user->result_dtype(d) : result_dtype(op, d);
         const std::size_t rs = size_of(got.dtype);
         const bool op_two = describe(op).traits.two_inputs;
         args.in2 = op_two ? d_in2.get() : 0;
         {
           PhaseTimer t(res.times.reference_s);
-          if (op_two) {
+          if (o.user) {
+            user_ref = user_expected(*o.user, data, sd.seg);
+          } else if (op_two) {
             refs = segmented_reference(data, data2, sd.seg, op);
           } else if (prefix_built && prefix.serves(sd.seg, op)) {
             prefix.reference(sd.seg, refs);
@@ -310,6 +314,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         }
         ++res.times.points;
         Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe, o.problem};
+        t.user = o.user.get();
+        const db::OpKey op_key = o.user ? db::OpKey::user(o.user->hash) : db::OpKey(op);
         // Points this run already holds (a restarted worker), or any run (--resume), are done; their
         // times rank the twins and set the early stops as if this sweep had measured them.
         std::set<std::string> stored, sweep_keys;
@@ -318,7 +324,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             if (j.dtype == d && j.op == op) sweep_keys.insert(key(j.config));
         std::vector<db::Measurement> held;
         if (o.resume || o.run_id)
-          for (db::Measurement& m : setup.store.measurements(info.uuid, {d, op, o.problem, shape}))
+          for (db::Measurement& m : setup.store.measurements(info.uuid, {d, op_key, o.problem, shape}))
             if (o.resume || m.run_id == o.run_id) {
               stored.insert(m.key);
               held.push_back(std::move(m));
@@ -393,13 +399,14 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           m.block = j.config.block, m.unroll = j.config.unroll, m.vec = j.config.vec, m.grid = j.config.grid;
           m.tail = name(j.config.tail), m.finish = name(j.config.finish);
           m.dtype = d, m.op = op, m.problem = o.problem;
+          if (o.user) m.user = o.user->hash;
           m.count = shape.count, m.n = shape.length;
           m.seed = seed;
           m.cold = !o.hot;
           try {
             const Kernel kernel = [&] {
               PhaseTimer t(res.times.load_s);
-              return setup.loader.load(j.config, d, op);
+              return j.user ? setup.loader.load(j.config, d, j.user) : setup.loader.load(j.config, d, op);
             }();
             const SegmentedPlan p = segmented_plan(j.config, t, shape);
             ws.reserve(p);
@@ -415,9 +422,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             queue_timed(0);
             RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), d_out.get(), shape.count * rs, s));
             RT_CU(cuStreamSynchronize(s));
-            const Check chk = check_segmented(refs, got, sd.seg, op, [&](std::uint64_t len) {
-              return segment_depth(j.config, t, shape, len);
-            });
+            const auto depth = [&](std::uint64_t len) { return segment_depth(j.config, t, shape, len); };
+            const Check chk = o.user ? check_user_segmented(*o.user, d, user_ref, got, sd.seg, depth)
+                                     : check_segmented(refs, got, sd.seg, op, depth);
             res.times.validate_s += std::chrono::duration<double>(Clock::now() - t_val).count();
             if (!record_check(chk, m)) {
               keep(m);

@@ -8,6 +8,7 @@
 #include "tuner/segmented_sweep.h"
 #include "tuner/sizes.h"
 #include "tuner/sweep_search.h"
+#include "tuner/user_check.h"
 #include "runtime/lookup.h"
 
 #include <unistd.h>
@@ -61,7 +62,8 @@ std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm
   const std::vector<Config> configs = selected_configs(o);
   for (DType d : o.dtypes)
     for (Op op : o.ops) {
-      const Target t{d, op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
+      Target t{d, op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
+      t.user = o.user.get();
       for (const Config& c : configs) {
         if (auto why = invalid_reason(c, t)) {
           if (valid_wide_only(c, t))
@@ -69,7 +71,7 @@ std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm
           else if (skipped)
             skipped->push_back({key(c), std::string(name(d)), std::string(name(op)), 0, *why});
         } else {
-          jobs.push_back({c, d, op});
+          jobs.push_back({c, d, op, false, o.user});
         }
       }
     }
@@ -78,6 +80,7 @@ std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm
     std::erase_if(jobs, [&](const Job& j) {
       Target t{j.dtype, j.op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
       t.wide_result = o.requirements->wide_result;
+      t.user = o.user.get();
       return config_unusable(j.config, t, *o.requirements).has_value();
     });
   }
@@ -205,8 +208,8 @@ void seed_first(SweepSearch& search, const SweepOptions& o, const std::vector<st
 }
 
 namespace {
-std::string point_text(DType dtype, Op op, Problem problem, Shape shape) {
-  std::string s = std::string(name(dtype)) + " " + std::string(name(op));
+std::string point_text(DType dtype, const db::OpKey& op, Problem problem, Shape shape) {
+  std::string s = std::string(name(dtype)) + " " + op.name();
   if (problem == Problem::array) return s + " n=" + format_size(shape.length);
   return s + " " + std::string(name(problem)) + " " + format_size(shape.count) + " x " +
          format_size(shape.length);
@@ -254,7 +257,7 @@ std::string profile_text(const SweepTimes& t) {
 }
 
 std::string point_text(const Progress& p) { return point_text(p.dtype, p.op, p.problem, {p.count, p.n}); }
-std::string point_text(const db::Measurement& m) { return point_text(m.dtype, m.op, m.problem, m.shape()); }
+std::string point_text(const db::Measurement& m) { return point_text(m.dtype, m.op_key(), m.problem, m.shape()); }
 
 SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress&)>& progress,
                   const std::function<bool()>& stop) {
@@ -270,6 +273,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   res.device = device_record(o.device);
   store.upsert_device(res.device);
   res.run_id = o.run_id ? o.run_id : store.begin_run(run_record(o, info.uuid, nvrtc.version()));
+  if (o.user) store.add_reduction({o.user->hash, o.user->description.canonical(), to_text(o.user->description), {}});
   res.times.setup_s = seconds_since(t_start);
 
   std::vector<Job> jobs = valid_jobs(o, info.cc(), info.max_threads_per_block, info.sm_count, &res.skipped);
@@ -397,23 +401,30 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
 
       for (Op op : o.ops) {
         const bool op_two = describe(op).traits.two_inputs;
+        UserExpected user_ref;
         const Reference ref = [&] {
           PhaseTimer t(res.times.reference_s);
+          if (o.user) {
+            user_ref = user_expected(*o.user, data);
+            return Reference{};
+          }
           if (op_two) return reference(data, data2, op);
           const std::optional<Reference> made = input.reference_of(op);
           return made ? *made : reference(data, op);
         }();
         ++res.times.points;
         const CUdeviceptr in2 = op_two ? d_in2.get() : 0;
-        const Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe};
+        Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe};
+        t.user = o.user.get();
+        const db::OpKey op_key = o.user ? db::OpKey::user(o.user->hash) : db::OpKey(op);
         // Points this run already holds (a restarted worker), or any run (--resume), are done.
         std::set<std::string> stored;
         if (o.resume || o.run_id)
-          for (const auto& k : store.measured_keys(info.uuid, d, op, Problem::array, Shape{1, n},
+          for (const auto& k : store.measured_keys(info.uuid, d, op_key, Problem::array, Shape{1, n},
                                                    o.resume ? 0 : o.run_id))
             stored.insert(k);
         if (!stored.empty())
-          for (const auto& m : store.measurements(info.uuid, {d, op, Problem::array, Shape{1, n}}))
+          for (const auto& m : store.measurements(info.uuid, {d, op_key, Problem::array, Shape{1, n}}))
             if (stored.count(m.key) && (o.resume || m.run_id == o.run_id)) res.measurements.push_back(m);
         double best_us = 1e300;
         for (const auto& m : res.measurements)
@@ -463,13 +474,14 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
           m.grid = j.config.grid;
           m.tail = name(j.config.tail), m.finish = name(j.config.finish);
           m.dtype = d, m.op = op;
+          if (o.user) m.user = o.user->hash;
           m.n = n;
           m.seed = seed;
           m.cold = !o.hot;
           try {
             const Kernel kernel = [&] {
               PhaseTimer t(res.times.load_s);
-              return loader.load(j.config, d, op, j.wide_result);
+              return j.user ? loader.load(j.config, d, j.user) : loader.load(j.config, d, op, j.wide_result);
             }();
             const LaunchPlan p = plan(j.config, t, n);
             ws.reserve(p, d, n);
@@ -501,7 +513,8 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
             queue_timed(0);
             double check_host_us = 0;
             const Scalar got = read_result(0, check_host_us);
-            const Check chk = check(ref, got, op, summation_depth(j.config, t, n));
+            const Check chk = o.user ? check_user(*o.user, d, user_ref, 0, got.to_double(), summation_depth(j.config, t, n))
+                                     : check(ref, got, op, summation_depth(j.config, t, n));
             res.times.validate_s += seconds_since(t_val);
             if (!record_check(chk, m)) {
               keep(m);

@@ -9,11 +9,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace reduce_tune {
+
+struct UserOp; // kernels/user_op.h
 
 /// What to sweep and how. Empty lists mean "all" (for sizes: the defaults, 2^10 .. 2^28 by 4x).
 struct SweepOptions {
@@ -59,6 +62,11 @@ struct SweepOptions {
   /// which no problem's own variant list holds).
   std::vector<Config> first;
   bool profile = false;           ///< print where the time went, phase by phase, at the end
+  /// A user reduction to sweep in place of `ops` (which must then be {Op::sum}, in whose place its
+  /// kernels are rendered): its rows are stored under its hash (db::OpKey::user), its
+  /// description in the store's reductions, and its results are checked against its CPU
+  /// evaluation where it has one (tuner/user_check.h), else recorded as not checked.
+  std::shared_ptr<const UserOp> user;
 };
 
 /// Measurements a search makes at a point before SweepOptions::deadline_s may stop it.

@@ -79,7 +79,8 @@ struct Reduction {
   /// A stable 64-bit hash of canonical() (FNV-1a: the same in every build and process).
   std::uint64_t hash() const;
   /// "user:" and the hash in 16 lower-case hex digits: the reduction's name (reduce-tune
-  /// reduction prints it; a tuning store's rows of the reduction are to be keyed by it).
+  /// reduction prints it; a tuning store keys the reduction's rows by it: `reduce-tune tune
+  /// --reduction FILE` tunes it, and the calls take those rows first).
   std::string name() const;
   /// The dtype of the result for elements of `dtype`. Throws ReductionError where the
   /// reduction does not take `dtype` or the result is out of place.
@@ -93,6 +94,12 @@ struct Reduction {
 /// starting with `#` are skipped. Keys left out keep Reduction's defaults. Throws ReductionError
 /// naming the line of an unknown key, a key given twice, a bad value or an unended value.
 Reduction parse_reduction(const std::string& text);
+
+/// `r` as text parse_reduction reads back to the same description (the same canonical()): the
+/// fields that differ from Reduction's defaults, one `key = value` line each, a value of several
+/// lines as a `key <<TAG` block. The CPU evaluation (check) is not text and is left out. A tuning
+/// store keeps a reduction this way.
+std::string to_text(const Reduction& r);
 
 /// Compiles `r` for elements of `dtype` with NVRTC (no GPU needed) for `arch` ("sm_90",
 /// "compute_80", ...; empty: the newest architecture the NVRTC targets), through one kernel of
