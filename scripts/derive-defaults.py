@@ -541,9 +541,9 @@ def evaluate(points, per_point=False, sources=None):
     section = None
     for src, dst, src_text in pairs:
         held_out = dst not in src
-        if section != held_out:
-            section = held_out
-            out += ["", titles[held_out], ""] + head
+        if section != (held_out and not sources):
+            section = held_out and not sources
+            out += ["", titles[section], ""] + head
         derived = tables(clone([p for p in points if p.device in src]))
         for table in PROBLEMS + ["segments_count_only"]:
             pts = judged_points(points, dst, table)
@@ -554,7 +554,7 @@ def evaluate(points, per_point=False, sources=None):
             out.append("| %s | %s | %s | %d | %s |" % (
                 src_text, dst, TABLE_NAMES[table], len(pts),
                 " | ".join(judged_cells(fast) + judged_cells(exact))))
-            if held_out:
+            if dst not in src or len(src) < len(gpus):
                 continue
             for (p, key, r, how, f), (_, xkey, xr, xhow, _) in zip(fast, exact):
                 rows.append("| %s | %s | %s | %s | %d x %d | %s | %s | %s | %s |" % (
