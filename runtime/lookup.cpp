@@ -133,6 +133,34 @@ bool alike(Op a, Op b, DType dtype) {
          (x.atomic == OpAtomic::none) == (y.atomic == OpAtomic::none);
 }
 
+/// Whether the shipped rows of `d` are this GPU's own (the shipped grade): the same model name
+/// and architecture, and the same SM count where both are known.
+bool same_model(const DeviceKey& device, const db::DeviceRecord& d) {
+  return !device.name.empty() && d.name == device.name && d.cc_major == device.cc_major &&
+         d.cc_minor == device.cc_minor &&
+         (device.sm_count <= 0 || d.sm_count <= 0 || d.sm_count == device.sm_count);
+}
+
+/// Why the shipped tuning does not serve `device`, or nullopt where it may: it holds the GPU's
+/// model only at another SM count (a GPU limited to part of its SMs, e.g. a CUDA MPS client).
+/// Its rows are then neither this GPU's own nor a better guess than the defaults: on an H100
+/// limited to 32 and 66 SMs, the built-in defaults, derived per SM with sweeps at those counts,
+/// came nearer each point's best than the H100's 132-SM rows, and than the fastest shipped row of
+/// the architecture at every worst point and all medians but one (docs/DEFAULTS.md).
+std::optional<std::string> shipped_for_other_size(const db::Store& shipped, const DeviceKey& device) {
+  if (device.name.empty() || device.sm_count <= 0) return std::nullopt;
+  int sms = 0;
+  for (const db::DeviceRecord& d : shipped.devices()) {
+    if (same_model(device, d)) return std::nullopt;
+    if (d.name == device.name && d.cc_major == device.cc_major && d.cc_minor == device.cc_minor)
+      sms = d.sm_count;
+  }
+  if (sms <= 0) return std::nullopt;
+  return "the shipped tuning of " + device.name + " is for " + std::to_string(sms) +
+         " SMs, this GPU has " + std::to_string(device.sm_count) +
+         ": the built-in defaults, derived per SM, serve it";
+}
+
 /// Whether a row tuned at `tuned` answers `at` exactly.
 bool exact(Shape tuned, Shape at) {
   return at.length == 0 ? tuned.count == at.count : tuned == at;
@@ -235,7 +263,11 @@ double gpu_distance(const DeviceKey& a, const db::DeviceRecord& b) {
 Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
               Op op, Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
   shape.count = std::max<std::uint64_t>(shape.count, 1);
-  if (!store && !shipped) return builtin_choice(problem, dtype, op, shape, req, device, why_none);
+  std::string other_size; // why the shipped tuning is set aside, where it is
+  if (shipped)
+    if (auto why = shipped_for_other_size(*shipped, device)) other_size = *why, shipped = nullptr;
+  if (!store && !shipped)
+    return builtin_choice(problem, dtype, op, shape, req, device, other_size.empty() ? why_none : other_size);
   const Target t = target_of(device, dtype, op, problem, req);
 
   // This GPU in the user's store; the same model in the shipped one; other GPUs of the
@@ -261,10 +293,10 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
       if (!s) continue;
       for (const db::DeviceRecord& d : s->devices()) {
         const bool same_arch = d.cc_major == device.cc_major && d.cc_minor == device.cc_minor;
-        const int tier = !is_shipped && d.uuid == device.uuid                                   ? kOwn
-                         : is_shipped && same_arch && !device.name.empty() && d.name == device.name ? kModel
-                         : same_arch                                                              ? kArch
-                                                                                                  : kCarried;
+        const int tier = !is_shipped && d.uuid == device.uuid      ? kOwn
+                         : is_shipped && same_model(device, d)     ? kModel
+                         : same_arch                               ? kArch
+                                                                   : kCarried;
         const std::string source = is_shipped ? d.name + " (shipped)" : d.name;
         for (int r = 0; r < ranks; ++r) into[r][tier].push_back({d.uuid, source, {}, gpu_distance(device, d)});
         for (db::Measurement& m : s->measurements(d.uuid, filter)) {
@@ -339,11 +371,12 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   where += " " + std::string(name(op));
   if (problem != Problem::array) where += " " + std::string(name(problem));
   where += " on this GPU or any other";
+  const std::string also = other_size.empty() ? "" : "; " + other_size;
   if (valid_rows == 0)
-    return builtin_choice(problem, dtype, op, shape, req, device, "no tuning for " + where);
+    return builtin_choice(problem, dtype, op, shape, req, device, "no tuning for " + where + also);
   return builtin_choice(problem, dtype, op, shape, req, device,
                         "no stored configuration for " + where + " is usable here: passed over " +
-                            passed.text());
+                            passed.text() + also);
 }
 
 std::optional<Choice> lookup_own(const db::Store* store, const db::Store* shipped, const DeviceKey& device,

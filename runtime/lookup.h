@@ -86,7 +86,9 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
               Shape shape, const Requirements& req);
 /// The same over the user's store (may be null) and the tuning shipped with the library (may be
 /// null), graded: the user's own GPU (exact, nearest_size), then the shipped rows of the same GPU
-/// model (shipped), then other GPUs of the same compute capability in either (same_arch), then
+/// model and SM count (shipped; a GPU whose model the shipped tuning holds only at another SM
+/// count, e.g. one limited to part of its SMs, takes none of the shipped rows: the built-in
+/// defaults are derived per SM and served it better), then other GPUs of the same compute capability in either (same_arch), then
 /// (related) the problem's rows tuned for another op of the dtype, another dtype of its size, then
 /// the nearest other sizes (segmented problems only), their vector width scaled to load the same
 /// bytes, from those devices in the same order, another op's only where its accumulator on this

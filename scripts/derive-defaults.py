@@ -5,12 +5,14 @@ The defaults are what a call gets where no store has tuning for its GPU: per pro
 classes in hardware terms (bytes, and counts per SM), each with the configuration that served the
 class best in the stores' sweeps. docs/DEFAULTS.md describes the method; in short:
 
-* A point is one measured shape of one GPU model and dtype: its best time is the fastest row kept
+* A GPU is a model and its SM count (the devices table's sm_count): one model limited to fewer
+  SMs (e.g. with CUDA MPS) is another GPU here, and its shapes land in other per-SM classes.
+* A point is one measured shape of one GPU and dtype: its best time is the fastest row kept
   there. A configuration's ratio at a point is its time over that best, or where it was not
   measured, its evict-first twin's (the sweeps measure a segmented twin only where the plain one
   ranks among the fastest, so the two count as one family). Where neither was: at a point of a
   shipped store (only the fastest few rows a shape are kept, "censored") at least the slowest kept
-  row's ratio, raised to another GPU model's ratio at the shape or else to CENSORED_GUESS; at a
+  row's ratio, raised to another GPU's ratio at the shape or else to CENSORED_GUESS; at a
   point of a full sweep, the slowest measured there (at least MISSING_COST: not swept, pointless).
 * Configurations are compared in 4-byte terms: a row of a 2-byte dtype with v8 is the 4-byte v4
   (the same 16-byte loads); the runtime scales the vector width back for the call's dtype.
@@ -25,7 +27,8 @@ class best in the stores' sweeps. docs/DEFAULTS.md describes the method; in shor
 
 Usage:
   derive-defaults.py [--stores A.db ...] [--devices NAME ...] [--out FILE | --check FILE]
-  derive-defaults.py --evaluate [--points] [--stores ...]   # each GPU's defaults judged on the others
+  derive-defaults.py --evaluate [--points] [--stores ...]   # each GPU left out, judged on it
+  derive-defaults.py --evaluate --from '132 SMs'            # derived from some GPUs, judged on each
 Python 3 standard library only.
 """
 import argparse
@@ -54,7 +57,7 @@ MISSING_COST = 2.0     # at least the ratio taken for one a full sweep did not m
 CENSORED_GUESS = 1.25  # at least, for one a shipped store did not keep at a point (not in its best)
 MIN_GAIN = math.log(1.01)  # a split must lower the summed log cost by at least this much
 MAX_CLASSES = 12       # per problem (and for offsets of unknown mean)
-MIN_POINTS = 1         # shapes a class holds at least (of each GPU model where there are several)
+MIN_POINTS = 1         # shapes a class holds at least (of each GPU where there are several)
 SHIPPED_KEEP = 8       # rows a shape the shipped store keeps: a point with no more is censored
 TARGET = 1.15          # the part of a ratio above this costs OVER_WEIGHT times more (choice, splits)
 OVER_WEIGHT = 4.0
@@ -166,8 +169,14 @@ def twin(key, bounds):
 
 # --- the stores ------------------------------------------------------------------------------
 
+def gpu_label(name, sm):
+    """What identifies a GPU here: its model name and SM count."""
+    return "%s, %d SMs" % (name, sm)
+
+
 class Point:
-    """One measured shape of one GPU model, dtype and op: its rows by normalized key."""
+    """One measured shape of one GPU (model and SM count), dtype and op: its rows by normalized
+    key."""
 
     def __init__(self, device, sm, problem, dtype, op, count, length):
         self.device, self.sm, self.problem = device, sm, problem
@@ -258,7 +267,8 @@ def open_store(path):
         return sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     with gzip.open(path) as f, tempfile.NamedTemporaryFile(suffix=".db", delete=False) as t:
         shutil.copyfileobj(f, t)
-    db = sqlite3.connect(t.name)
+    # Immutable: a store kept in WAL mode is read without its -wal and -shm files.
+    db = sqlite3.connect("file:%s?immutable=1" % t.name, uri=True)
     os.unlink(t.name)  # the open connection keeps the file
     return db
 
@@ -273,14 +283,15 @@ def load(stores, devices):
             "WHERE m.valid = 1 AND m.median_us > 0 AND m.op = 'sum' ORDER BY m.id").fetchall()
         db.close()
         for name, sm, problem, dtype, op, count, n, key, us in rows:
-            if devices and not any(d.lower() in name.lower() for d in devices):
+            gpu = gpu_label(name, sm)
+            if devices and not any(d.lower() in gpu.lower() for d in devices):
                 continue
             if dtype not in SIZE or problem not in PROBLEMS:
                 continue
-            ident = (name, problem, dtype, op, count, n)
+            ident = (gpu, problem, dtype, op, count, n)
             p = points.get(ident)
             if p is None:
-                p = points[ident] = Point(name, sm, problem, dtype, op, count, n)
+                p = points[ident] = Point(gpu, sm, problem, dtype, op, count, n)
             p.best = min(p.best, us)
             p.slowest = max(p.slowest, us)
             p.keys.add(key)
@@ -330,7 +341,7 @@ class Leaf:
         self.cost = cost(pts)
 
 
-def shapes_per_model(pts):
+def shapes_per_gpu(pts):
     by = {}
     for p in pts:
         by.setdefault(p.device, set()).add((p.count, p.length))
@@ -348,7 +359,7 @@ def best_split(leaf, table):
                 j = math.floor(a) + 1
             lo = [p for p in leaf.pts if p.features(table)[f] < j]
             hi = [p for p in leaf.pts if p.features(table)[f] >= j]
-            if shapes_per_model(lo) < MIN_POINTS or shapes_per_model(hi) < MIN_POINTS:
+            if shapes_per_gpu(lo) < MIN_POINTS or shapes_per_gpu(hi) < MIN_POINTS:
                 continue
             gain = leaf.cost - cost(lo) - cost(hi)
             if best is None or gain > best[0] + 1e-12:
@@ -433,7 +444,7 @@ def render(result, stores, devices):
     w = out.append
     w("// Generated by scripts/derive-defaults.py from %s%s; do not edit: docs/DEFAULTS.md"
       % (", ".join(os.path.basename(s) for s in stores),
-         " (GPU models matching %s)" % ", ".join(devices) if devices else ""))
+         " (GPUs matching %s)" % ", ".join(devices) if devices else ""))
     w("// says how to regenerate. A row: problem, whether the mean length is known (offsets),")
     w("// the class as [lo, hi) log2 bounds of (bytes a result reduces, results per SM, bytes per")
     w("// SM) (kOpen: no bound), then its configurations in 4-byte terms:")
@@ -502,28 +513,38 @@ def judged_cells(judged):
             "%.3f" % statistics.median(floors) if floors else "-"]
 
 
-def evaluate(points, per_point=False):
-    """Markdown: the defaults derived from each GPU model's rows alone judged on each other
-    model's rows, then those derived from every model judged on each; per problem and column,
-    the median and worst ratio to the point's best where the judging store measured the choice
-    (or its twin: the share), the share of points where it measured neither, and there the
-    median ratio of the slowest row kept (a lower bound where the store kept only the fastest).
-    With per_point, every point of the last section: shape, choice, ratio."""
-    models = sorted({p.device for p in points})
+def evaluate(points, per_point=False, sources=None):
+    """Markdown: for each GPU, the defaults derived from every other GPU's rows judged on its own
+    (leave one out), then those derived from every GPU (the shipped table) judged on each; or with
+    `sources` (parts of GPU labels), those derived from the matching GPUs judged on each. Per
+    problem and column, the median and worst ratio to the point's best where the judging store
+    measured the choice (or its twin: the share), the share of points where it measured neither,
+    and there the median ratio of the slowest row kept (a lower bound where the store kept only
+    the fastest). With per_point, every point of the last section: shape, choice, ratio."""
+    gpus = sorted({p.device for p in points})
     head = ["| defaults from | judged on | problem | points | fast: median | worst | by twin "
             "| not measured | (slowest kept there) | exact: median | worst | by twin "
             "| not measured | (slowest kept there) |",
             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    pairs = [([s], d) for s in models for d in models if s != d] + [(models, d) for d in models]
+    if sources:
+        chosen = [g for g in gpus if any(s.lower() in g.lower() for s in sources)]
+        if not chosen:
+            sys.exit("derive-defaults: no GPU in the stores matches %s" % ", ".join(sources))
+        pairs = [(chosen, d, "; ".join(chosen)) for d in gpus]
+        titles = {False: "Derived from %s, judged on each:" % "; ".join(chosen)}
+    else:
+        pairs = [([s for s in gpus if s != d], d, "every other GPU") for d in gpus] + \
+                [(gpus, d, "every GPU") for d in gpus]
+        titles = {True: "Leave one GPU out: derived from every other GPU, judged on it:",
+                  False: "Derived from every GPU (the shipped table), judged on each:"}
     out, rows = [], []
     section = None
-    for sources, dst in pairs:
-        cross = len(sources) == 1
-        if section != cross:
-            section = cross
-            out += ["", "Derived from one model, judged on another:" if cross else
-                    "Derived from every model (the shipped table), judged on each:", ""] + head
-        derived = tables(clone([p for p in points if p.device in sources]))
+    for src, dst, src_text in pairs:
+        held_out = dst not in src
+        if section != (held_out and not sources):
+            section = held_out and not sources
+            out += ["", titles[section], ""] + head
+        derived = tables(clone([p for p in points if p.device in src]))
         for table in PROBLEMS + ["segments_count_only"]:
             pts = judged_points(points, dst, table)
             if not pts or not derived[table]:
@@ -531,18 +552,19 @@ def evaluate(points, per_point=False):
             fast = judge(derived[table], table, pts, "fast")
             exact = judge(derived[table], table, pts, "exact")
             out.append("| %s | %s | %s | %d | %s |" % (
-                "every model" if not cross else sources[0], dst, TABLE_NAMES[table], len(pts),
+                src_text, dst, TABLE_NAMES[table], len(pts),
                 " | ".join(judged_cells(fast) + judged_cells(exact))))
-            if not cross:
-                for (p, key, r, how, f), (_, xkey, xr, xhow, _) in zip(fast, exact):
-                    rows.append("| %s | %s | %s | %s | %d x %d | %s | %s | %s | %s |" % (
-                        dst, TABLE_NAMES[table], p.dtype, p.op, p.count, p.length, key,
-                        "%.3f%s" % (r, " (twin)" if how == "twin" else "") if r is not None
-                        else "> %.3f" % f if p.censored else "not measured", xkey,
-                        "%.3f%s" % (xr, " (twin)" if xhow == "twin" else "") if xr is not None
-                        else "> %.3f" % f if p.censored else "not measured"))
+            if dst not in src or len(src) < len(gpus):
+                continue
+            for (p, key, r, how, f), (_, xkey, xr, xhow, _) in zip(fast, exact):
+                rows.append("| %s | %s | %s | %s | %d x %d | %s | %s | %s | %s |" % (
+                    dst, TABLE_NAMES[table], p.dtype, p.op, p.count, p.length, key,
+                    "%.3f%s" % (r, " (twin)" if how == "twin" else "") if r is not None
+                    else "> %.3f" % f if p.censored else "not measured", xkey,
+                    "%.3f%s" % (xr, " (twin)" if xhow == "twin" else "") if xr is not None
+                    else "> %.3f" % f if p.censored else "not measured"))
     if per_point:
-        out += ["", "Every point, the shipped table:", "",
+        out += ["", "Every point, the table derived from every GPU judged:", "",
                 "| GPU | problem | dtype | op | count x length | fast | ratio | exact | ratio |",
                 "|---|---|---|---|---|---|---:|---|---:|"] + rows
     return "\n".join(out[1:]) + "\n"
@@ -561,22 +583,25 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--stores", nargs="+", default=[SHIPPED] + EXHAUSTIVE)
     ap.add_argument("--devices", nargs="+", default=[],
-                    help="GPU model names (or parts of them) whose rows are used; default: all")
+                    help="GPUs whose rows are used, by part of 'model, N SMs'; default: all")
     ap.add_argument("--out", help="write the table here (default: standard output)")
     ap.add_argument("--check", help="exit 1 unless the generated table equals this file")
     ap.add_argument("--evaluate", action="store_true",
-                    help="derive from each GPU model alone and judge on the others")
+                    help="leave each GPU out of the derivation and judge on it")
+    ap.add_argument("--from", dest="sources", nargs="+", default=None,
+                    help="with --evaluate, derive from these GPUs only (parts of 'model, N SMs') "
+                         "and judge on each")
     ap.add_argument("--points", action="store_true",
-                    help="with --evaluate, list every point's ratio under the table of all models")
+                    help="with --evaluate, list every point's ratio under the table of every GPU")
     a = ap.parse_args()
     for s in a.stores:
         if not os.path.isfile(s):
             sys.exit("derive-defaults: no store at %s" % s)
     points = load(a.stores, a.devices)
     if not points:
-        sys.exit("derive-defaults: no measurements in the stores for those GPU models")
+        sys.exit("derive-defaults: no measurements in the stores for those GPUs")
     if a.evaluate:
-        sys.stdout.write(evaluate(points, a.points))
+        sys.stdout.write(evaluate(points, a.points, a.sources))
         return
     text = render(tables(points), a.stores, a.devices)
     if a.check:

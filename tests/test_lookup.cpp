@@ -631,6 +631,59 @@ TEST_CASE("lookup: the shipped tuning after the user's own, before other GPUs", 
   CHECK(name(Match::carried) == "carried");
 }
 
+TEST_CASE("lookup: the shipped rows of the model are this GPU's only at their SM count", "[lookup][shipped]") {
+  db::Store shipped(":memory:");
+  db::DeviceRecord model = device("model:NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", 9, 0);
+  db::DeviceRecord other = device("model:NVIDIA H200", "NVIDIA H200", 9, 0);
+  shipped.upsert_device(model); // 132 SMs
+  shipped.upsert_device(other);
+  add(shipped, model.uuid, {row(kHost, k20, 4.0)});
+  add(shipped, other.uuid, {row(kVector, k20, 1.0)});
+  const Requirements req;
+  DeviceKey me = A;
+  me.name = model.name;
+  for (const int sms : {132, 0}) { // the same count, or one not known: the model's own rows
+    me.sm_count = sms;
+    const Choice c = lookup(nullptr, &shipped, me, DType::f32, Op::sum, Problem::array, {1, k20}, req);
+    CHECK(c.match == Match::shipped);
+    CHECK(key(c.config) == kHost);
+    CHECK(c.device_name == "NVIDIA H100 80GB HBM3 (shipped)");
+  }
+  // The model limited to 32 or 66 SMs: neither the model's 132-SM rows nor the architecture's
+  // shipped rows serve it; the built-in defaults (per SM) do, saying why.
+  for (const int sms : {32, 66}) {
+    me.sm_count = sms;
+    const Choice c = lookup(nullptr, &shipped, me, DType::f32, Op::sum, Problem::array, {1, k20}, req);
+    CHECK(c.match == Match::builtin);
+    CHECK_THAT(c.note, Catch::Contains("the shipped tuning of NVIDIA H100 80GB HBM3 is for 132 SMs, "
+                                       "this GPU has " + std::to_string(sms)));
+    CHECK(key(c.config) == key(builtin_config(Problem::array, DType::f32, Op::sum, {1, k20}, req, me)));
+  }
+  // Its own rows in the user's store still come first; another GPU's there (same_arch) before the
+  // defaults, the shipped rows never.
+  db::Store user(":memory:");
+  user.upsert_device(device(A.uuid, me.name, 9, 0));
+  user.upsert_device(device(B.uuid, "NVIDIA H100 PCIe", 9, 0));
+  add(user, B.uuid, {row(kAtomic, k24, 50.0)});
+  me.sm_count = 32;
+  Choice c = lookup(&user, &shipped, me, DType::f32, Op::sum, Problem::array, {1, k20}, req);
+  CHECK(c.match == Match::same_arch);
+  CHECK(key(c.config) == kAtomic);
+  add(user, A.uuid, {row(kHost, k24, 40.0)});
+  c = lookup(&user, &shipped, me, DType::f32, Op::sum, Problem::array, {1, k20}, req);
+  CHECK(c.match == Match::nearest_size);
+  CHECK(key(c.config) == kHost);
+  // A model the shipped tuning holds at this SM count among others: its own rows, shipped.
+  db::DeviceRecord small = model;
+  small.uuid = "model:NVIDIA H100 80GB HBM3 (32 SMs)";
+  small.sm_count = 32;
+  shipped.upsert_device(small);
+  add(shipped, small.uuid, {row(kVector, k24, 30.0)});
+  c = lookup(nullptr, &shipped, me, DType::f32, Op::sum, Problem::array, {1, k20}, req);
+  CHECK(c.match == Match::shipped);
+  CHECK(key(c.config) == kVector);
+}
+
 TEST_CASE("lookup: the shipped store opens read-only, from the environment, the caller or the library", "[lookup][shipped]") {
   const TempDir dir;
   const std::string path = (dir.path / "shipped.db").string();
