@@ -94,16 +94,6 @@ std::optional<std::string> usable_worker(const fs::path& p) {
   return std::nullopt;
 }
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  std::size_t from = 0;
-  for (;;) {
-    const std::size_t tab = line.find('\t', from);
-    out.push_back(line.substr(from, tab == std::string::npos ? std::string::npos : tab - from));
-    if (tab == std::string::npos) return out;
-    from = tab + 1;
-  }
-}
 
 std::string describe_exit(int status) {
   if (WIFSIGNALED(status)) return std::string("killed by signal ") + strsignal(WTERMSIG(status));
@@ -159,13 +149,9 @@ private:
     // spent, and the worker's search gets the rest (at least its floor of measurements).
     const double spent_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_call).count();
     const double budget_ms = std::max(1.0, r.budget_ms - spent_ms);
-    std::ostringstream line;
-    line.precision(6);
-    line << std::fixed << "tune\t" << r.device_uuid << '\t' << name(r.dtype) << '\t' << name(r.op) << '\t' << name(r.problem)
-         << '\t' << r.shape.count << '\t' << r.shape.length << '\t'
-         << (r.wide_result ? "wide" : r.device_result ? "device" : "host") << '\t' << int(r.deterministic) << '\t'
-         << int(r.allow_in_place) << '\t' << budget_ms << '\t' << r.store_path << '\t' << r.nvrtc_path << '\n';
-    const std::string text = line.str();
+    TuneRequest sent = r;
+    sent.budget_ms = budget_ms;
+    const std::string text = request_line(sent);
     if (send(fd_, text.data(), text.size(), MSG_NOSIGNAL) != ssize_t(text.size())) {
       const std::string why = "the tuning worker is gone (" + reap(false) + ")";
       return {TuneOutcome::Status::failed, why};
@@ -426,6 +412,64 @@ std::string_view name(TuneOutcome::Status s) {
   case TuneOutcome::Status::unavailable: return "unavailable";
   }
   return "?";
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t tab = line.find('\t', from);
+    out.push_back(line.substr(from, tab == std::string::npos ? std::string::npos : tab - from));
+    if (tab == std::string::npos) return out;
+    from = tab + 1;
+  }
+}
+
+std::string request_line(const TuneRequest& r) {
+  std::ostringstream line;
+  line.precision(6);
+  line << std::fixed << "tune\t" << r.device_uuid << '\t' << name(r.dtype) << '\t' << name(r.op) << '\t'
+       << name(r.problem) << '\t' << r.shape.count << '\t' << r.shape.length << '\t'
+       << (r.wide_result ? "wide" : r.device_result ? "device" : "host") << '\t' << int(r.deterministic) << '\t'
+       << int(r.allow_in_place) << '\t' << r.budget_ms << '\t' << r.store_path << '\t' << r.nvrtc_path << '\n';
+  return line.str();
+}
+
+std::optional<TuneRequest> parse_request_line(const std::string& line, std::string* why) {
+  auto fail = [&](const std::string& w) -> std::optional<TuneRequest> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  const std::vector<std::string> f = split_tabs(line);
+  if (f.size() != 13 || f[0] != "tune") return fail("not a tune request of 13 fields");
+  TuneRequest r;
+  r.device_uuid = f[1];
+  const auto dtype = parse_dtype(f[2]);
+  const auto op = parse_op(f[3]);
+  const auto problem = parse_problem(f[4]);
+  if (!dtype || !op || !problem) return fail("unknown dtype, op or problem");
+  r.dtype = *dtype, r.op = *op, r.problem = *problem;
+  try {
+    std::size_t a = 0, b = 0, c = 0;
+    r.shape.count = std::stoull(f[5], &a);
+    r.shape.length = std::stoull(f[6], &b);
+    r.budget_ms = std::stod(f[10], &c);
+    if (a != f[5].size() || b != f[6].size() || c != f[10].size()) return fail("a number with trailing text");
+  } catch (const std::exception&) {
+    return fail("a count, length or budget that is not a number");
+  }
+  if (r.shape.count == 0 || r.shape.length == 0) return fail("an empty shape");
+  if (!(r.budget_ms > 0)) return fail("a budget that is not positive");
+  if (f[7] != "host" && f[7] != "device" && f[7] != "wide") return fail("result '" + f[7] + "'");
+  r.device_result = f[7] != "host";
+  r.wide_result = f[7] == "wide";
+  if ((f[8] != "0" && f[8] != "1") || (f[9] != "0" && f[9] != "1")) return fail("a flag that is not 0 or 1");
+  r.deterministic = f[8] == "1";
+  r.allow_in_place = f[9] == "1";
+  r.store_path = f[11];
+  r.nvrtc_path = f[12];
+  if (r.store_path.empty()) return fail("no store path");
+  return r;
 }
 
 void stop_autotune_worker() { worker().stop(); }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace reduce_tune::detail {
 
@@ -55,6 +56,14 @@ struct TuneRequest {
   std::string store_path;
   std::string nvrtc_path;
 };
+
+/// The protocol's fields of a line, split at its tabs.
+std::vector<std::string> split_tabs(const std::string& line);
+/// A request as the worker reads it, one line: "tune" and 12 tab-separated fields (the result as
+/// host, device or wide; the flags as 0 or 1; paths without a tab or newline).
+std::string request_line(const TuneRequest& r);
+/// The request of a "tune ..." line, or nullopt with the reason in *why.
+std::optional<TuneRequest> parse_request_line(const std::string& line, std::string* why = nullptr);
 
 struct TuneOutcome {
   enum class Status {

@@ -95,7 +95,7 @@ TEST_CASE("autotune: only a call tunes, a capture or a question takes the store'
 TEST_CASE("autotune: the worker's request lines", "[autotune]") {
   const std::string line = "tune\tGPU-1\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\t/tmp/a b.db\t";
   std::string why;
-  const auto r = parse_autotune_request(line, &why);
+  const auto r = detail::parse_request_line(line, &why);
   REQUIRE(r);
   CHECK(r->device_uuid == "GPU-1");
   CHECK(r->dtype == DType::f32);
@@ -109,12 +109,25 @@ TEST_CASE("autotune: the worker's request lines", "[autotune]") {
   CHECK(r->budget_ms == 250);
   CHECK(r->store_path == "/tmp/a b.db"); // a path with a space: fields are tab-separated
   CHECK(r->nvrtc_path.empty());
-  const auto wide = parse_autotune_request("tune\tG\tbfloat16\tsum\tarray\t1\t1048576\twide\t0\t1\t300\ts.db\tlib.so");
+  const auto wide = detail::parse_request_line("tune\tG\tbfloat16\tsum\tarray\t1\t1048576\twide\t0\t1\t300\ts.db\tlib.so");
   REQUIRE(wide);
   CHECK(wide->wide_result);
   CHECK(wide->device_result);
   CHECK(wide->allow_in_place);
   CHECK(wide->nvrtc_path == "lib.so");
+  // What the library writes, the worker reads back as it was (one line).
+  std::string written = detail::request_line(*r);
+  REQUIRE(written.back() == '\n');
+  written.pop_back();
+  const auto back = detail::parse_request_line(written);
+  REQUIRE(back);
+  CHECK(back->shape == r->shape);
+  CHECK(back->problem == r->problem);
+  CHECK(back->device_result == r->device_result);
+  CHECK(back->deterministic == r->deterministic);
+  CHECK(back->budget_ms == r->budget_ms);
+  CHECK(back->store_path == r->store_path);
+  CHECK(detail::request_line(*back) == detail::request_line(*r));
   for (const std::string bad : {
            std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\ts.db"),   // a field short
            std::string("tune\tG\tfloat99\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\ts.db\t"), // dtype
@@ -126,7 +139,7 @@ TEST_CASE("autotune: the worker's request lines", "[autotune]") {
            std::string("tune\tG\tfloat32\tsum\trows\t1k\t4096\tdevice\t1\t0\t250\ts.db\t"),   // a count
        }) {
     std::string w;
-    CHECK_FALSE(parse_autotune_request(bad, &w));
+    CHECK_FALSE(detail::parse_request_line(bad, &w));
     CHECK_FALSE(w.empty());
   }
 }

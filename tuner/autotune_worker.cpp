@@ -28,16 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::string> fields(const std::string& line) {
-  std::vector<std::string> out;
-  std::size_t from = 0;
-  for (;;) {
-    const std::size_t tab = line.find('\t', from);
-    out.push_back(line.substr(from, tab == std::string::npos ? std::string::npos : tab - from));
-    if (tab == std::string::npos) return out;
-    from = tab + 1;
-  }
-}
 
 /// The program that started the worker is gone (its end of the socket closed).
 struct Orphaned {};
@@ -96,7 +86,7 @@ std::vector<Config> test_first() {
 class Server {
 public:
   /// Handles one request; returns false where the worker must end (a CUDA fault).
-  bool handle(const AutotuneRequest& r) {
+  bool handle(const detail::TuneRequest& r) {
     const auto t0 = Clock::now();
     std::string owner;
     std::int64_t run_id = 0;
@@ -218,43 +208,6 @@ private:
 
 } // namespace
 
-std::optional<AutotuneRequest> parse_autotune_request(const std::string& line, std::string* why) {
-  auto fail = [&](const std::string& w) -> std::optional<AutotuneRequest> {
-    if (why) *why = w;
-    return std::nullopt;
-  };
-  const std::vector<std::string> f = fields(line);
-  if (f.size() != 13 || f[0] != "tune") return fail("not a tune request of 13 fields");
-  AutotuneRequest r;
-  r.device_uuid = f[1];
-  const auto dtype = parse_dtype(f[2]);
-  const auto op = parse_op(f[3]);
-  const auto problem = parse_problem(f[4]);
-  if (!dtype || !op || !problem) return fail("unknown dtype, op or problem");
-  r.dtype = *dtype, r.op = *op, r.problem = *problem;
-  try {
-    std::size_t a = 0, b = 0, c = 0;
-    r.shape.count = std::stoull(f[5], &a);
-    r.shape.length = std::stoull(f[6], &b);
-    r.budget_ms = std::stod(f[10], &c);
-    if (a != f[5].size() || b != f[6].size() || c != f[10].size()) return fail("a number with trailing text");
-  } catch (const std::exception&) {
-    return fail("a count, length or budget that is not a number");
-  }
-  if (r.shape.count == 0 || r.shape.length == 0) return fail("an empty shape");
-  if (!(r.budget_ms > 0)) return fail("a budget that is not positive");
-  if (f[7] != "host" && f[7] != "device" && f[7] != "wide") return fail("result '" + f[7] + "'");
-  r.device_result = f[7] != "host";
-  r.wide_result = f[7] == "wide";
-  if ((f[8] != "0" && f[8] != "1") || (f[9] != "0" && f[9] != "1")) return fail("a flag that is not 0 or 1");
-  r.deterministic = f[8] == "1";
-  r.allow_in_place = f[9] == "1";
-  r.store_path = f[11];
-  r.nvrtc_path = f[12];
-  if (r.store_path.empty()) return fail("no store path");
-  return r;
-}
-
 int serve_autotune() {
   std::signal(SIGINT, SIG_IGN);  // the program's Ctrl-C is the program's: its socket's end ends this
   std::signal(SIGPIPE, SIG_IGN); // a reply to a program that is gone fails, and the worker ends cleanly
@@ -264,7 +217,7 @@ int serve_autotune() {
     std::string buffer, line;
     while (next_line(buffer, line)) {
       std::string why;
-      const auto r = parse_autotune_request(line, &why);
+      const auto r = detail::parse_request_line(line, &why);
       if (!r) {
         say("done\tfailed\t0\t0\tbad request: " + why);
         continue;

@@ -6,26 +6,7 @@
 // A CUDA fault ends it (its context is lost) after it records the configuration as failed.
 #pragma once
 
-#include "reduce_tune/config.h"
-
-#include <optional>
-#include <string>
-
 namespace reduce_tune {
-
-/// One request, as runtime/autotune.cpp writes it.
-struct AutotuneRequest {
-  std::string device_uuid;
-  DType dtype = DType::f32;
-  Op op = Op::sum;
-  Problem problem = Problem::array;
-  Shape shape{1, 1};
-  bool device_result = false, wide_result = false, deterministic = false, allow_in_place = false;
-  double budget_ms = 300;
-  std::string store_path, nvrtc_path;
-};
-/// The request of a "tune ..." line, or nullopt with the reason in *why.
-std::optional<AutotuneRequest> parse_autotune_request(const std::string& line, std::string* why = nullptr);
 
 /// How long a point's claim holds without its owner letting go, and how long a request waits for
 /// another process's claim on the same point before it gives up (the program then runs with what
