@@ -253,8 +253,10 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
   if (p.post) {
     // A plain launch: it starts once every kernel before it has completed.
     if (!k.post) throw std::logic_error(key(k.config) + ": the plan has a post pass its module lacks");
-    void* post_args[] = {&out, &result, &offsets, &count, &length};
-    cuda::launch(k.post, per_result, 256, 0, s, post_args);
+    // The ordered finish's post pass also reads `in` (the flat mapping's tiles start at its
+    // vector alignment) and aux; the atomic finish's takes the first five.
+    void* post_args[] = {&out, &result, &offsets, &count, &length, &in, &aux};
+    cuda::launch(k.post, p.post_grid ? p.post_grid : per_result, 256, 0, s, post_args);
   }
 }
 

@@ -243,26 +243,55 @@ TEST_CASE("user ops: the catalogue admits no atomic, host, in-place or redux pat
   CHECK(plan(vec, t, 1 << 20).smem_bytes == 256 * 4);
 }
 
-TEST_CASE("user ops: a non-commutative combine keeps only a lane per row or segment", "[user]") {
+TEST_CASE("user ops: a non-commutative combine keeps the mappings that keep the order", "[user]") {
   const auto u = make_user_op(first_nonzero());
   REQUIRE(u->ordered());
+  REQUIRE(u->reads_index()); // its map reads `i`: no flat mapping
   for (Problem p : {Problem::array, Problem::rows, Problem::columns, Problem::segments}) {
     std::vector<std::string> admitted;
     for (const Variant& v : variants(p))
       for (const Config& c : space(v))
         if (!invalid_reason(c, target(*u, DType::f32, p))) admitted.push_back(key(c));
-    if (p == Problem::array || p == Problem::columns) {
+    if (p == Problem::array) {
       CHECK(admitted.empty());
       continue;
     }
     REQUIRE_FALSE(admitted.empty());
     for (const std::string& k : admitted) {
+      INFO(k);
       const Config c = *parse_key(k);
+      // Columns: rendered in row order (RT_ORDERED), finished directly or by the ordered finish.
+      if (p == Problem::columns) {
+        CHECK((c.finish == Finish::direct || c.finish == Finish::twopass));
+        continue;
+      }
       CHECK(c.width == 1);
       CHECK(c.unroll == 1);
       CHECK(c.vec == 1);
     }
   }
+  const Config ordered_split{"columns_split", 256, 2, 4, 4, Tail::shfl, Finish::twopass};
+  CHECK_FALSE(invalid_reason(ordered_split, target(*u, DType::f32, Problem::columns)));
+  Config atomic_split = ordered_split;
+  atomic_split.finish = Finish::atomic;
+  CHECK(invalid_reason(atomic_split, target(*u, DType::f32, Problem::columns)));
+  CHECK_THAT(render(ordered_split, DType::f32, *u), Catch::Contains("#define RT_ORDERED 1"));
+  // The flat mapping with the ordered finish keeps the order too, for a map that does not read the
+  // index: the first non-zero value.
+  Reduction by_value = first_nonzero();
+  by_value.map = "x != 0 ? double(x) : 0.0";
+  const auto v = make_user_op(by_value);
+  REQUIRE(v->ordered());
+  REQUIRE_FALSE(v->reads_index());
+  const Config flat{"segments_flat_carry", 128, 4, 4, 8, Tail::shfl, Finish::twopass};
+  CHECK_FALSE(invalid_reason(flat, target(*v, DType::f32, Problem::segments)));
+  CHECK_THAT(invalid_reason(flat, target(*u, DType::f32, Problem::segments)).value_or(""),
+             Catch::Contains("index"));
+  Config flat_atomic = flat;
+  flat_atomic.finish = Finish::atomic;
+  CHECK(invalid_reason(flat_atomic, target(*v, DType::f32, Problem::segments)));
+  CHECK_THAT(render(flat, DType::f32, *v), !Catch::Contains("RT_MAP_INDEXED"));
+  CHECK_THAT(render(flat, DType::f32, *u), Catch::Contains("#define RT_MAP_INDEXED 1"));
   // The same description declared commutative takes the wider mappings.
   Reduction r = first_nonzero();
   r.commutative = true;

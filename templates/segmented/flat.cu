@@ -15,7 +15,14 @@
 //     identity first (rt_segmented_partition: a warp per run, not a fill of every result), and
 //     each run combines its two end pieces into them atomically (waiting for the partition there
 //     alone). No fill of every result: ahead where results are many (means of 1-4 elements),
-//     behind elsewhere (more work per tile; docs/PERFORMANCE.md).
+//     behind elsewhere (more work per tile; docs/PERFORMANCE.md);
+//   segments_flat_carry with the ordered finish (RT_FINISH_TWOPASS): as the carry variant, but
+//     `out` is a workspace of accumulators (templates/segmented/post.cuh) and a run's two end
+//     pieces go to the partials after them (2 a block), no atomic and no partition kernel;
+//     rt_segmented_post (below) writes every result, combining a cut segment's pieces in block
+//     order. Elements are combined in their order throughout (each thread's in registers, the
+//     scan, the carry), so a combine that is not commutative keeps its meaning; an op that reads
+//     the element's index maps it with its index in the input, taken back to the segment's there.
 // Tiles start at a vector-aligned element at or before offsets[0], so every load of a tile inside
 // [offsets[0], offsets[count]) is a vector load; the tiles at the two ends load scalars. Unlike the
 // merge mapping, segment ends are not items: the elements alone are split, and an empty segment
@@ -27,6 +34,13 @@
 #define RT_NO_HEAD 0xffffffffu
 #define RT_OFF_BATCH 2 // offsets a thread loads before it reads them
 static_assert(RT_PER <= 32, "a thread's heads are the bits of one word");
+// An element at index i of the input as an accumulator: only the ordered finish passes the index
+// (templates/common.cuh, rt_map_unindexed).
+#if defined(RT_MAP_INDEXED)
+#define rt_flat_map(x, y, i) rt_pair_map(x, y, rt_size(i))
+#else
+#define rt_flat_map(x, y, i) rt_pair_map_unindexed(x, y)
+#endif
 
 // Segment numbers inside a tile are held relative to the first one the tile visits (32 bits:
 // kernels/segmented.cpp admits fewer than 2^32 - 1 segments). Where bit k of heads[t] is set,
@@ -87,11 +101,11 @@ __device__ __forceinline__ void rt_flat_load(const T* __restrict__ in, long long
     for (int u = 0; u < RT_UNROLL; ++u)
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e)
-        x[u * RT_VEC + e] = rt_pair_map_unindexed(r[u].x[e], r2[u].x[e]);
+        x[u * RT_VEC + e] = rt_flat_map(r[u].x[e], r2[u].x[e], mine + u * RT_VEC + e);
   } else {
 #pragma unroll
     for (int k = 0; k < RT_PER; ++k)
-      x[k] = mine + k >= base && mine + k < end ? rt_pair_map_unindexed(in[mine + k], in2[mine + k])
+      x[k] = mine + k >= base && mine + k < end ? rt_flat_map(in[mine + k], in2[mine + k], mine + k)
                                                 : rt_identity();
   }
 }
@@ -397,6 +411,16 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
   if ((long long)blockIdx.x == runs - 1)
     for (long long s = first + tid; s < segs; s += RT_BLOCK) out[s] = rt_result(rt_identity());
 
+#if defined(RT_FINISH_TWOPASS)
+  // The pieces of the segments open at the run's two ends, for rt_segmented_post: the one that
+  // began before the run (its piece is all of the run where it goes on past it) and the one that
+  // begins in it and goes on past it.
+  if (tid == RT_BLOCK - 1) {
+    A* const pieces = out + segs;
+    if (run_open >= 0) pieces[2 * blockIdx.x] = run_head_v;
+    if (run_tail >= 0) pieces[2 * blockIdx.x + 1] = run_tail_v;
+  }
+#else
   // The pieces of the segments open at the run's two ends, combined into their results, which
   // rt_segmented_partition set to the identity (on sm_90+ this kernel started programmatically:
   // its first wait for that kernel is here).
@@ -409,4 +433,51 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
       if (seg[k] >= 0) rt_atomic_out(out + seg[k], piece[k]);
   }
 #endif
+#endif
 }
+
+#if defined(RT_FINISH_TWOPASS) && defined(RT_FLAT_CARRY)
+// The run that holds element pos (at or after the origin): the last b with rt_flat_run_start(g, b)
+// at or before it, as the main kernel cuts the tiles (tiles * b / runs).
+__device__ __forceinline__ long long rt_flat_run_of(rt_flat_geometry g, long long pos) {
+  const long long tile = (pos - g.origin) / RT_TILE;
+  return ((tile + 1) * g.runs - 1) / g.tiles;
+}
+
+// The ordered finish's post pass. A thread per segment writes those that lie in one run (their
+// accumulator is in acc) and the empty ones; a warp per boundary between runs writes the segment
+// open across it, where it begins in the run before (a segment across several boundaries is the
+// first one's): its piece at the end of that run and those at the start of the runs after it, up
+// to the run of its last element, combined in order (rt_group_ordered). `aux`: the main kernel's
+// grid, as there.
+extern "C" __global__ void rt_segmented_post(const A* __restrict__ acc, rt_result_type* __restrict__ result,
+                                             const long long* __restrict__ offsets, rt_size count,
+                                             rt_size, const T* __restrict__ in, rt_size aux) {
+  const long long segs = (long long)count, base = offsets[0], end = offsets[count];
+  const rt_size threads = rt_size(gridDim.x) * blockDim.x;
+  const rt_size t0 = rt_size(blockIdx.x) * blockDim.x + threadIdx.x;
+  rt_flat_geometry g = {base, 1, 1};
+  if (end > base) g = rt_flat_layout(in, base, end, (long long)aux);
+  for (rt_size s = t0; s < count; s += threads) {
+    const long long b = offsets[s], e = offsets[s + 1];
+    if (e <= b) result[s] = rt_result_post(rt_identity(), 0);
+    else if (rt_flat_run_of(g, b) == rt_flat_run_of(g, e - 1)) result[s] = rt_segment_result(acc[s], b, rt_size(e - b));
+  }
+  if (end <= base) return;
+  const A* const pieces = acc + count;
+  const unsigned lane = threadIdx.x & 31u;
+  for (long long j = (long long)(t0 / 32) + 1; j < g.runs; j += (long long)(threads / 32)) {
+    const long long z = rt_flat_run_start(g, j), before = rt_flat_run_start(g, j - 1);
+    // The first segment that ends at or after z: the one open across z, if any is.
+    const long long s = rt_warp_search(0, segs, [=](long long p) { return offsets[p + 1] < z; });
+    if (s >= segs) continue; // the same in the whole warp
+    const long long b = offsets[s], e = offsets[s + 1];
+    if (!(b < z && e > z) || b < before) continue; // none open, or an earlier boundary's
+    const long long first = j - 1, n = rt_flat_run_of(g, e - 1) - first + 1;
+    const A v = rt_group_ordered(
+        [=](rt_size k) { return k == 0 ? pieces[2 * first + 1] : pieces[2 * (first + (long long)k)]; },
+        rt_size(n), lane, 32);
+    if (lane == 0) result[s] = rt_segment_result(v, b, rt_size(e - b));
+  }
+}
+#endif
