@@ -79,7 +79,9 @@ Kernel KernelLoader::load_source(const std::string& source, const Config& c, DTy
       k.chunks = module->function("rt_segmented_chunks");
     if (source.find("rt_segmented_partition") != std::string::npos)
       k.partition = module->function("rt_segmented_partition");
-    if (source.find("rt_segmented_post") != std::string::npos)
+    // Rendered with a post pass (the atomic finish's or the ordered one's): the columns and flat
+    // templates spell rt_segmented_post in every source, compiled only with the ordered finish.
+    if (source.find("#define RT_POST_PASS 1") != std::string::npos)
       k.post = module->function("rt_segmented_post");
   }
   k.combine = module->function("rt_combine_partials");

@@ -110,8 +110,20 @@ __device__ __forceinline__ A rt_group_reduce(A v) {
 // the group's first lane gets at(0) + at(1) + ... + at(n - 1).
 template <class At>
 __device__ __forceinline__ A rt_group_ordered(At at, rt_size n, unsigned lane, unsigned width) {
+  // A lane's run is loaded RT_GROUP_BATCH partials at a time before any is combined: the loads do
+  // not wait on the combines (hundreds of row slices a column make runs of tens a lane).
+  constexpr int RT_GROUP_BATCH = 8;
   A v = rt_identity();
-  for (rt_size k = n * lane / width, e = n * (lane + 1) / width; k < e; ++k) v = rt_combine(v, at(k));
+  const rt_size e = n * (lane + 1) / width;
+  for (rt_size k = n * lane / width; k < e; k += RT_GROUP_BATCH) {
+    A p[RT_GROUP_BATCH];
+#pragma unroll
+    for (int j = 0; j < RT_GROUP_BATCH; ++j)
+      if (k + j < e) p[j] = at(k + j);
+#pragma unroll
+    for (int j = 0; j < RT_GROUP_BATCH; ++j)
+      if (k + j < e) v = rt_combine(v, p[j]);
+  }
   for (unsigned offset = 1; offset < width; offset <<= 1)
     v = rt_combine(v, rt_shfl_down(v, offset, int(width)));
   return v;
