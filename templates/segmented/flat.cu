@@ -151,8 +151,10 @@ extern "C" __global__ void rt_segmented_partition(RT_SEGMENTED_PARAMS) {
 
 // The carry variant at most 64 registers (1024 resident threads), as segments_flat takes by itself:
 // 8 blocks of 128 or 4 of 256 on an H100 (its u4.v4 takes 70 unbounded; 64 costs a 16-byte frame).
+// Not for a struct accumulator (argmax's 16 bytes, var's 24): a thread's RT_PER mapped elements
+// alone would fill those registers, and the rest would spill.
 #if defined(RT_FLAT_CARRY)
-#define RT_FLAT_BOUNDS __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK)
+#define RT_FLAT_BOUNDS __launch_bounds__(RT_BLOCK, sizeof(A) <= 8 ? 1024 / RT_BLOCK : 1)
 #else
 #define RT_FLAT_BOUNDS __launch_bounds__(RT_BLOCK)
 #endif
