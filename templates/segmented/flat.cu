@@ -80,12 +80,53 @@ __device__ __forceinline__ void rt_flat_combine(unsigned prel, A pv, unsigned* r
   }
 }
 
-// This thread's elements of the tile at `a`: a + threadIdx.x * RT_PER + [0, RT_PER), as accumulators
-// (the identity outside [base, end)).
+// A thread's element of a tile in registers until it is combined: mapped as it is loaded (an
+// accumulator, the identity outside [base, end)) where the accumulator is a scalar; as loaded
+// (the element, and the second input's) where it is a struct of 16 or 24 bytes, which would take
+// 3-6 registers an element (argmax spilled at the carry variant's 64), mapped where it is
+// combined (rt_flat_value).
+struct rt_flat_raw {
+  T x;
+  RT_IN2_ONLY(T y;)
+};
+template <bool Raw> struct rt_flat_pick { typedef A type; };
+template <> struct rt_flat_pick<true> { typedef rt_flat_raw type; };
+typedef rt_flat_pick<(sizeof(A) > 8)>::type rt_flat_slot;
+
+// Slot k of the thread whose first element is at `mine`, as an accumulator. (Templates: the
+// branch not taken is not compiled.)
+template <class S>
+__device__ __forceinline__ A rt_flat_value(const S& slot, long long mine, int k,
+                                           long long base, long long end) {
+  if constexpr (sizeof(A) > 8)
+    return mine + k >= base && mine + k < end ? rt_flat_map(slot.x, slot.y, mine + k) : rt_identity();
+  else
+    return slot;
+}
+// The slot of element i of the input (x, and y: the second input's).
+template <class S>
+__device__ __forceinline__ void rt_flat_put(S& slot, T x, T y, long long i, bool inside) {
+  if constexpr (sizeof(A) > 8) {
+    slot.x = x;
+    RT_IN2_ONLY(slot.y = y;)
+    (void)y, (void)i, (void)inside;
+  } else {
+    slot = inside ? rt_flat_map(x, y, i) : rt_identity();
+  }
+}
+// The second input's element is an argument only where there is one (otherwise never compiled).
+#if defined(RT_TWO_INPUTS)
+#define RT_FLAT_PUT(slot, x, y, i, inside) rt_flat_put(slot, x, y, i, inside)
+#else
+#define RT_FLAT_PUT(slot, x, y, i, inside) rt_flat_put(slot, x, T(0), i, inside)
+#endif
+
+// This thread's elements of the tile at `a`: a + threadIdx.x * RT_PER + [0, RT_PER), as slots
+// (above).
 // With two inputs, the tiles' vectors are the second input's too where it lies at the first's
 // offset from a vector boundary; elsewhere every element is a scalar.
 __device__ __forceinline__ void rt_flat_load(const T* __restrict__ in, long long a, long long base,
-                                             long long end, A (&x)[RT_PER] RT_IN2_DECL(in2)) {
+                                             long long end, rt_flat_slot (&x)[RT_PER] RT_IN2_DECL(in2)) {
   const long long mine = a + (long long)threadIdx.x * RT_PER;
   if (a >= base && a + RT_TILE <= end RT_IN2_ONLY(&& rt_same_misalign(in, in2))) {
     const rt_vec* p = reinterpret_cast<const rt_vec*>(in + mine);
@@ -101,12 +142,12 @@ __device__ __forceinline__ void rt_flat_load(const T* __restrict__ in, long long
     for (int u = 0; u < RT_UNROLL; ++u)
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e)
-        x[u * RT_VEC + e] = rt_flat_map(r[u].x[e], r2[u].x[e], mine + u * RT_VEC + e);
+        RT_FLAT_PUT(x[u * RT_VEC + e], r[u].x[e], r2[u].x[e], mine + u * RT_VEC + e, true);
   } else {
 #pragma unroll
     for (int k = 0; k < RT_PER; ++k)
-      x[k] = mine + k >= base && mine + k < end ? rt_flat_map(in[mine + k], in2[mine + k], mine + k)
-                                                : rt_identity();
+      if (mine + k >= base && mine + k < end) RT_FLAT_PUT(x[k], in[mine + k], in2[mine + k], mine + k, true);
+      else RT_FLAT_PUT(x[k], T(0), T(0), mine + k, false);
   }
 }
 
@@ -192,7 +233,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
   const long long runs = tiles < (long long)gridDim.x ? tiles : (long long)gridDim.x;
   if ((long long)blockIdx.x >= runs) return; // the same for the whole block
   const long long t_lo = tiles * blockIdx.x / runs, t_hi = tiles * (blockIdx.x + 1) / runs;
-  A x[RT_PER];
+  rt_flat_slot x[RT_PER];
   rt_flat_load(in, origin + t_lo * RT_TILE, base, end, x RT_IN2_ARG(in2));
   heads[tid] = 0;
   if (tid == 0) {
@@ -222,6 +263,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
 
   for (long long tile = t_lo; tile < t_hi; ++tile) {
     const long long a = origin + tile * RT_TILE, z = a + RT_TILE;
+    const long long mine = a + (long long)tid * RT_PER; // this thread's first element
     // Mark the heads of the segments that begin in the tile, from `first` until one begins past
     // the tile (or the segments end), and (RT_FLAT_CARRY) write the identity of the empty ones:
     // passes of m * RT_BLOCK (+1) segments, m sized from the previous tile's count (a pass reads its
@@ -307,7 +349,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
     __builtin_assume(__isGlobal(seg_out));
     if (__all_sync(0xffffffffu, mask == 0)) { // the warp holds no head: one branch for all of it
 #pragma unroll
-      for (int k = 0; k < RT_PER; ++k) v = rt_combine(v, x[k]);
+      for (int k = 0; k < RT_PER; ++k) v = rt_combine(v, rt_flat_value(x[k], mine, k, base, end));
     } else { // predicated, not branched: most warps of short segments hold a head at most k
 #pragma unroll
       for (int k = 0; k < RT_PER; ++k) {
@@ -318,7 +360,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
         lead = lead_ends ? v : lead;
         first_rel = lead_ends ? h : first_rel;
         rel = h;
-        v = rt_combine(at ? rt_identity() : v, x[k]);
+        v = rt_combine(at ? rt_identity() : v, rt_flat_value(x[k], mine, k, base, end));
       }
     }
     // The next tile's elements are in flight during the scan.
