@@ -82,9 +82,9 @@ __device__ __forceinline__ void rt_flat_combine(unsigned prel, A pv, unsigned* r
 
 // A thread's element of a tile in registers until it is combined: mapped as it is loaded (an
 // accumulator, the identity outside [base, end)) where the accumulator is a scalar; as loaded
-// (the element, and the second input's) where it is a struct of 16 or 24 bytes, which would take
-// 3-6 registers an element (argmax spilled at the carry variant's 64), mapped where it is
-// combined (rt_flat_value).
+// (the element, and the second input's) where it is larger (argmax's 16 bytes, var's 24: 3-6
+// registers an element, which spilled at the carry variant's 64), mapped where it is combined
+// (rt_flat_value).
 struct rt_flat_raw {
   T x;
   RT_IN2_ONLY(T y;)
