@@ -348,13 +348,15 @@ std::vector<Config> segmented_space(const Variant& v) {
                                      : is_flat_carry(v) ? std::span<const int>(kFlatCarryGrids)
                                      : flat  ? std::span<const int>(kFlatGrids)
                                              : std::span<const int>(kNone);
-  // Each finish the variant takes over the same points, the first (atomic) ones ahead.
+  // Each finish the variant takes over the same points, the first (atomic) ones ahead. The flat
+  // carry's ordered finish adds v2: it is the load-balanced offsets mapping of the struct
+  // accumulators, and 8-byte elements take no v4.
   std::vector<Config> out;
   for (Finish f : v.finishes)
     for (int b : blocks)
       for (int w : widths)
         for (int u : unrolls)
-          for (int x : vecs)
+          for (int x : is_flat_carry(v) && f == Finish::twopass ? std::span<const int>(kSplitVecs) : vecs)
             for (int g : grids) {
               Config c{std::string(v.name), b, u, x, g, v.tails.front(), f};
               c.width = w;
