@@ -140,19 +140,32 @@ bool uses_smem_warp_tail(const Config& c) {
 // non-commutative combine (a user reduction's, Reduction::commutative). Every tree of the
 // catalogue pairs partials a stride apart (interleaved), the shuffle trees too, and strided,
 // vector and grid-stride loads give a thread elements of other threads' between its own; an
-// unaligned head or a tail goes to a thread after its vectors. What is left is a lane per row or
-// segment that reads it element by element in order: the group mappings with w1, u1 and v1 (a
-// group of one lane does no shuffle).
+// unaligned head or a tail goes to a thread after its vectors. What is left: a lane per row or
+// segment that reads it element by element in order (the group mappings with w1, u1 and v1: a
+// group of one lane does no shuffle); the columns mappings, which a non-commutative combine
+// renders with contiguous rows a thread and a tree of neighbours (RT_ORDERED,
+// templates/segmented/columns.cu), finished directly or by the ordered finish, whose post pass
+// combines the row slices in order; and the flat mapping with the carry and the ordered finish
+// (its threads' elements, scan and carry keep the order; the blocks' pieces are combined in it).
 std::optional<std::string> reorders(const Config& c, const Variant& v) {
   const bool lane_per_result =
       (v.problem == Problem::rows || v.problem == Problem::segments) && takes(v, P_WIDTH) &&
       !takes(v, P_GRID) && c.width == 1 && c.unroll == 1 && c.vec == 1;
   if (lane_per_result) return std::nullopt;
-  if (v.problem == Problem::array || v.problem == Problem::columns)
-    return "every " + std::string(name(v.problem)) +
-           " variant combines elements out of their order (trees of strided partials)";
+  const bool ordered_finish = c.finish == Finish::direct || c.finish == Finish::twopass;
+  if (v.problem == Problem::columns && ordered_finish) return std::nullopt;
+  const bool flat_ordered = v.problem == Problem::segments && v.source == "segmented/flat.cu" &&
+                            v.define == "RT_FLAT_CARRY" && c.finish == Finish::twopass;
+  if (flat_ordered) return std::nullopt;
+  if (v.problem == Problem::array)
+    return "every array variant combines elements out of their order (trees of strided partials)";
+  if (v.problem == Problem::columns)
+    return std::string(v.name) + " with the " + std::string(name(c.finish)) +
+           " finish combines the row slices out of their order; the direct and twopass finishes keep it";
   return std::string(v.name) + " combines elements out of their order; only a lane per " +
-         (v.problem == Problem::rows ? "row" : "segment") + " (the group mappings with w1.u1.v1) keeps it";
+         (v.problem == Problem::rows ? "row" : "segment") + " (the group mappings with w1.u1.v1)" +
+         (v.problem == Problem::segments ? " and segments_flat_carry with the twopass finish" : "") +
+         " keep it";
 }
 
 } // namespace
@@ -271,6 +284,11 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
            std::to_string(accumulator_bytes(t)) + " bytes exceed 48 KiB of shared memory";
   if (t.user && t.user->ordered())
     if (auto why = reorders(c, v)) return op_name + "'s combine is not commutative: " + *why;
+  // The flat mapping does not track an element's index in its segment; its ordered finish maps
+  // with the index in the input and takes it back (rt_rebase) for the library's ops alone.
+  if (t.user && t.user->reads_index() && v.source == "segmented/flat.cu")
+    return op_name + "'s map reads the index `i`, which " + std::string(v.name) +
+           " does not track in its segment";
   if (c.finish == Finish::host && !op.traits.host_combine)
     return "the host finish cannot apply " + op_name + "'s post-map (it needs the count or rounds)";
   if (v.in_place && !op.traits.plain_map)
@@ -398,7 +416,8 @@ std::size_t accumulator_bytes(const Target& t) {
 namespace {
 
 // Header, element.cuh, the op's source (`op_text`), common.cuh and the variant's template;
-// `builtin`: the op, where it is one of the library's (the post pass applies to those only).
+// `builtin`: the op, where it is one of the library's (the atomic finish's post pass applies to
+// those only; the ordered finish's to every op).
 std::string render_with(const Config& c, DType dtype, std::string_view op_name, const std::string& op_text,
                         std::optional<Op> builtin = std::nullopt) {
   const Variant& v = *find_variant(c.variant);
@@ -436,10 +455,12 @@ std::string render_with(const Config& c, DType dtype, std::string_view op_name, 
   // The post pass (templates/segmented/post.cuh): the op's result type and post-map under other
   // names, the mapping working on accumulators. Only pairs the atomic finish admitted through it
   // are rendered so; every other source is unchanged.
-  const bool post = builtin && c.finish == Finish::atomic && atomic_post_pass(*builtin, dtype, v.problem);
+  // The ordered finish of a segmented problem (Finish::twopass) always ends with it, for any op.
+  const bool atomic_post = builtin && c.finish == Finish::atomic && atomic_post_pass(*builtin, dtype, v.problem);
+  const bool post = atomic_post || (c.finish == Finish::twopass && v.problem != Problem::array);
   if (post) s += "#define RT_POST_PASS 1\n#define R rt_result_type\n#define rt_post rt_result_post\n";
   s += op_text;
-  if (post && !describe(*builtin).traits.plain_post) { // its atomic, which op_source declares not
+  if (atomic_post && !describe(*builtin).traits.plain_post) { // its atomic, which op_source declares not
     static constexpr const char* kAtomic[] = {"", "ADD", "MIN", "MAX"};
     s += "#define RT_ATOMIC_" + std::string(kAtomic[static_cast<int>(describe(*builtin).traits.atomic)]) + " 1\n";
   }

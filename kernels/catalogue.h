@@ -73,6 +73,12 @@ struct ExtraVariant {
 /// Adds `extra`, which must outlive every use of the catalogue (static data). Thread-safe.
 void register_variants(std::span<const ExtraVariant> extra);
 
+/// The ordered finish of a segmented problem is Finish::twopass (columns_split, segments_flat_carry
+/// and their twins): the blocks that share a result leave partial accumulators in a workspace
+/// (SegmentedPlan::post_bytes) and rt_segmented_post combines each result's in block order and
+/// writes it. No atomic, no fill: valid for every op, struct accumulators and user reductions
+/// included (non-commutative ones too: the elements keep their order), and deterministic.
+///
 /// Whether the atomic finish of a segmented problem (rows_split, columns_split, the offsets
 /// mappings that combine cut segments) reduces (op, dtype) through a post pass: the blocks combine
 /// into accumulators (the results themselves where the accumulator is the result's type, else a
@@ -133,7 +139,11 @@ struct SegmentedPlan {
   bool post = false;            ///< the atomic finish's post pass (atomic_post_pass):
                                 ///< rt_segmented_post writes the results from accumulators
   std::size_t post_bytes = 0;   ///< those accumulators' workspace; 0: they are the results
-                                ///< themselves (the accumulator is the result's type)
+                                ///< themselves (the accumulator is the result's type). The
+                                ///< ordered finish (Finish::twopass): its partials, the columns'
+                                ///< a column x slice, the flat mapping's a segment and two a block
+  unsigned post_grid = 0;       ///< blocks of 256 of the ordered finish's rt_segmented_post; 0:
+                                ///< a thread per result (the atomic finish's post pass)
 };
 SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape);
 

@@ -210,6 +210,9 @@ std::string compound_source(Op op, DType dtype, DType acc, DType result) {
     s += fn("A rt_identity()", "A a; a.v = " + std::string(max ? wt.lowest : wt.max) +
                                    "; a.i = 9223372036854775807ll; return a;");
     s += fn("A rt_map(T x, rt_size i)", "A a; a.v = rt_widen(x); a.i = (long long)i; return a;");
+    // Elements mapped at their index in the input, taken back to their segment's, which begins
+    // at `begin` (the flat mapping's ordered finish, templates/segmented/segmented.cuh).
+    s += fn("A rt_rebase(A a, rt_size begin)", "a.i -= (long long)begin; return a;");
     // b wins with a better value, or an equal one at a smaller index; a NaN beats any number and
     // the first NaN beats later ones. The result does not depend on the order of combining.
     const std::string better = max ? "b.v > a.v" : "b.v < a.v";

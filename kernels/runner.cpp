@@ -79,7 +79,9 @@ Kernel KernelLoader::load_source(const std::string& source, const Config& c, DTy
       k.chunks = module->function("rt_segmented_chunks");
     if (source.find("rt_segmented_partition") != std::string::npos)
       k.partition = module->function("rt_segmented_partition");
-    if (source.find("rt_segmented_post") != std::string::npos)
+    // Rendered with a post pass (the atomic finish's or the ordered one's): the columns and flat
+    // templates spell rt_segmented_post in every source, compiled only with the ordered finish.
+    if (source.find("#define RT_POST_PASS 1") != std::string::npos)
       k.post = module->function("rt_segmented_post");
   }
   k.combine = module->function("rt_combine_partials");
@@ -253,8 +255,10 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
   if (p.post) {
     // A plain launch: it starts once every kernel before it has completed.
     if (!k.post) throw std::logic_error(key(k.config) + ": the plan has a post pass its module lacks");
-    void* post_args[] = {&out, &result, &offsets, &count, &length};
-    cuda::launch(k.post, per_result, 256, 0, s, post_args);
+    // The ordered finish's post pass also reads `in` (the flat mapping's tiles start at its
+    // vector alignment) and aux; the atomic finish's takes the first five.
+    void* post_args[] = {&out, &result, &offsets, &count, &length, &in, &aux};
+    cuda::launch(k.post, p.post_grid ? p.post_grid : per_result, 256, 0, s, post_args);
   }
 }
 

@@ -25,7 +25,8 @@ struct Kernel {
   /// Segmented variants: rt_segmented (in `reduce`), rt_fill_identity, the binned variant's
   /// rt_segmented_chunks and the merge variant's rt_segmented_partition (null for the others).
   CUfunction fill = nullptr, chunks = nullptr, partition = nullptr;
-  /// The atomic finish's post pass, rt_segmented_post (SegmentedPlan::post; null without one).
+  /// The post pass of the atomic or the ordered finish, rt_segmented_post (SegmentedPlan::post;
+  /// null without one).
   CUfunction post = nullptr;
   Resources resources;
   /// The second kernel of a call (the two-pass finish's combine, the merge mapping's main kernel

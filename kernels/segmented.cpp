@@ -20,6 +20,9 @@ constexpr int kItems[] = {4, 8, 16}; // merge: items per thread
 constexpr Tail kShfl[] = {Tail::shfl};
 constexpr Finish kDirect[] = {Finish::direct};
 constexpr Finish kAtomic[] = {Finish::atomic};
+// The split mappings whose blocks can also leave partials for an ordered post pass (twopass:
+// templates/segmented/segmented.cuh): every op, user reductions and non-commutative ones included.
+constexpr Finish kAtomicOrdered[] = {Finish::atomic, Finish::twopass};
 
 constexpr unsigned kGroup = P_BLOCK | P_WIDTH | P_UNROLL | P_VEC | P_FINISH;
 constexpr unsigned kBlock = P_BLOCK | P_UNROLL | P_VEC | P_FINISH;
@@ -47,8 +50,11 @@ constexpr Variant kColumnsTile = {
     "tall tiles",
     kBlock, kU1248, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
 constexpr Variant kColumnsSplit = {
-    "columns_split", "column stripes x row slices (g blocks per SM), combined atomically", kSplit,
-    kU124, kShfl, kAtomic, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
+    "columns_split",
+    "column stripes x row slices (g blocks per SM), combined atomically or (twopass) as partials "
+    "that a post pass combines in order",
+    kSplit, kU124, kShfl, kAtomicOrdered, true, false, 32, "segmented/columns.cu", {},
+    Problem::columns};
 // The tile mapping with stripes of 1 to 8 threads across: where columns_tile covers a matrix of a
 // few hundred to a few thousand columns with a handful of wide stripes (a block each), these give
 // many blocks in one kernel, where columns_split needs the fill and atomics. The widest of 8, 4, 2
@@ -99,8 +105,10 @@ constexpr std::string_view kFlatCarry = "RT_FLAT_CARRY";
 constexpr Variant kSegmentsFlatCarry = {
     "segments_flat_carry",
     "segments_flat without the fill of every result: a segment's value carried from tile to tile "
-    "of a block, only those cut between blocks set to the identity first and combined atomically",
-    kSplit, kU124, kShfl, kAtomic, true, false, 32, kFlatSource, kFlatCarry, Problem::segments};
+    "of a block, only those cut between blocks set to the identity first and combined atomically "
+    "or (twopass) left as pieces that a post pass combines in block order",
+    kSplit, kU124, kShfl, kAtomicOrdered, true, false, 32, kFlatSource, kFlatCarry,
+    Problem::segments};
 
 // The evict-first twin of a plain mapping (`name` is the plain one's + "_streaming"): the same
 // entry, its vector loads ld.global.cs (rt_load with RT_EVICT_FIRST, as the array's `streaming`).
@@ -281,6 +289,11 @@ constexpr std::uint64_t kManyStripes = 1024;
 // Elements one lane may loop over before a mapping counts as serialising the work (~0.1 ms).
 constexpr std::uint64_t kLongLane = std::uint64_t(1) << 16;
 
+// Blocks of 256 threads for `threads` threads of a post pass, up to 2^16 (its loops stride past).
+unsigned post_blocks(std::uint64_t threads) {
+  return unsigned(std::clamp<std::uint64_t>(ceil_div(threads, 256), 1, 1u << 16));
+}
+
 // The binned variant's chunk list: enough for 2^18 chunks (2^32 elements in the default chunks);
 // past it, segments are reduced by their group (templates/segmented/binned.cu).
 constexpr std::uint64_t kChunkCapacity = 1u << 18;
@@ -335,16 +348,20 @@ std::vector<Config> segmented_space(const Variant& v) {
                                      : is_flat_carry(v) ? std::span<const int>(kFlatCarryGrids)
                                      : flat  ? std::span<const int>(kFlatGrids)
                                              : std::span<const int>(kNone);
+  // Each finish the variant takes over the same points, the first (atomic) ones ahead. The flat
+  // carry's ordered finish adds v2: it is the load-balanced offsets mapping of the struct
+  // accumulators, and 8-byte elements take no v4.
   std::vector<Config> out;
-  for (int b : blocks)
-    for (int w : widths)
-      for (int u : unrolls)
-        for (int x : vecs)
-          for (int g : grids) {
-            Config c{std::string(v.name), b, u, x, g, v.tails.front(), v.finishes.front()};
-            c.width = w;
-            out.push_back(c);
-          }
+  for (Finish f : v.finishes)
+    for (int b : blocks)
+      for (int w : widths)
+        for (int u : unrolls)
+          for (int x : is_flat_carry(v) && f == Finish::twopass ? std::span<const int>(kSplitVecs) : vecs)
+            for (int g : grids) {
+              Config c{std::string(v.name), b, u, x, g, v.tails.front(), f};
+              c.width = w;
+              out.push_back(c);
+            }
   return out;
 }
 
@@ -495,15 +512,24 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   p.fill = c.finish == Finish::atomic && !lists_chunks(v);
   // The post pass: accumulators in a workspace unless they have the result's type (then the
   // results are they).
-  p.post = c.finish == Finish::atomic && atomic_post_pass(t.op, t.dtype, t.problem);
+  p.post = c.finish == Finish::atomic && !t.user && atomic_post_pass(t.op, t.dtype, t.problem);
   if (p.post && accumulator_dtype(t.op, t.dtype) != result_dtype(t.op, t.dtype))
     p.post_bytes = std::max<std::uint64_t>(shape.count, 1) * accumulator_bytes(t.op, t.dtype);
+  // The ordered finish: partials in the workspace, always a post pass (and no fill).
+  const bool ordered = c.finish == Finish::twopass;
+  const std::uint64_t acc_bytes = accumulator_bytes(t);
+  const std::uint64_t results = std::max<std::uint64_t>(shape.count, 1);
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count);
     const std::uint64_t stripes = stripe_count(tx, c.vec, shape.count);
     const std::uint64_t slices = row_slices(c, t, shape, stripes);
     p.grid = checked_grid(c, stripes * slices, shape);
     p.aux = slices << 11 | tx;
+    if (ordered) { // a partial per column and slice; a group of lanes per column, up to a warp
+      p.post = true;
+      p.post_bytes = results * slices * acc_bytes;
+      p.post_grid = post_blocks(results * std::min<std::uint64_t>(std::bit_ceil(slices), 32));
+    }
     return p;
   }
   if (is_flat(v)) { // the fill, then g blocks per SM over the tiles
@@ -517,6 +543,13 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
       p.fill = false;
       p.aux = p.grid;
       p.partition_grid = unsigned(ceil_div(std::uint64_t(p.grid) * 32, c.block));
+    }
+    if (ordered && is_flat_carry(v)) { // no partition: an accumulator per segment, then two
+                                       // pieces a block; a thread per segment, a warp per block
+      p.partition_grid = 0;
+      p.post = true;
+      p.post_bytes = (results + 2 * std::uint64_t(p.grid)) * acc_bytes;
+      p.post_grid = post_blocks(std::max<std::uint64_t>(results, std::uint64_t(p.grid) * 32));
     }
     return p;
   }
@@ -557,13 +590,18 @@ std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count), ty = c.block / tx;
     const std::uint64_t slices = row_slices(c, t, shape, stripe_count(tx, c.vec, shape.count));
-    return ceil_div(ceil_div(len, slices), ty) + log2_ceil(ty) + slices + 1;
+    // The slices: atomically in turn, or by the ordered post pass (a run of them a lane, then a
+    // shuffle tree).
+    const std::uint64_t finish =
+        c.finish == Finish::twopass ? ceil_div(slices, 32) + 5 : slices;
+    return ceil_div(ceil_div(len, slices), ty) + log2_ceil(ty) + finish + 1;
   }
   if (is_flat(v)) { // a thread's elements, the scan (warps, then warp totals), one combine per
                     // tile the segment crosses (carry: and one per block, atomically)
     const std::uint64_t tile = flat_tile(c), runs = std::uint64_t(c.grid) * t.sm_count;
+    const std::uint64_t cut = c.finish == Finish::twopass ? ceil_div(runs, 32) + 5 : runs;
     return std::uint64_t(c.unroll) * c.vec + 5 + c.block / 32 + ceil_div(len, tile) + 2 +
-           (is_flat_carry(v) ? runs : 0);
+           (is_flat_carry(v) ? cut : 0);
   }
   if (is_merge(v)) { // a thread's items, the scan, one combine per tile, one per block cut
     const std::uint64_t tile = std::uint64_t(c.block) * c.unroll;

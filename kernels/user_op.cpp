@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 
 namespace reduce_tune {
@@ -164,14 +165,31 @@ std::size_t UserOp::accumulator_bytes(DType dtype) const {
 
 DType UserOp::result_dtype(DType dtype) const { return description.result_dtype(dtype); }
 
+bool UserOp::reads_index() const {
+  // The identifier `i` anywhere in the map or the preamble (a macro there may expand to it): a
+  // token test, so a string or comment that spells it counts too, which only errs towards
+  // tracking the index.
+  auto names_i = [](const std::string& text) {
+    auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+    for (std::size_t k = 0; k < text.size(); ++k)
+      if (text[k] == 'i' && (k == 0 || !ident(text[k - 1])) && (k + 1 == text.size() || !ident(text[k + 1])))
+        return true;
+    return false;
+  };
+  return names_i(description.map) || names_i(description.preamble);
+}
+
 std::string UserOp::source(DType dtype) const {
   const Reduction& r = description;
   const DType result = result_dtype(dtype);
   const std::string acc = trimmed(r.accumulator);
   std::string s = "// op: " + name + "\n";
-  // The map always gets the element's index: no flat or merge mapping (the only ones that do not
-  // track it) is admitted, as they finish atomically.
-  s += "#define RT_MAP_INDEXED 1\n";
+  // A map that reads the element's index gets it; the flat and merge mappings, which do not track
+  // it, are admitted only for maps that do not (reads_index).
+  if (reads_index()) s += "#define RT_MAP_INDEXED 1\n";
+  // A combine that is not commutative: the templates that can keep each result's elements in
+  // order do (templates/segmented/columns.cu).
+  if (ordered()) s += "#define RT_ORDERED 1\n";
   // The <math.h> constants, which NVRTC has without any header only as builtins.
   s += "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
        "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n";

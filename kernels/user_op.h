@@ -33,6 +33,9 @@ struct UserOp {
   OpTraits traits() const;
   /// A non-commutative combine: only variants that keep each result's elements in order.
   bool ordered() const { return !description.commutative; }
+  /// Whether the map may read the element's index `i` (the identifier appears in the map or the
+  /// preamble): only mappings that track each element's index in its segment are admitted then.
+  bool reads_index() const;
   /// Why it does not reduce `dtype`, or nullopt.
   std::optional<std::string> unsupported(DType dtype) const;
   /// Bytes of one accumulator for elements of `dtype`.

@@ -6,21 +6,44 @@
 #include "kernels/user_op.h"
 #include "runtime/defaults.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace reduce_tune {
 namespace {
 
-/// A configuration every commutative reduction and, on rows and segments, every ordered one can
-/// use, for a lookup whose answer the reduction's rules refuse: a lane per row or segment reading
-/// its elements in order (kernels/catalogue.cpp, reorders).
-std::optional<Config> lane_per_result(Problem problem) {
-  if (problem != Problem::rows && problem != Problem::segments) return std::nullopt;
-  Config c;
-  c.variant = problem == Problem::rows ? "rows_group" : "segments_group";
-  c.block = 256;
-  c.width = 1;
-  c.tail = Tail::shfl;
-  c.finish = Finish::direct;
-  return c;
+/// A configuration for a lookup whose answer the reduction's rules refuse (an atomic finish, a
+/// mapping that reorders a non-commutative combine): the first of these that `t` admits. The
+/// answer itself with the ordered finish (columns_split, segments_flat_carry: partials combined
+/// in block order, for any combine); the split columns with it; the flat segments with it (a map
+/// that does not read the index); last, a lane per row or segment reading its elements in order
+/// (kernels/catalogue.cpp, reorders).
+std::optional<Config> in_order(Problem problem, const Config& refused, const Target& t) {
+  std::vector<Config> candidates;
+  if (const Variant* v = find_variant(refused.variant);
+      v && std::find(v->finishes.begin(), v->finishes.end(), Finish::twopass) != v->finishes.end()) {
+    Config c = refused;
+    c.finish = Finish::twopass;
+    candidates.push_back(c);
+  }
+  for (int vec : {4, 2, 1}) {
+    if (problem == Problem::columns)
+      candidates.push_back(Config{"columns_split", 256, 2, vec, 4, Tail::shfl, Finish::twopass});
+    if (problem == Problem::segments)
+      candidates.push_back(Config{"segments_flat_carry", 128, 4, vec, 8, Tail::shfl, Finish::twopass});
+  }
+  if (problem == Problem::rows || problem == Problem::segments) {
+    Config c;
+    c.variant = problem == Problem::rows ? "rows_group" : "segments_group";
+    c.block = 256;
+    c.width = 1;
+    c.tail = Tail::shfl;
+    c.finish = Finish::direct;
+    candidates.push_back(c);
+  }
+  for (const Config& c : candidates)
+    if (!invalid_reason(c, t)) return c;
+  return std::nullopt;
 }
 
 } // namespace
@@ -64,14 +87,16 @@ Choice lookup_user(const db::Store* store, const db::Store* shipped, const Devic
   }
   const Target t = target_of(device, dtype, Op::sum, problem, req);
   if (auto why = invalid_reason(c.config, t)) {
-    const std::optional<Config> fallback = lane_per_result(problem);
-    if (!fallback || invalid_reason(*fallback, t))
+    const std::optional<Config> fallback = in_order(problem, c.config, t);
+    if (!fallback)
       throw ReductionError("reduce_tune: no variant serves the reduction " + u.name + " on the " +
                            std::string(name(problem)) + " problem: " + *why);
     c.config = *fallback;
     c.match = Match::builtin;
-    c.note = "a lane per " + std::string(problem == Problem::rows ? "row" : "segment") +
-             " in order, as the reduction's rules ask (" + key(*fallback) + ")";
+    c.note = fallback->finish == Finish::twopass
+                 ? "the ordered finish, as the reduction's rules ask (" + key(*fallback) + ")"
+                 : "a lane per " + std::string(problem == Problem::rows ? "row" : "segment") +
+                       " in order, as the reduction's rules ask (" + key(*fallback) + ")";
   }
   return c;
 }

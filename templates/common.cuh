@@ -50,8 +50,11 @@
 // rt_map(x, i) takes the element's index i within its segment (the array: within it), for ops
 // that read it (RT_MAP_INDEXED). The flat and merge mappings stream elements across segments and
 // do not track it: they map with rt_map_unindexed, which ops that read the index do not define,
-// so such a pair does not compile (the catalogue admits none: those mappings combine atomically,
-// and ops that read the index have no atomic).
+// so such a pair does not compile (the catalogue admits none with an atomic finish, and ops that
+// read the index have no atomic). The flat mapping's ordered finish maps them with the element's
+// index in the input instead and the post pass takes it back to the segment's: ops that read the
+// index then define rt_rebase(a, begin) (built-in ones; a user map that reads `i` gets no flat
+// mapping).
 #if !defined(RT_MAP_INDEXED) && !defined(RT_TWO_INPUTS)
 __device__ __forceinline__ A rt_map_unindexed(T x) { return rt_map(x, 0); }
 #endif

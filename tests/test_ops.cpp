@@ -426,12 +426,15 @@ TEST_CASE("ops: checks bound the float ops and compare the others exactly", "[op
 
 // NVRTC needs no GPU. Every template with every op's types: for each op and admitted dtype, one
 // configuration of each variant of each problem; for float32 and int32, one of each (variant,
-// tail, finish) the op admits.
+// tail, finish) the op admits. The segmented ordered finish (twopass: its own post pass, for
+// every op) is compiled for every op and dtype, once per template: not for the evict-first twins,
+// whose loads are all that differs.
 TEST_CASE("ops: every template compiles for every op and dtype it admits", "[ops][nvrtc]") {
   Nvrtc nvrtc;
   CompileCache none("");
   KernelLoader loader(nvrtc, none, nvrtc.target_for(90));
   std::vector<CompileJob> jobs;
+  std::size_t ordered_jobs = 0;
   for (const OpDescription& o : op_descriptions())
     for (DType d : kInputs) {
       if (op_unsupported(o.op, d)) continue;
@@ -440,10 +443,14 @@ TEST_CASE("ops: every template compiles for every op and dtype it admits", "[ops
         for (const Variant& v : variants(p)) {
           std::set<std::tuple<Tail, Finish>> seen;
           for (const Config& c : space(v)) {
+            const bool ordered = p != Problem::array && c.finish == Finish::twopass;
+            if (ordered && v.evict_first) continue;
             if (invalid_reason(c, sm(90, d, o.op, p))) continue;
-            if (!seen.insert({every_finish ? c.tail : Tail::none, every_finish ? c.finish : Finish::host}).second)
+            const bool by_finish = every_finish || ordered;
+            if (!seen.insert({every_finish ? c.tail : Tail::none, by_finish ? c.finish : Finish::host}).second)
               continue;
             jobs.push_back({c, d, o.op});
+            ordered_jobs += ordered;
           }
         }
     }
@@ -460,4 +467,6 @@ TEST_CASE("ops: every template compiles for every op and dtype it admits", "[ops
   CHECK(failed == 0);
   // norm1, norm2 and logsumexp skip the three integer dtypes.
   CHECK(covered.size() == op_descriptions().size() * 7 - 3 * 3);
+  // The ordered finish: columns_split and segments_flat_carry for every (op, dtype) covered.
+  CHECK(ordered_jobs == 2 * covered.size());
 }

@@ -243,26 +243,62 @@ TEST_CASE("user ops: the catalogue admits no atomic, host, in-place or redux pat
   CHECK(plan(vec, t, 1 << 20).smem_bytes == 256 * 4);
 }
 
-TEST_CASE("user ops: a non-commutative combine keeps only a lane per row or segment", "[user]") {
+TEST_CASE("user ops: a non-commutative combine keeps the mappings that keep the order", "[user]") {
   const auto u = make_user_op(first_nonzero());
   REQUIRE(u->ordered());
+  REQUIRE_FALSE(u->reads_index()); // its map does not read `i`: the flat mapping takes it
   for (Problem p : {Problem::array, Problem::rows, Problem::columns, Problem::segments}) {
     std::vector<std::string> admitted;
     for (const Variant& v : variants(p))
       for (const Config& c : space(v))
         if (!invalid_reason(c, target(*u, DType::f32, p))) admitted.push_back(key(c));
-    if (p == Problem::array || p == Problem::columns) {
+    if (p == Problem::array) {
       CHECK(admitted.empty());
       continue;
     }
     REQUIRE_FALSE(admitted.empty());
+    bool flat = false;
     for (const std::string& k : admitted) {
+      INFO(k);
       const Config c = *parse_key(k);
+      // Columns: rendered in row order (RT_ORDERED), finished directly or by the ordered finish.
+      if (p == Problem::columns) {
+        CHECK((c.finish == Finish::direct || c.finish == Finish::twopass));
+        continue;
+      }
+      // Offsets: the flat mapping with the carry and the ordered finish.
+      if (c.variant.starts_with("segments_flat_carry")) {
+        CHECK(c.finish == Finish::twopass);
+        flat = true;
+        continue;
+      }
       CHECK(c.width == 1);
       CHECK(c.unroll == 1);
       CHECK(c.vec == 1);
     }
+    CHECK(flat == (p == Problem::segments));
   }
+  const Config ordered_split{"columns_split", 256, 2, 4, 4, Tail::shfl, Finish::twopass};
+  CHECK_FALSE(invalid_reason(ordered_split, target(*u, DType::f32, Problem::columns)));
+  Config atomic_split = ordered_split;
+  atomic_split.finish = Finish::atomic;
+  CHECK(invalid_reason(atomic_split, target(*u, DType::f32, Problem::columns)));
+  CHECK_THAT(render(ordered_split, DType::f32, *u), Catch::Contains("#define RT_ORDERED 1"));
+  // A map that reads the index: the flat mapping does not track it in the segment.
+  Reduction indexed = first_nonzero();
+  indexed.map = "i == 0 ? x : x";
+  const auto v = make_user_op(indexed);
+  REQUIRE(v->ordered());
+  REQUIRE(v->reads_index());
+  const Config flat{"segments_flat_carry", 128, 4, 4, 8, Tail::shfl, Finish::twopass};
+  CHECK_FALSE(invalid_reason(flat, target(*u, DType::f32, Problem::segments)));
+  CHECK_THAT(invalid_reason(flat, target(*v, DType::f32, Problem::segments)).value_or(""),
+             Catch::Contains("index"));
+  Config flat_atomic = flat;
+  flat_atomic.finish = Finish::atomic;
+  CHECK(invalid_reason(flat_atomic, target(*u, DType::f32, Problem::segments)));
+  CHECK_THAT(render(flat, DType::f32, *u), !Catch::Contains("#define RT_MAP_INDEXED 1"));
+  CHECK_THAT(render(flat, DType::f32, *v), Catch::Contains("#define RT_MAP_INDEXED 1"));
   // The same description declared commutative takes the wider mappings.
   Reduction r = first_nonzero();
   r.commutative = true;

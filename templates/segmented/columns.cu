@@ -5,8 +5,13 @@
 // and a tall TY, so a warp still reads whole stretches of memory. The TY partials of a column meet
 // in shared memory. `aux` = ysplit << 11 | TX: the rows are cut into ysplit slices, one block each
 // (RT_FINISH_DIRECT: ysplit is 1 and the block writes its columns; RT_FINISH_ATOMIC: the slices
-// combine atomically into out, filled with the identity first). RT_EVICT_FIRST: the vector loads
-// are evict-first (rt_load).
+// combine atomically into out, filled with the identity first; RT_FINISH_TWOPASS: each block leaves
+// its partials in the workspace `out`, [column][slice], and rt_segmented_post below combines each
+// column's slices in order). RT_EVICT_FIRST: the vector loads are evict-first (rt_load).
+// RT_ORDERED (a combine that is not commutative): a thread reads a contiguous run of its slice's
+// rows, in order, and the tree over TY pairs neighbours, so each column's elements combine in row
+// order; otherwise the TY threads of a column take rows TY apart (neighbouring rows in flight
+// together) and the tree pairs halves.
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED_PARAMS) {
   const unsigned tx_count = unsigned(aux & 2047u), ty_count = RT_BLOCK / tx_count;
@@ -17,6 +22,15 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   const rt_size c0 = (bx * tx_count + tx) * RT_VEC;
   const rt_size slice = (length + ysplit - 1) / ysplit;
   const rt_size r0 = by * slice, r1 = r0 + slice < length ? r0 + slice : length;
+  // This thread's rows: from `rs` below `re`, `gap` apart.
+#if defined(RT_ORDERED)
+  const rt_size rows = r1 > r0 ? r1 - r0 : 0; // a slice past the last row has none
+  const rt_size run = (rows + ty_count - 1) / ty_count;
+  const rt_size rs = r0 + rt_size(ty) * run, gap = 1;
+  const rt_size re = rs + run < r1 ? rs + run : r1;
+#else
+  const rt_size rs = r0 + ty, re = r1, gap = ty_count;
+#endif
 
   A acc[RT_VEC];
 #pragma unroll
@@ -36,60 +50,60 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
               auto row_vec2 = [&](rt_size row) {
                 return rt_load(reinterpret_cast<const rt_vec*>(mine2 + row * stride));
               };)
-  rt_size r = r0 + ty;
-  const rt_size step = rt_size(ty_count) * RT_UNROLL;
+  rt_size r = rs;
+  const rt_size step = gap * RT_UNROLL;
   if (vector) {
-    for (; r + rt_size(RT_UNROLL - 1) * ty_count < r1; r += step) {
+    for (; r + rt_size(RT_UNROLL - 1) * gap < re; r += step) {
       rt_vec v[RT_UNROLL];
       RT_IN2_ONLY(rt_vec v2[RT_UNROLL];)
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k) {
-        v[k] = row_vec(r + rt_size(k) * ty_count);
-        RT_IN2_ONLY(v2[k] = row_vec2(r + rt_size(k) * ty_count);)
+        v[k] = row_vec(r + rt_size(k) * gap);
+        RT_IN2_ONLY(v2[k] = row_vec2(r + rt_size(k) * gap);)
       }
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
           acc[e] = rt_combine(acc[e],
-                              rt_pair_map(v[k].x[e], v2[k].x[e], r + rt_size(k) * ty_count));
+                              rt_pair_map(v[k].x[e], v2[k].x[e], r + rt_size(k) * gap));
     }
-    if (RT_UNROLL > 1 && r < r1) { // fewer than RT_UNROLL rows left
+    if (RT_UNROLL > 1 && r < re) { // fewer than RT_UNROLL rows left
       rt_vec v[RT_UNROLL];
       RT_IN2_ONLY(rt_vec v2[RT_UNROLL];)
 #pragma unroll
       for (int k = 0; k < RT_UNROLL - 1; ++k)
-        if (r + rt_size(k) * ty_count < r1) {
-          v[k] = row_vec(r + rt_size(k) * ty_count);
-          RT_IN2_ONLY(v2[k] = row_vec2(r + rt_size(k) * ty_count);)
+        if (r + rt_size(k) * gap < re) {
+          v[k] = row_vec(r + rt_size(k) * gap);
+          RT_IN2_ONLY(v2[k] = row_vec2(r + rt_size(k) * gap);)
         }
 #pragma unroll
       for (int k = 0; k < RT_UNROLL - 1; ++k)
-        if (r + rt_size(k) * ty_count < r1)
+        if (r + rt_size(k) * gap < re)
 #pragma unroll
           for (int e = 0; e < RT_VEC; ++e)
           acc[e] = rt_combine(acc[e],
-                              rt_pair_map(v[k].x[e], v2[k].x[e], r + rt_size(k) * ty_count));
+                              rt_pair_map(v[k].x[e], v2[k].x[e], r + rt_size(k) * gap));
     }
   } else if (c0 < count) {
     const int width = count - c0 < RT_VEC ? int(count - c0) : RT_VEC;
-    for (; r < r1; r += step) {
+    for (; r < re; r += step) {
       T v[RT_UNROLL][RT_VEC];
       RT_IN2_ONLY(T v2[RT_UNROLL][RT_VEC];)
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
-          if (r + rt_size(k) * ty_count < r1 && e < width) {
-            v[k][e] = mine[(r + rt_size(k) * ty_count) * stride + e];
-            RT_IN2_ONLY(v2[k][e] = mine2[(r + rt_size(k) * ty_count) * stride + e];)
+          if (r + rt_size(k) * gap < re && e < width) {
+            v[k][e] = mine[(r + rt_size(k) * gap) * stride + e];
+            RT_IN2_ONLY(v2[k][e] = mine2[(r + rt_size(k) * gap) * stride + e];)
           }
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
-          if (r + rt_size(k) * ty_count < r1 && e < width)
-            acc[e] = rt_combine(acc[e], rt_pair_map(v[k][e], v2[k][e], r + rt_size(k) * ty_count));
+          if (r + rt_size(k) * gap < re && e < width)
+            acc[e] = rt_combine(acc[e], rt_pair_map(v[k][e], v2[k][e], r + rt_size(k) * gap));
     }
   }
 
@@ -100,8 +114,13 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
     for (int e = 0; e < RT_VEC; ++e) smem[ty * row + tx * RT_VEC + e] = acc[e];
     __syncthreads();
+#if defined(RT_ORDERED)
+    for (unsigned s = 1; s < ty_count; s <<= 1) { // ty with ty + s, the runs after it
+      if (ty % (2 * s) == 0)
+#else
     for (unsigned s = ty_count / 2; s > 0; s >>= 1) {
       if (ty < s)
+#endif
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e) {
           const unsigned i = ty * row + tx * RT_VEC + e;
@@ -121,8 +140,33 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     if (c0 + e >= count) break;
 #if defined(RT_FINISH_ATOMIC)
     rt_atomic_out(out + c0 + e, acc[e]);
+#elif defined(RT_FINISH_TWOPASS)
+    out[(c0 + e) * ysplit + by] = acc[e];
 #else
     out[c0 + e] = rt_post(acc[e], length);
 #endif
   }
 }
+
+#if defined(RT_FINISH_TWOPASS)
+// The ordered finish's post pass: result[c] = the post-map of column c's slices combined in
+// order, by a group of lanes per column (as many as the slices, up to a warp; `aux` as above).
+extern "C" __global__ void rt_segmented_post(const A* __restrict__ acc, rt_result_type* __restrict__ result,
+                                             const long long* __restrict__, rt_size count,
+                                             rt_size length, const T* __restrict__, rt_size aux) {
+  const rt_size ysplit = aux >> 11;
+  unsigned width = 1;
+  while (width < 32 && width < ysplit) width <<= 1;
+  const unsigned lane = threadIdx.x % width;
+  const rt_size threads = rt_size(gridDim.x) * blockDim.x;
+  // Whole warps go round together (the shuffles take every lane); a lane past the columns folds
+  // nothing.
+  for (rt_size t = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; t - (threadIdx.x & 31u) < count * width;
+       t += threads) {
+    const rt_size c = t / width;
+    const A* const p = acc + c * ysplit;
+    const A v = rt_group_ordered([=](rt_size k) { return p[k]; }, c < count ? ysplit : 0, lane, width);
+    if (c < count && lane == 0) result[c] = rt_result_post(v, length);
+  }
+}
+#endif

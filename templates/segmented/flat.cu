@@ -15,7 +15,14 @@
 //     identity first (rt_segmented_partition: a warp per run, not a fill of every result), and
 //     each run combines its two end pieces into them atomically (waiting for the partition there
 //     alone). No fill of every result: ahead where results are many (means of 1-4 elements),
-//     behind elsewhere (more work per tile; docs/PERFORMANCE.md).
+//     behind elsewhere (more work per tile; docs/PERFORMANCE.md);
+//   segments_flat_carry with the ordered finish (RT_FINISH_TWOPASS): as the carry variant, but
+//     `out` is a workspace of accumulators (templates/segmented/post.cuh) and a run's two end
+//     pieces go to the partials after them (2 a block), no atomic and no partition kernel;
+//     rt_segmented_post (below) writes every result, combining a cut segment's pieces in block
+//     order. Elements are combined in their order throughout (each thread's in registers, the
+//     scan, the carry), so a combine that is not commutative keeps its meaning; an op that reads
+//     the element's index maps it with its index in the input, taken back to the segment's there.
 // Tiles start at a vector-aligned element at or before offsets[0], so every load of a tile inside
 // [offsets[0], offsets[count]) is a vector load; the tiles at the two ends load scalars. Unlike the
 // merge mapping, segment ends are not items: the elements alone are split, and an empty segment
@@ -27,6 +34,13 @@
 #define RT_NO_HEAD 0xffffffffu
 #define RT_OFF_BATCH 2 // offsets a thread loads before it reads them
 static_assert(RT_PER <= 32, "a thread's heads are the bits of one word");
+// An element at index i of the input as an accumulator: only the ordered finish passes the index
+// (templates/common.cuh, rt_map_unindexed).
+#if defined(RT_MAP_INDEXED)
+#define rt_flat_map(x, y, i) rt_pair_map(x, y, rt_size(i))
+#else
+#define rt_flat_map(x, y, i) rt_pair_map_unindexed(x, y)
+#endif
 
 // Segment numbers inside a tile are held relative to the first one the tile visits (32 bits:
 // kernels/segmented.cpp admits fewer than 2^32 - 1 segments). Where bit k of heads[t] is set,
@@ -66,12 +80,53 @@ __device__ __forceinline__ void rt_flat_combine(unsigned prel, A pv, unsigned* r
   }
 }
 
-// This thread's elements of the tile at `a`: a + threadIdx.x * RT_PER + [0, RT_PER), as accumulators
-// (the identity outside [base, end)).
+// A thread's element of a tile in registers until it is combined: mapped as it is loaded (an
+// accumulator, the identity outside [base, end)) where the accumulator is a scalar; as loaded
+// (the element, and the second input's) where it is larger (argmax's 16 bytes, var's 24: 3-6
+// registers an element, which spilled at the carry variant's 64), mapped where it is combined
+// (rt_flat_value).
+struct rt_flat_raw {
+  T x;
+  RT_IN2_ONLY(T y;)
+};
+template <bool Raw> struct rt_flat_pick { typedef A type; };
+template <> struct rt_flat_pick<true> { typedef rt_flat_raw type; };
+typedef rt_flat_pick<(sizeof(A) > 8)>::type rt_flat_slot;
+
+// Slot k of the thread whose first element is at `mine`, as an accumulator. (Templates: the
+// branch not taken is not compiled.)
+template <class S>
+__device__ __forceinline__ A rt_flat_value(const S& slot, long long mine, int k,
+                                           long long base, long long end) {
+  if constexpr (sizeof(A) > 8)
+    return mine + k >= base && mine + k < end ? rt_flat_map(slot.x, slot.y, mine + k) : rt_identity();
+  else
+    return slot;
+}
+// The slot of element i of the input (x, and y: the second input's).
+template <class S>
+__device__ __forceinline__ void rt_flat_put(S& slot, T x, T y, long long i, bool inside) {
+  if constexpr (sizeof(A) > 8) {
+    slot.x = x;
+    RT_IN2_ONLY(slot.y = y;)
+    (void)y, (void)i, (void)inside;
+  } else {
+    slot = inside ? rt_flat_map(x, y, i) : rt_identity();
+  }
+}
+// The second input's element is an argument only where there is one (otherwise never compiled).
+#if defined(RT_TWO_INPUTS)
+#define RT_FLAT_PUT(slot, x, y, i, inside) rt_flat_put(slot, x, y, i, inside)
+#else
+#define RT_FLAT_PUT(slot, x, y, i, inside) rt_flat_put(slot, x, T(0), i, inside)
+#endif
+
+// This thread's elements of the tile at `a`: a + threadIdx.x * RT_PER + [0, RT_PER), as slots
+// (above).
 // With two inputs, the tiles' vectors are the second input's too where it lies at the first's
 // offset from a vector boundary; elsewhere every element is a scalar.
 __device__ __forceinline__ void rt_flat_load(const T* __restrict__ in, long long a, long long base,
-                                             long long end, A (&x)[RT_PER] RT_IN2_DECL(in2)) {
+                                             long long end, rt_flat_slot (&x)[RT_PER] RT_IN2_DECL(in2)) {
   const long long mine = a + (long long)threadIdx.x * RT_PER;
   if (a >= base && a + RT_TILE <= end RT_IN2_ONLY(&& rt_same_misalign(in, in2))) {
     const rt_vec* p = reinterpret_cast<const rt_vec*>(in + mine);
@@ -87,12 +142,12 @@ __device__ __forceinline__ void rt_flat_load(const T* __restrict__ in, long long
     for (int u = 0; u < RT_UNROLL; ++u)
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e)
-        x[u * RT_VEC + e] = rt_pair_map_unindexed(r[u].x[e], r2[u].x[e]);
+        RT_FLAT_PUT(x[u * RT_VEC + e], r[u].x[e], r2[u].x[e], mine + u * RT_VEC + e, true);
   } else {
 #pragma unroll
     for (int k = 0; k < RT_PER; ++k)
-      x[k] = mine + k >= base && mine + k < end ? rt_pair_map_unindexed(in[mine + k], in2[mine + k])
-                                                : rt_identity();
+      if (mine + k >= base && mine + k < end) RT_FLAT_PUT(x[k], in[mine + k], in2[mine + k], mine + k, true);
+      else RT_FLAT_PUT(x[k], T(0), T(0), mine + k, false);
   }
 }
 
@@ -137,8 +192,10 @@ extern "C" __global__ void rt_segmented_partition(RT_SEGMENTED_PARAMS) {
 
 // The carry variant at most 64 registers (1024 resident threads), as segments_flat takes by itself:
 // 8 blocks of 128 or 4 of 256 on an H100 (its u4.v4 takes 70 unbounded; 64 costs a 16-byte frame).
+// Not for a struct accumulator (argmax's 16 bytes, var's 24): a thread's RT_PER mapped elements
+// alone would fill those registers, and the rest would spill.
 #if defined(RT_FLAT_CARRY)
-#define RT_FLAT_BOUNDS __launch_bounds__(RT_BLOCK, 1024 / RT_BLOCK)
+#define RT_FLAT_BOUNDS __launch_bounds__(RT_BLOCK, sizeof(A) <= 8 ? 1024 / RT_BLOCK : 1)
 #else
 #define RT_FLAT_BOUNDS __launch_bounds__(RT_BLOCK)
 #endif
@@ -176,7 +233,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
   const long long runs = tiles < (long long)gridDim.x ? tiles : (long long)gridDim.x;
   if ((long long)blockIdx.x >= runs) return; // the same for the whole block
   const long long t_lo = tiles * blockIdx.x / runs, t_hi = tiles * (blockIdx.x + 1) / runs;
-  A x[RT_PER];
+  rt_flat_slot x[RT_PER];
   rt_flat_load(in, origin + t_lo * RT_TILE, base, end, x RT_IN2_ARG(in2));
   heads[tid] = 0;
   if (tid == 0) {
@@ -206,6 +263,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
 
   for (long long tile = t_lo; tile < t_hi; ++tile) {
     const long long a = origin + tile * RT_TILE, z = a + RT_TILE;
+    const long long mine = a + (long long)tid * RT_PER; // this thread's first element
     // Mark the heads of the segments that begin in the tile, from `first` until one begins past
     // the tile (or the segments end), and (RT_FLAT_CARRY) write the identity of the empty ones:
     // passes of m * RT_BLOCK (+1) segments, m sized from the previous tile's count (a pass reads its
@@ -291,7 +349,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
     __builtin_assume(__isGlobal(seg_out));
     if (__all_sync(0xffffffffu, mask == 0)) { // the warp holds no head: one branch for all of it
 #pragma unroll
-      for (int k = 0; k < RT_PER; ++k) v = rt_combine(v, x[k]);
+      for (int k = 0; k < RT_PER; ++k) v = rt_combine(v, rt_flat_value(x[k], mine, k, base, end));
     } else { // predicated, not branched: most warps of short segments hold a head at most k
 #pragma unroll
       for (int k = 0; k < RT_PER; ++k) {
@@ -302,7 +360,7 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
         lead = lead_ends ? v : lead;
         first_rel = lead_ends ? h : first_rel;
         rel = h;
-        v = rt_combine(at ? rt_identity() : v, x[k]);
+        v = rt_combine(at ? rt_identity() : v, rt_flat_value(x[k], mine, k, base, end));
       }
     }
     // The next tile's elements are in flight during the scan.
@@ -397,6 +455,16 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
   if ((long long)blockIdx.x == runs - 1)
     for (long long s = first + tid; s < segs; s += RT_BLOCK) out[s] = rt_result(rt_identity());
 
+#if defined(RT_FINISH_TWOPASS)
+  // The pieces of the segments open at the run's two ends, for rt_segmented_post: the one that
+  // began before the run (its piece is all of the run where it goes on past it) and the one that
+  // begins in it and goes on past it.
+  if (tid == RT_BLOCK - 1) {
+    A* const pieces = out + segs;
+    if (run_open >= 0) pieces[2 * blockIdx.x] = run_head_v;
+    if (run_tail >= 0) pieces[2 * blockIdx.x + 1] = run_tail_v;
+  }
+#else
   // The pieces of the segments open at the run's two ends, combined into their results, which
   // rt_segmented_partition set to the identity (on sm_90+ this kernel started programmatically:
   // its first wait for that kernel is here).
@@ -409,4 +477,51 @@ extern "C" __global__ void RT_FLAT_BOUNDS rt_segmented(RT_SEGMENTED_PARAMS) {
       if (seg[k] >= 0) rt_atomic_out(out + seg[k], piece[k]);
   }
 #endif
+#endif
 }
+
+#if defined(RT_FINISH_TWOPASS) && defined(RT_FLAT_CARRY)
+// The run that holds element pos (at or after the origin): the last b with rt_flat_run_start(g, b)
+// at or before it, as the main kernel cuts the tiles (tiles * b / runs).
+__device__ __forceinline__ long long rt_flat_run_of(rt_flat_geometry g, long long pos) {
+  const long long tile = (pos - g.origin) / RT_TILE;
+  return ((tile + 1) * g.runs - 1) / g.tiles;
+}
+
+// The ordered finish's post pass. A thread per segment writes those that lie in one run (their
+// accumulator is in acc) and the empty ones; a warp per boundary between runs writes the segment
+// open across it, where it begins in the run before (a segment across several boundaries is the
+// first one's): its piece at the end of that run and those at the start of the runs after it, up
+// to the run of its last element, combined in order (rt_group_ordered). `aux`: the main kernel's
+// grid, as there.
+extern "C" __global__ void rt_segmented_post(const A* __restrict__ acc, rt_result_type* __restrict__ result,
+                                             const long long* __restrict__ offsets, rt_size count,
+                                             rt_size, const T* __restrict__ in, rt_size aux) {
+  const long long segs = (long long)count, base = offsets[0], end = offsets[count];
+  const rt_size threads = rt_size(gridDim.x) * blockDim.x;
+  const rt_size t0 = rt_size(blockIdx.x) * blockDim.x + threadIdx.x;
+  rt_flat_geometry g = {base, 1, 1};
+  if (end > base) g = rt_flat_layout(in, base, end, (long long)aux);
+  for (rt_size s = t0; s < count; s += threads) {
+    const long long b = offsets[s], e = offsets[s + 1];
+    if (e <= b) result[s] = rt_result_post(rt_identity(), 0);
+    else if (rt_flat_run_of(g, b) == rt_flat_run_of(g, e - 1)) result[s] = rt_segment_result(acc[s], b, rt_size(e - b));
+  }
+  if (end <= base) return;
+  const A* const pieces = acc + count;
+  const unsigned lane = threadIdx.x & 31u;
+  for (long long j = (long long)(t0 / 32) + 1; j < g.runs; j += (long long)(threads / 32)) {
+    const long long z = rt_flat_run_start(g, j), before = rt_flat_run_start(g, j - 1);
+    // The first segment that ends at or after z: the one open across z, if any is.
+    const long long s = rt_warp_search(0, segs, [=](long long p) { return offsets[p + 1] < z; });
+    if (s >= segs) continue; // the same in the whole warp
+    const long long b = offsets[s], e = offsets[s + 1];
+    if (!(b < z && e > z) || b < before) continue; // none open, or an earlier boundary's
+    const long long first = j - 1, n = rt_flat_run_of(g, e - 1) - first + 1;
+    const A v = rt_group_ordered(
+        [=](rt_size k) { return k == 0 ? pieces[2 * first + 1] : pieces[2 * (first + (long long)k)]; },
+        rt_size(n), lane, 32);
+    if (lane == 0) result[s] = rt_segment_result(v, b, rt_size(e - b));
+  }
+}
+#endif

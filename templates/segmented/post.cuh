@@ -1,4 +1,5 @@
-// The post pass of a segmented atomic finish (kernels/catalogue.h, atomic_post_pass). The op's
+// The post pass of a segmented atomic finish (kernels/catalogue.h, atomic_post_pass) and of the
+// ordered finish (Finish::twopass: partials in a workspace, combined in block order). The op's
 // description was rendered with R and rt_post renamed to rt_result_type and rt_result_post; from
 // here on R is the accumulator and rt_post keeps it, so every write of the mapping (the fill, its
 // direct stores, its atomics) goes to an accumulator (`out` is A*: the results themselves where
@@ -13,6 +14,9 @@ __device__ __forceinline__ R rt_post(A a, rt_size) { return a; }
 // columns: the rows; offsets segments: from the offsets, an empty one for decreasing offsets).
 // acc and result may be one buffer (no __restrict__): a thread reads each accumulator it writes
 // over first.
+// The ordered finish (RT_FINISH_TWOPASS) combines each result's partials first: its templates
+// define their own rt_segmented_post (templates/segmented/segmented.cuh, rt_group_ordered).
+#if !defined(RT_FINISH_TWOPASS)
 extern "C" __global__ void rt_segmented_post(const A* acc, rt_result_type* result,
                                              const long long* __restrict__ offsets, rt_size count,
                                              rt_size length) {
@@ -28,3 +32,4 @@ extern "C" __global__ void rt_segmented_post(const A* acc, rt_result_type* resul
     result[i] = rt_result_post(a, n);
   }
 }
+#endif

@@ -99,3 +99,45 @@ __device__ __forceinline__ A rt_group_reduce(A v) {
   return v;
 }
 #endif
+
+#if defined(RT_FINISH_TWOPASS)
+// The ordered finish: the blocks that share a result leave their partial accumulators in a
+// workspace, and the template's rt_segmented_post combines each result's partials in block order
+// (no atomic: struct accumulators and non-commutative combines take it, and the bits do not depend
+// on timing). at(k) is partial k of n; the `width` lanes of a group (a power of two up to 32,
+// aligned in a full warp, every lane of which calls it) each fold a contiguous run of them, then
+// a shuffle tree that pairs each group lane with the one `offset` after it folds the runs in order:
+// the group's first lane gets at(0) + at(1) + ... + at(n - 1).
+template <class At>
+__device__ __forceinline__ A rt_group_ordered(At at, rt_size n, unsigned lane, unsigned width) {
+  // A lane's run is loaded RT_GROUP_BATCH partials at a time before any is combined: the loads do
+  // not wait on the combines (hundreds of row slices a column make runs of tens a lane).
+  constexpr int RT_GROUP_BATCH = 8;
+  A v = rt_identity();
+  const rt_size e = n * (lane + 1) / width;
+  for (rt_size k = n * lane / width; k < e; k += RT_GROUP_BATCH) {
+    A p[RT_GROUP_BATCH];
+#pragma unroll
+    for (int j = 0; j < RT_GROUP_BATCH; ++j)
+      if (k + j < e) p[j] = at(k + j);
+#pragma unroll
+    for (int j = 0; j < RT_GROUP_BATCH; ++j)
+      if (k + j < e) v = rt_combine(v, p[j]);
+  }
+  for (unsigned offset = 1; offset < width; offset <<= 1)
+    v = rt_combine(v, rt_shfl_down(v, offset, int(width)));
+  return v;
+}
+
+// A result from the accumulator of its `n` elements that begin at element `begin` of the input.
+// Mappings that stream elements across segments (flat) map each with its index in the input; an
+// op that reads the index (argmax) takes it back to the segment's (rt_rebase).
+__device__ __forceinline__ rt_result_type rt_segment_result(A a, long long begin, rt_size n) {
+#if defined(RT_MAP_INDEXED) && defined(RT_PROBLEM_SEGMENTS)
+  a = rt_rebase(a, rt_size(begin));
+#else
+  (void)begin;
+#endif
+  return rt_result_post(a, n);
+}
+#endif
