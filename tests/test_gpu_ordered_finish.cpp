@@ -15,6 +15,7 @@
 #include "tests/gpu_fixture.h"
 #include "tests/graph_fixture.h"
 #include "tests/store_fixture.h"
+#include "tests/user_reductions.h"
 
 #include <cmath>
 #include <cstring>
@@ -24,6 +25,7 @@
 using namespace reduce_tune;
 using testing::Gpu;
 using testing::gpu;
+using testing::first_nonzero_value;
 
 namespace {
 
@@ -113,25 +115,6 @@ constexpr OpDtype kPairs[] = {
     {Op::sum, DType::f32},       {Op::argmin, DType::i32}, {Op::std_, DType::f64},
     {Op::argmax, DType::bf16},   {Op::sum, DType::i64},
 };
-
-/// The first non-zero element's value (0 for none), as a float64: associative, not commutative,
-/// and its map does not read the index, so the flat mapping takes it.
-Reduction first_nonzero_value() {
-  Reduction r;
-  r.accumulator = "double";
-  r.map = "x != 0 ? double(x) : 0.0";
-  r.combine = "a != 0 ? a : b";
-  r.identity = "0.0";
-  r.commutative = false;
-  r.result = DType::f64;
-  r.inputs = {DType::f32};
-  r.check = [](const double* x, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (x[i] != 0) return x[i];
-    return 0.0;
-  };
-  return r;
-}
 
 /// float32 elements, three in four of them zero, so that the first non-zero one of a result is
 /// rarely its first.

@@ -10,6 +10,7 @@
 #include "kernels/ops.h"
 #include "kernels/runner.h"
 #include "kernels/user_op.h"
+#include "tests/user_reductions.h"
 
 #include <algorithm>
 #include <bit>
@@ -18,6 +19,7 @@
 #include <vector>
 
 using namespace reduce_tune;
+using reduce_tune::testing::first_nonzero_value;
 
 namespace {
 
@@ -39,19 +41,6 @@ constexpr DType kInputs[] = {DType::i32, DType::u32, DType::i64, DType::f32,
                              DType::f64, DType::bf16, DType::f16};
 constexpr const char* kColumns = "columns_split.b256.u2.v2.g4.twopass";
 constexpr const char* kFlat = "segments_flat_carry.b128.u4.v2.g8.twopass";
-
-// The first non-zero element's value: not commutative, its map does not read the index.
-Reduction first_nonzero_value() {
-  Reduction r;
-  r.accumulator = "double";
-  r.map = "x != 0 ? double(x) : 0.0";
-  r.combine = "a != 0 ? a : b";
-  r.identity = "0.0";
-  r.commutative = false;
-  r.result = DType::f64;
-  r.inputs = {DType::f32};
-  return r;
-}
 
 Target user_target(const UserOp& u, DType d, Problem p) {
   Target t = sm(90, d, Op::sum, p);
