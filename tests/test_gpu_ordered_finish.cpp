@@ -11,6 +11,7 @@
 #include "db/store.h"
 #include "kernels/ops.h"
 #include "kernels/user_op.h"
+#include "tests/config_fixture.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
 #include "tests/graph_fixture.h"
@@ -23,19 +24,12 @@
 #include <vector>
 
 using namespace reduce_tune;
+using reduce_tune::testing::cfg;
 using testing::Gpu;
 using testing::gpu;
 using testing::first_nonzero_value;
 
 namespace {
-
-Config cfg(const char* k) {
-  std::string why;
-  auto c = parse_key(k, &why);
-  INFO(why);
-  REQUIRE(c);
-  return *c;
-}
 
 cuda::Buffer upload(const void* p, std::size_t bytes) {
   cuda::Buffer b(std::max<std::size_t>(bytes, 16));

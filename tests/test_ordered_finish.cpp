@@ -10,6 +10,7 @@
 #include "kernels/ops.h"
 #include "kernels/runner.h"
 #include "kernels/user_op.h"
+#include "tests/config_fixture.h"
 #include "tests/user_reductions.h"
 
 #include <algorithm>
@@ -19,23 +20,11 @@
 #include <vector>
 
 using namespace reduce_tune;
+using reduce_tune::testing::cfg;
+using reduce_tune::testing::sm;
 using reduce_tune::testing::first_nonzero_value;
 
 namespace {
-
-Config cfg(const char* k) {
-  std::string why;
-  auto c = parse_key(k, &why);
-  INFO(why);
-  REQUIRE(c);
-  return *c;
-}
-
-Target sm(int cc, DType d, Op op, Problem p) {
-  Target t{d, op, cc, 1024, 132, false};
-  t.problem = p;
-  return t;
-}
 
 constexpr DType kInputs[] = {DType::i32, DType::u32, DType::i64, DType::f32,
                              DType::f64, DType::bf16, DType::f16};
