@@ -15,6 +15,7 @@
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
 #include "tests/graph_fixture.h"
+#include "tests/segmented_gpu_fixture.h"
 #include "tests/store_fixture.h"
 #include "tests/user_reductions.h"
 
@@ -27,15 +28,10 @@ using namespace reduce_tune;
 using reduce_tune::testing::cfg;
 using testing::Gpu;
 using testing::gpu;
+using testing::upload;
 using testing::first_nonzero_value;
 
 namespace {
-
-cuda::Buffer upload(const void* p, std::size_t bytes) {
-  cuda::Buffer b(std::max<std::size_t>(bytes, 16));
-  if (bytes) RT_CU(cuMemcpyHtoD(b.get(), p, bytes));
-  return b;
-}
 
 /// Offsets from 3 (unaligned): segments of 0..300 elements, every fifth empty, with one of
 /// `huge` elements in the middle (across hundreds of the flat mapping's blocks) and empty ones
@@ -158,12 +154,8 @@ TEST_CASE("ordered finish: columns and offsets of argmax, var, logsumexp and sum
       const std::vector<Reference> refs = segmented_reference(data, seg, od.op);
       const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
       const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-      HostArray got;
-      got.dtype = result_dtype(od.op, od.d);
-      got.n = seg.shape.count;
-      got.bytes.resize(got.n * size_of(got.dtype));
-      // One result more than asked for, poisoned: the post pass writes none past the last.
-      cuda::Buffer out(got.bytes.size() + 16);
+      HostArray got = testing::result_array(od.op, od.d, seg.shape.count);
+      const cuda::Buffer out(got.bytes.size() + testing::kPoisonedTail);
       Workspace ws;
       for (const Config& c : configs) {
         const Kernel k = g.loader.load(c, od.d, od.op);
@@ -173,17 +165,9 @@ TEST_CASE("ordered finish: columns and offsets of argmax, var, logsumexp and sum
         REQUIRE(p.partition_grid == 0);
         REQUIRE(k.post != nullptr);
         ws.reserve(p);
-        RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size() + 16, s));
-        const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
         // Twice: the workspace holds the first launch's partials when the second starts.
-        for (int rep = 0; rep < 2; ++rep) {
-          const Check chk = testing::launch_checked(k, c, t, seg, p, a, ws, got, refs, od.op, s);
-          INFO(key(c) << " launch " << rep << ": got " << chk.observed << ", expected " << chk.expected);
-          CHECK(chk.ok);
-        }
-        unsigned char past[16];
-        RT_CU(cuMemcpyDtoH(past, out.get() + got.bytes.size(), sizeof(past)));
-        for (unsigned char b : past) CHECK(b == 0xA5);
+        testing::check_launches(k, c, t, seg, p, in.get(), offsets.get(), out, ws, got, refs, od.op,
+                                s, 2);
         checked += seg.shape.count;
       }
     }
@@ -281,31 +265,9 @@ TEST_CASE("ordered finish: the launches captured in a graph replay right on new 
     const HostArray second = make_input(cc.d, seg.input_elements(), 4);
     const cuda::Buffer in = upload(first.bytes.data(), first.bytes.size());
     const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-    HostArray got;
-    got.dtype = result_dtype(cc.op, cc.d);
-    got.n = seg.shape.count;
-    got.bytes.resize(got.n * size_of(got.dtype));
-    const cuda::Buffer out(got.bytes.size());
+    const cuda::Buffer out(testing::result_array(cc.op, cc.d, seg.shape.count).bytes.size());
     const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
-    testing::Graph graph;
-    RT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    enqueue(k, p, a, ws, s);
-    RT_CU(cuStreamEndCapture(s, &graph.graph));
-    REQUIRE(graph.graph != nullptr);
-    RT_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
-    for (const HostArray* data : {&first, &second, &first}) {
-      RT_CU(cuMemcpyHtoDAsync(in.get(), data->bytes.data(), data->bytes.size(), s));
-      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-      RT_CU(cuGraphLaunch(graph.exec, s));
-      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-      stream.synchronize();
-      const std::vector<Reference> refs = segmented_reference(*data, seg, cc.op);
-      const Check chk = check_segmented(refs, got, seg, cc.op, [&](std::uint64_t len) {
-        return segment_depth(c, t, seg.shape, len);
-      });
-      INFO("got " << chk.observed << ", expected " << chk.expected);
-      CHECK(chk.ok);
-    }
+    testing::check_graph_replays(k, c, t, seg, p, ws, a, cc.op, {&first, &second, &first}, stream);
   }
 }
 
@@ -353,11 +315,7 @@ TEST_CASE("ordered finish: the Reducer's calls through it, eager and captured",
                                                   seg.shape.count)
                           : r.config_for(c.d, c.op, seg.problem, seg.shape);
     REQUIRE(key(ch.config) == c.key);
-    HostArray got;
-    got.dtype = result_dtype(c.op, c.d);
-    got.n = seg.shape.count;
-    got.bytes.resize(got.n * size_of(got.dtype));
-    const cuda::Buffer out(got.bytes.size());
+    const cuda::Buffer out(testing::result_array(c.op, c.d, seg.shape.count).bytes.size());
     auto call = [&] {
       const void* d_in = reinterpret_cast<const void*>(in.get());
       void* d_out = reinterpret_cast<void*>(out.get());
@@ -367,33 +325,8 @@ TEST_CASE("ordered finish: the Reducer's calls through it, eager and captured",
         r.reduce_segments(c.d, c.op, d_in, reinterpret_cast<const std::int64_t*>(offsets.get()),
                           seg.shape.count, d_out, s);
     };
-    Target t{c.d, c.op, info.cc(), info.max_threads_per_block, info.sm_count, false, seg.problem};
-    const std::vector<Reference> refs = segmented_reference(data, seg, c.op);
-    auto verify = [&] {
-      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-      stream.synchronize();
-      const Check chk = check_segmented(refs, got, seg, c.op, [&](std::uint64_t len) {
-        return segment_depth(ch.config, t, seg.shape, len);
-      });
-      INFO("got " << chk.observed << ", expected " << chk.expected);
-      CHECK(chk.ok);
-    };
-    RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-    call(); // eager
-    verify();
-    call(); // warm
-    verify();
-    testing::Graph graph;
-    RT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    call();
-    RT_CU(cuStreamEndCapture(s, &graph.graph));
-    REQUIRE(graph.graph != nullptr);
-    RT_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
-    for (int i = 0; i < 3; ++i) {
-      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-      RT_CU(cuGraphLaunch(graph.exec, s));
-      verify();
-    }
+    const Target t{c.d, c.op, info.cc(), info.max_threads_per_block, info.sm_count, false, seg.problem};
+    testing::check_eager_and_captured(call, data, seg, c.op, ch.config, t, out, stream);
   }
   // A non-commutative user reduction on skewed offsets and on columns: the lookup's answer
   // (sum's, which reorders) gives way to a configuration that keeps the order.

@@ -9,7 +9,9 @@
 #include "kernels/ops.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
+#include "tests/config_fixture.h"
 #include "tests/graph_fixture.h"
+#include "tests/segmented_gpu_fixture.h"
 #include "tests/store_fixture.h"
 
 #include <cstring>
@@ -19,6 +21,8 @@
 using namespace reduce_tune;
 using testing::Gpu;
 using testing::gpu;
+using testing::cfg;
+using testing::upload;
 
 namespace {
 
@@ -68,12 +72,6 @@ HostArray input_for(DType d, const Segmentation& seg, std::uint64_t seed) {
   return a;
 }
 
-cuda::Buffer upload(const void* p, std::size_t bytes) {
-  cuda::Buffer b(std::max<std::size_t>(bytes, 16));
-  if (bytes) RT_CU(cuMemcpyHtoD(b.get(), p, bytes));
-  return b;
-}
-
 /// One valid configuration of each atomic mapping of `problem` that takes the post pass for t.
 std::vector<Config> post_configs(const Target& t, Problem problem) {
   std::vector<Config> out;
@@ -119,29 +117,19 @@ TEST_CASE("post pass: every atomic mapping of mean, norm2, any, all matches the 
       const std::vector<Reference> refs = segmented_reference(data, seg, od.op);
       const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
       const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-      HostArray got;
-      got.dtype = result_dtype(od.op, od.d);
-      got.n = seg.shape.count;
-      got.bytes.resize(got.n * size_of(got.dtype));
-      // One result more than asked for, poisoned: the post pass writes none past the last.
-      cuda::Buffer out(got.bytes.size() + 16);
+      HostArray got = testing::result_array(od.op, od.d, seg.shape.count);
+      const cuda::Buffer out(got.bytes.size() + testing::kPoisonedTail);
       Workspace ws;
+      INFO(name(od.d) << " " << name(od.op) << " " << name(cs.p) << " " << seg.shape.count << " x "
+                      << seg.shape.length);
       for (const Config& c : configs) {
         const Kernel k = g.loader.load(c, od.d, od.op);
         const SegmentedPlan p = segmented_plan(c, t, seg.shape);
         REQUIRE(p.post);
         REQUIRE(k.post != nullptr);
         ws.reserve(p);
-        RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size() + 16, s));
-        const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
-        const Check chk = testing::launch_checked(k, c, t, seg, p, a, ws, got, refs, od.op, s);
-        INFO(key(c) << " " << name(od.d) << " " << name(od.op) << " " << name(cs.p) << " "
-                    << seg.shape.count << " x " << seg.shape.length << ": got " << chk.observed
-                    << ", expected " << chk.expected);
-        CHECK(chk.ok);
-        unsigned char past[16];
-        RT_CU(cuMemcpyDtoH(past, out.get() + got.bytes.size(), sizeof(past)));
-        for (unsigned char b : past) CHECK(b == 0xA5);
+        testing::check_launches(k, c, t, seg, p, in.get(), offsets.get(), out, ws, got, refs, od.op,
+                                s, 1);
         checked += seg.shape.count;
       }
     }
@@ -173,18 +161,16 @@ TEST_CASE("post pass: the launches captured in a graph replay right on new data"
       {"segments_flat.b128.u4.v4.g16.atomic", Op::mean, DType::i32, {Problem::segments, {3000, 0}, 0}},
   };
   for (const Captured& cc : cases) {
-    std::string why;
-    const auto c = parse_key(cc.key, &why);
-    REQUIRE(c);
+    const Config c = cfg(cc.key);
     Target t = g.target(cc.d, cc.op);
     t.problem = cc.cs.p;
     INFO(cc.key << " " << name(cc.d) << " " << name(cc.op));
-    REQUIRE_FALSE(invalid_reason(*c, t));
+    REQUIRE_FALSE(invalid_reason(c, t));
     const Segmentation seg = segmentation(cc.cs);
-    Kernel k = g.loader.load(*c, cc.d, cc.op);
+    Kernel k = g.loader.load(c, cc.d, cc.op);
     // Programmatic launches are captured from CUDA 12.3 on (as the Reducer does).
     if (g.info.driver_version < 12030) k.programmatic = false;
-    const SegmentedPlan p = segmented_plan(*c, t, seg.shape);
+    const SegmentedPlan p = segmented_plan(c, t, seg.shape);
     REQUIRE(p.post);
     Workspace ws;
     ws.reserve(p, s); // before the capture: what it allocates and zeroes is not the graph's
@@ -192,32 +178,9 @@ TEST_CASE("post pass: the launches captured in a graph replay right on new data"
     const HostArray first = input_for(cc.d, seg, 3), second = input_for(cc.d, seg, 4);
     const cuda::Buffer in = upload(first.bytes.data(), first.bytes.size());
     const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-    HostArray got;
-    got.dtype = result_dtype(cc.op, cc.d);
-    got.n = seg.shape.count;
-    got.bytes.resize(got.n * size_of(got.dtype));
-    const cuda::Buffer out(got.bytes.size());
+    const cuda::Buffer out(testing::result_array(cc.op, cc.d, seg.shape.count).bytes.size());
     const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
-
-    testing::Graph graph;
-    RT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    enqueue(k, p, a, ws, s); // no host wait, no other stream: capturable
-    RT_CU(cuStreamEndCapture(s, &graph.graph));
-    REQUIRE(graph.graph != nullptr);
-    RT_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
-    for (const HostArray* data : {&first, &second, &first}) {
-      RT_CU(cuMemcpyHtoDAsync(in.get(), data->bytes.data(), data->bytes.size(), s));
-      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-      RT_CU(cuGraphLaunch(graph.exec, s));
-      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-      stream.synchronize();
-      const std::vector<Reference> refs = segmented_reference(*data, seg, cc.op);
-      const Check chk = check_segmented(refs, got, seg, cc.op, [&](std::uint64_t len) {
-        return segment_depth(*c, t, seg.shape, len);
-      });
-      INFO("got " << chk.observed << ", expected " << chk.expected);
-      CHECK(chk.ok);
-    }
+    testing::check_graph_replays(k, c, t, seg, p, ws, a, cc.op, {&first, &second, &first}, stream);
   }
 }
 
@@ -268,11 +231,7 @@ TEST_CASE("post pass: the Reducer's calls through it, eager and captured",
                                                   seg.shape.count)
                           : r.config_for(c.d, c.op, c.cs.p, seg.shape);
     REQUIRE(key(ch.config) == c.key);
-    HostArray got;
-    got.dtype = result_dtype(c.op, c.d);
-    got.n = seg.shape.count;
-    got.bytes.resize(got.n * size_of(got.dtype));
-    const cuda::Buffer out(got.bytes.size());
+    const cuda::Buffer out(testing::result_array(c.op, c.d, seg.shape.count).bytes.size());
     auto call = [&] {
       const void* d_in = reinterpret_cast<const void*>(in.get());
       void* d_out = reinterpret_cast<void*>(out.get());
@@ -284,32 +243,7 @@ TEST_CASE("post pass: the Reducer's calls through it, eager and captured",
         r.reduce_segments(c.d, c.op, d_in, reinterpret_cast<const std::int64_t*>(offsets.get()),
                           seg.shape.count, d_out, s);
     };
-    Target t{c.d, c.op, info.cc(), info.max_threads_per_block, info.sm_count, false, c.cs.p};
-    const std::vector<Reference> refs = segmented_reference(data, seg, c.op);
-    auto verify = [&] {
-      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-      stream.synchronize();
-      const Check chk = check_segmented(refs, got, seg, c.op, [&](std::uint64_t len) {
-        return segment_depth(ch.config, t, seg.shape, len);
-      });
-      INFO("got " << chk.observed << ", expected " << chk.expected);
-      CHECK(chk.ok);
-    };
-    RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-    call(); // eager
-    verify();
-    call(); // warm
-    verify();
-    testing::Graph graph;
-    RT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    call();
-    RT_CU(cuStreamEndCapture(s, &graph.graph));
-    REQUIRE(graph.graph != nullptr);
-    RT_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
-    for (int i = 0; i < 3; ++i) {
-      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-      RT_CU(cuGraphLaunch(graph.exec, s));
-      verify();
-    }
+    const Target t{c.d, c.op, info.cc(), info.max_threads_per_block, info.sm_count, false, c.cs.p};
+    testing::check_eager_and_captured(call, data, seg, c.op, ch.config, t, out, stream);
   }
 }
