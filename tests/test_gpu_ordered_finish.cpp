@@ -48,6 +48,11 @@ std::vector<std::int64_t> with_huge(std::uint64_t count, std::uint64_t huge, uns
   return o;
 }
 
+/// make_input for every element seg reads.
+HostArray input_for(DType d, const Segmentation& seg, std::uint64_t seed) {
+  return make_input(d, seg.input_elements(), seed);
+}
+
 struct Case {
   const char* what;
   Segmentation seg;
@@ -140,7 +145,6 @@ std::vector<double> elements_of(const HostArray& a, const Segmentation& seg, std
 TEST_CASE("ordered finish: columns and offsets of argmax, var, logsumexp and sum match the CPU",
           "[gpu][ordered_finish][segmented]") {
   Gpu& g = gpu();
-  const CUstream s = g.stream.get();
   std::size_t checked = 0;
   for (const Case& cs : cases()) {
     const Segmentation& seg = cs.seg;
@@ -150,26 +154,13 @@ TEST_CASE("ordered finish: columns and offsets of argmax, var, logsumexp and sum
       const std::vector<Config> configs = ordered_configs(t, seg.problem);
       INFO(cs.what << " " << name(od.d) << " " << name(od.op));
       REQUIRE(!configs.empty());
-      const HostArray data = make_input(od.d, seg.input_elements(), 11 + seg.shape.count);
-      const std::vector<Reference> refs = segmented_reference(data, seg, od.op);
-      const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
-      const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-      HostArray got = testing::result_array(od.op, od.d, seg.shape.count);
-      const cuda::Buffer out(got.bytes.size() + testing::kPoisonedTail);
-      Workspace ws;
-      for (const Config& c : configs) {
-        const Kernel k = g.loader.load(c, od.d, od.op);
-        const SegmentedPlan p = segmented_plan(c, t, seg.shape);
-        REQUIRE(p.post);
-        REQUIRE_FALSE(p.fill);
-        REQUIRE(p.partition_grid == 0);
-        REQUIRE(k.post != nullptr);
-        ws.reserve(p);
-        // Twice: the workspace holds the first launch's partials when the second starts.
-        testing::check_launches(k, c, t, seg, p, in.get(), offsets.get(), out, ws, got, refs, od.op,
-                                s, 2);
-        checked += seg.shape.count;
-      }
+      const HostArray data = input_for(od.d, seg, 11 + seg.shape.count);
+      // Twice: the workspace holds the first launch's partials when the second starts.
+      checked += testing::check_configs(g, configs, t, seg, data, od.op, 2,
+                                        [](const SegmentedPlan& p) {
+                                          REQUIRE_FALSE(p.fill);
+                                          REQUIRE(p.partition_grid == 0);
+                                        });
     }
   }
   CHECK(checked > 0);
@@ -226,108 +217,36 @@ TEST_CASE("ordered finish: a non-commutative user reduction keeps its order thro
 
 TEST_CASE("ordered finish: the launches captured in a graph replay right on new data",
           "[gpu][ordered_finish][graphs]") {
-  if (!testing::graphs_supported()) {
-    WARN("skipped: the driver lacks stream capture");
-    return;
-  }
-  Gpu& g = gpu();
-  const cuda::Stream stream;
-  const CUstream s = stream.get();
-  struct Captured {
-    const char* key;
-    Op op;
-    DType d;
-    Segmentation seg;
-  };
-  const Captured cases[] = {
-      {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, columns(256, 20011, 256)},
-      {"columns_split.b512.u1.v2.g8.twopass", Op::var, DType::f32, columns(33, 10003, 33)},
-      {"segments_flat_carry.b128.u4.v4.g8.twopass", Op::logsumexp, DType::f32,
-       segments(with_huge(3000, 1 << 20, 8))},
-      {"segments_flat_carry.b256.u2.v4.g32.twopass", Op::argmax, DType::f32,
-       segments(skewed_offsets(4096, 4096 * 128, 45))},
-  };
-  for (const Captured& cc : cases) {
-    const Config c = cfg(cc.key);
-    Target t = g.target(cc.d, cc.op);
-    t.problem = cc.seg.problem;
-    INFO(cc.key << " " << name(cc.d) << " " << name(cc.op));
-    REQUIRE_FALSE(invalid_reason(c, t));
-    const Segmentation& seg = cc.seg;
-    Kernel k = g.loader.load(c, cc.d, cc.op);
-    if (g.info.driver_version < 12030) k.programmatic = false;
-    const SegmentedPlan p = segmented_plan(c, t, seg.shape);
-    REQUIRE(p.post);
-    Workspace ws;
-    ws.reserve(p, s); // before the capture: nothing is allocated during it
-    stream.synchronize();
-    const HostArray first = make_input(cc.d, seg.input_elements(), 3);
-    const HostArray second = make_input(cc.d, seg.input_elements(), 4);
-    const cuda::Buffer in = upload(first.bytes.data(), first.bytes.size());
-    const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-    const cuda::Buffer out(testing::result_array(cc.op, cc.d, seg.shape.count).bytes.size());
-    const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
-    testing::check_graph_replays(k, c, t, seg, p, ws, a, cc.op, {&first, &second, &first}, stream);
-  }
+  testing::check_captured_cases(
+      {
+          {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, columns(256, 20011, 256)},
+          {"columns_split.b512.u1.v2.g8.twopass", Op::var, DType::f32, columns(33, 10003, 33)},
+          {"segments_flat_carry.b128.u4.v4.g8.twopass", Op::logsumexp, DType::f32,
+           segments(with_huge(3000, 1 << 20, 8))},
+          {"segments_flat_carry.b256.u2.v4.g32.twopass", Op::argmax, DType::f32,
+           segments(skewed_offsets(4096, 4096 * 128, 45))},
+      },
+      input_for);
 }
 
 TEST_CASE("ordered finish: the Reducer's calls through it, eager and captured",
           "[gpu][ordered_finish][graphs][reducer]") {
-  if (!testing::graphs_supported()) {
-    WARN("skipped: the driver lacks stream capture");
-    return;
-  }
+  if (!testing::graphs_or_skip()) return;
   const cuda::Context ctx(0);
   const cuda::DeviceInfo info = cuda::device_info(0);
   const testing::TempDir dir;
-  struct Call {
-    const char* key;
-    Op op;
-    DType d;
-    Segmentation seg;
-    Shape stored;
-  };
   const Segmentation skewed = segments(skewed_offsets(3000, 3000 * 200, 46));
-  const Call calls[] = {
+  const std::vector<testing::StoredCall> calls = {
       {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, columns(256, 20011, 256),
        {256, 20011}},
       {"columns_split.b256.u4.v2.g4.twopass", Op::logsumexp, DType::f32, columns(33, 10003, 33),
        {33, 10003}},
       {"segments_flat_carry.b128.u4.v4.g8.twopass", Op::var, DType::f32, skewed, {3000, 200}},
   };
-  std::vector<db::Measurement> rows;
-  for (const Call& c : calls)
-    rows.push_back(testing::stored_row(c.key, c.d, c.op, 1, c.seg.problem, c.stored));
-  testing::write_gpu_store(dir.file("tuning.db"), info, rows);
-  Options o;
-  o.store_path = dir.file("tuning.db");
-  Reducer r(0, o);
+  Reducer r(0, testing::stored_options(dir, info, calls));
   const cuda::Stream stream;
   const CUstream s = stream.get();
-  for (const Call& c : calls) {
-    INFO(c.key << " " << name(c.d) << " " << name(c.op));
-    const Segmentation& seg = c.seg;
-    const HostArray data = make_input(c.d, seg.input_elements(), 9);
-    const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
-    const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-    const Choice ch = seg.problem == Problem::segments
-                          ? r.segments_config_for(c.d, c.op, reinterpret_cast<const void*>(in.get()),
-                                                  seg.shape.count)
-                          : r.config_for(c.d, c.op, seg.problem, seg.shape);
-    REQUIRE(key(ch.config) == c.key);
-    const cuda::Buffer out(testing::result_array(c.op, c.d, seg.shape.count).bytes.size());
-    auto call = [&] {
-      const void* d_in = reinterpret_cast<const void*>(in.get());
-      void* d_out = reinterpret_cast<void*>(out.get());
-      if (seg.problem == Problem::columns)
-        r.reduce_columns(c.d, c.op, d_in, seg.shape.length, seg.shape.count, d_out, s, seg.stride);
-      else
-        r.reduce_segments(c.d, c.op, d_in, reinterpret_cast<const std::int64_t*>(offsets.get()),
-                          seg.shape.count, d_out, s);
-    };
-    const Target t{c.d, c.op, info.cc(), info.max_threads_per_block, info.sm_count, false, seg.problem};
-    testing::check_eager_and_captured(call, data, seg, c.op, ch.config, t, out, stream);
-  }
+  testing::check_reducer_cases(r, info, calls, input_for, stream);
   // A non-commutative user reduction on skewed offsets and on columns: the lookup's answer
   // (sum's, which reorders) gives way to a configuration that keeps the order.
   const Reduction fnz = first_nonzero_value();
