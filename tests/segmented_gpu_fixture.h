@@ -1,8 +1,8 @@
 // What the GPU tests of the segmented finishes share (the atomic one with a post pass and the
 // ordered one): inputs uploaded, a result array sized for an op, launches checked against the CPU
 // reference with nothing written past the last result, one launch captured into a CUDA graph and
-// replayed on new data, and the Reducer's call run eagerly and from a captured graph, each run
-// checked.
+// replayed on new data, and the Reducer's call, through a store that points it at a configuration,
+// run eagerly and from a captured graph; every run checked against the CPU.
 #pragma once
 
 #include <catch2/catch.hpp>
