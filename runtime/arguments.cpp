@@ -200,9 +200,8 @@ Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_o
   return c;
 }
 
-Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
-                 std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal,
-                 bool capturing) {
+std::uint64_t matrix_stride(Problem problem, DType dtype, std::uint64_t rows, std::uint64_t cols,
+                            std::uint64_t row_stride) {
   const char* what = problem == Problem::rows ? "reduce_rows" : "reduce_columns";
   const std::uint64_t stride = row_stride ? row_stride : cols;
   if (stride < cols)
@@ -213,21 +212,37 @@ Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uin
     throw InvalidArgument(std::string("reduce_tune: ") + what + ": " + std::to_string(rows) +
                           " rows of stride " + std::to_string(stride) +
                           " overflow a 64-bit byte count");
+  return stride;
+}
+
+Call matrix_layout(Problem problem, DType dtype, DType result, const void* d_in,
+                   std::uint64_t rows, std::uint64_t cols, void* d_out, std::uint64_t stride,
+                   int ordinal, bool capturing) {
   const std::uint64_t elements = rows == 0 ? 0 : (rows - 1) * stride + cols;
   const std::uint64_t results = problem == Problem::rows ? rows : cols;
-  if (results > 0 && (problem == Problem::rows ? cols : rows) == 0) check_not_empty(op);
   check_pointer("d_in", d_in, elements, dtype, ordinal, capturing);
-  check_pointer("d_out", d_out, results, result_dtype(op, dtype), ordinal, capturing);
+  check_pointer("d_out", d_out, results, result, ordinal, capturing);
   Call c;
   c.in_count = elements;
   c.out_count = results;
   c.problem = problem;
   c.dtype = dtype;
-  c.op = op;
   c.args.in = reinterpret_cast<CUdeviceptr>(d_in);
   c.args.out = reinterpret_cast<CUdeviceptr>(d_out);
   c.args.shape = problem == Problem::rows ? Shape{rows, cols} : Shape{cols, rows};
   c.args.stride = stride;
+  return c;
+}
+
+Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
+                 std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal,
+                 bool capturing) {
+  const std::uint64_t stride = matrix_stride(problem, dtype, rows, cols, row_stride);
+  const std::uint64_t results = problem == Problem::rows ? rows : cols;
+  if (results > 0 && (problem == Problem::rows ? cols : rows) == 0) check_not_empty(op);
+  Call c = matrix_layout(problem, dtype, result_dtype(op, dtype), d_in, rows, cols, d_out, stride,
+                         ordinal, capturing);
+  c.op = op;
   // Shapes that are another problem in disguise take that problem's faster path (see the header).
   const bool dense = stride == cols || rows == 1;
   const std::uint64_t per_result = c.args.shape.length;
@@ -263,21 +278,29 @@ void add_second_input(Call& c, const void* d_in2, int ordinal, bool capturing) {
   c.args.in2 = reinterpret_cast<CUdeviceptr>(d_in2);
 }
 
-Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
-                   std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal,
-                   bool capturing) {
+Call segments_layout(DType dtype, DType result, const void* d_in, const std::int64_t* d_offsets,
+                     std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal,
+                     bool capturing) {
   Call c;
   c.problem = Problem::segments;
   c.dtype = dtype;
-  c.op = op;
   c.args.shape = segments_shape(dtype, d_in, segments, elements, ordinal, capturing);
   check_pointer("d_offsets", d_offsets, segments + 1, DType::i64, ordinal, capturing);
-  check_pointer("d_out", d_out, segments, result_dtype(op, dtype), ordinal, capturing);
+  check_pointer("d_out", d_out, segments, result, ordinal, capturing);
   c.in_count = elements;
   c.out_count = segments;
   c.args.in = reinterpret_cast<CUdeviceptr>(d_in);
   c.args.offsets = reinterpret_cast<CUdeviceptr>(d_offsets);
   c.args.out = reinterpret_cast<CUdeviceptr>(d_out);
+  return c;
+}
+
+Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
+                   std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal,
+                   bool capturing) {
+  Call c = segments_layout(dtype, result_dtype(op, dtype), d_in, d_offsets, segments, d_out,
+                           elements, ordinal, capturing);
+  c.op = op;
   return c;
 }
 

@@ -106,6 +106,16 @@ Call array_call(DType dtype, Op op, const void* d_in, std::uint64_t n, void* d_o
 Call matrix_call(Problem problem, DType dtype, Op op, const void* d_in, std::uint64_t rows,
                  std::uint64_t cols, void* d_out, std::uint64_t row_stride, int ordinal,
                  bool capturing = false);
+/// The stride of a rows or columns call (`problem`) of a rows x cols matrix of `dtype`, row_stride
+/// 0 meaning cols, checked: not below cols, the matrix's extent within a 64-bit byte count.
+std::uint64_t matrix_stride(Problem problem, DType dtype, std::uint64_t rows, std::uint64_t cols,
+                            std::uint64_t row_stride);
+/// What a rows or columns call of a built-in op or a user reduction shares: its pointers checked
+/// (d_in for the matrix of `stride`, d_out for its results of `result`) and the Call of its
+/// problem, dtype, counts, pointers, shape and stride; the caller sets the op or the reduction.
+Call matrix_layout(Problem problem, DType dtype, DType result, const void* d_in,
+                   std::uint64_t rows, std::uint64_t cols, void* d_out, std::uint64_t stride,
+                   int ordinal, bool capturing);
 /// The second input of a dot call (`d_in2`, as many elements as c's first input, in its layout)
 /// checked and added to `c`; nothing for a call that reads no input (Call::Work::identity).
 void add_second_input(Call& c, const void* d_in2, int ordinal, bool capturing = false);
@@ -113,6 +123,12 @@ void add_second_input(Call& c, const void* d_in2, int ordinal, bool capturing = 
 Call segments_call(DType dtype, Op op, const void* d_in, const std::int64_t* d_offsets,
                    std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal,
                    bool capturing = false);
+/// What a segments call of a built-in op or a user reduction shares: its shape looked up and its
+/// pointers checked (d_out for `segments` results of `result`), and the Call; the caller sets the
+/// op or the reduction.
+Call segments_layout(DType dtype, DType result, const void* d_in, const std::int64_t* d_offsets,
+                     std::uint64_t segments, void* d_out, std::uint64_t elements, int ordinal,
+                     bool capturing);
 /// The shape an offsets call is looked up by, d_in checked against `elements`: {segments, mean
 /// length} of `elements`, or where that is 0 and d_in's allocation holds fewer than 2^22 elements
 /// (the call spans no more), of that extent; else {segments, 0}, the count-only lookup.

@@ -125,29 +125,11 @@ namespace {
 Call user_matrix_call(Problem problem, const std::shared_ptr<const UserOp>& u, DType dtype,
                       const void* d_in, std::uint64_t rows, std::uint64_t cols, void* d_out,
                       std::uint64_t row_stride, int ordinal, bool capturing) {
-  const char* what = problem == Problem::rows ? "reduce_rows" : "reduce_columns";
-  const std::uint64_t stride = row_stride ? row_stride : cols;
-  if (stride < cols)
-    throw InvalidArgument(std::string("reduce_tune: ") + what + ": row_stride " +
-                          std::to_string(stride) + " is below cols " + std::to_string(cols));
-  const std::uint64_t max = ~std::uint64_t(0) / size_of(dtype);
-  if (rows > 0 && stride > (max - cols) / rows)
-    throw InvalidArgument(std::string("reduce_tune: ") + what + ": " + std::to_string(rows) +
-                          " rows of stride " + std::to_string(stride) + " overflow a 64-bit byte count");
-  const std::uint64_t elements = rows == 0 ? 0 : (rows - 1) * stride + cols;
-  const std::uint64_t results = problem == Problem::rows ? rows : cols;
-  check_pointer("d_in", d_in, elements, dtype, ordinal, capturing);
-  check_pointer("d_out", d_out, results, u->result_dtype(dtype), ordinal, capturing);
-  Call c;
-  c.problem = problem;
-  c.dtype = dtype;
+  const std::uint64_t stride = matrix_stride(problem, dtype, rows, cols, row_stride);
+  Call c = matrix_layout(problem, dtype, u->result_dtype(dtype), d_in, rows, cols, d_out, stride,
+                         ordinal, capturing);
   c.user = u;
-  c.in_count = elements;
-  c.out_count = results;
-  c.args.in = reinterpret_cast<CUdeviceptr>(d_in);
-  c.args.out = reinterpret_cast<CUdeviceptr>(d_out);
-  c.args.shape = problem == Problem::rows ? Shape{rows, cols} : Shape{cols, rows};
-  c.args.stride = stride;
+  const std::uint64_t results = problem == Problem::rows ? rows : cols;
   const bool dense = stride == cols || rows == 1;
   if (results == 1 && dense && !u->ordered()) {
     c.problem = Problem::array;
@@ -195,18 +177,9 @@ void Reducer::reduce_segments(const Reduction& r, DType dtype, const void* d_in,
   if (segments == 0) return;
   const UserCallScope scope(impl_->ctx);
   const capture::State cap = capture::state(stream);
-  Call c;
-  c.problem = Problem::segments;
-  c.dtype = dtype;
+  Call c = segments_layout(dtype, result, d_in, d_offsets, segments, d_out, elements,
+                           impl_->ordinal, cap.active);
   c.user = u;
-  c.args.shape = segments_shape(dtype, d_in, segments, elements, impl_->ordinal, cap.active);
-  check_pointer("d_offsets", d_offsets, segments + 1, DType::i64, impl_->ordinal, cap.active);
-  check_pointer("d_out", d_out, segments, result, impl_->ordinal, cap.active);
-  c.in_count = elements;
-  c.out_count = segments;
-  c.args.in = reinterpret_cast<CUdeviceptr>(d_in);
-  c.args.offsets = reinterpret_cast<CUdeviceptr>(d_offsets);
-  c.args.out = reinterpret_cast<CUdeviceptr>(d_out);
   impl_->run(c, stream, cap);
 }
 

@@ -7,6 +7,7 @@
 #include "kernels/ops.h"
 #include "kernels/runner.h"
 #include "tuner/reference.h"
+#include "tests/config_fixture.h"
 
 #include <cmath>
 #include <cstring>
@@ -18,26 +19,14 @@
 #include <vector>
 
 using namespace reduce_tune;
+using reduce_tune::testing::reason;
+using reduce_tune::testing::sm;
 
 namespace {
 
 constexpr DType kInputs[] = {DType::i32, DType::u32, DType::i64, DType::f32,
                              DType::f64, DType::bf16, DType::f16};
 constexpr Problem kProblems[] = {Problem::array, Problem::rows, Problem::columns, Problem::segments};
-
-Target sm(int cc, DType d, Op op, Problem p = Problem::array) {
-  Target t{d, op, cc, 1024, 132, false};
-  t.problem = p;
-  return t;
-}
-
-std::string reason(const char* k, Target t) {
-  std::string why;
-  const auto c = parse_key(k, &why);
-  INFO(why);
-  REQUIRE(c);
-  return invalid_reason(*c, t).value_or("");
-}
 
 template <typename T> HostArray array_of(std::vector<T> xs) {
   HostArray a;

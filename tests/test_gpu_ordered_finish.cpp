@@ -11,10 +11,13 @@
 #include "db/store.h"
 #include "kernels/ops.h"
 #include "kernels/user_op.h"
+#include "tests/config_fixture.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
 #include "tests/graph_fixture.h"
+#include "tests/segmented_gpu_fixture.h"
 #include "tests/store_fixture.h"
+#include "tests/user_reductions.h"
 
 #include <cmath>
 #include <cstring>
@@ -22,24 +25,13 @@
 #include <vector>
 
 using namespace reduce_tune;
+using reduce_tune::testing::cfg;
 using testing::Gpu;
 using testing::gpu;
+using testing::upload;
+using testing::first_nonzero_value;
 
 namespace {
-
-Config cfg(const char* k) {
-  std::string why;
-  auto c = parse_key(k, &why);
-  INFO(why);
-  REQUIRE(c);
-  return *c;
-}
-
-cuda::Buffer upload(const void* p, std::size_t bytes) {
-  cuda::Buffer b(std::max<std::size_t>(bytes, 16));
-  if (bytes) RT_CU(cuMemcpyHtoD(b.get(), p, bytes));
-  return b;
-}
 
 /// Offsets from 3 (unaligned): segments of 0..300 elements, every fifth empty, with one of
 /// `huge` elements in the middle (across hundreds of the flat mapping's blocks) and empty ones
@@ -54,6 +46,11 @@ std::vector<std::int64_t> with_huge(std::uint64_t count, std::uint64_t huge, uns
     o.push_back(o.back() + std::int64_t(len));
   }
   return o;
+}
+
+/// make_input for every element seg reads.
+HostArray input_for(DType d, const Segmentation& seg, std::uint64_t seed) {
+  return make_input(d, seg.input_elements(), seed);
 }
 
 struct Case {
@@ -114,25 +111,6 @@ constexpr OpDtype kPairs[] = {
     {Op::argmax, DType::bf16},   {Op::sum, DType::i64},
 };
 
-/// The first non-zero element's value (0 for none), as a float64: associative, not commutative,
-/// and its map does not read the index, so the flat mapping takes it.
-Reduction first_nonzero_value() {
-  Reduction r;
-  r.accumulator = "double";
-  r.map = "x != 0 ? double(x) : 0.0";
-  r.combine = "a != 0 ? a : b";
-  r.identity = "0.0";
-  r.commutative = false;
-  r.result = DType::f64;
-  r.inputs = {DType::f32};
-  r.check = [](const double* x, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (x[i] != 0) return x[i];
-    return 0.0;
-  };
-  return r;
-}
-
 /// float32 elements, three in four of them zero, so that the first non-zero one of a result is
 /// rarely its first.
 HostArray sparse_input(std::uint64_t n, unsigned seed) {
@@ -167,7 +145,6 @@ std::vector<double> elements_of(const HostArray& a, const Segmentation& seg, std
 TEST_CASE("ordered finish: columns and offsets of argmax, var, logsumexp and sum match the CPU",
           "[gpu][ordered_finish][segmented]") {
   Gpu& g = gpu();
-  const CUstream s = g.stream.get();
   std::size_t checked = 0;
   for (const Case& cs : cases()) {
     const Segmentation& seg = cs.seg;
@@ -177,38 +154,13 @@ TEST_CASE("ordered finish: columns and offsets of argmax, var, logsumexp and sum
       const std::vector<Config> configs = ordered_configs(t, seg.problem);
       INFO(cs.what << " " << name(od.d) << " " << name(od.op));
       REQUIRE(!configs.empty());
-      const HostArray data = make_input(od.d, seg.input_elements(), 11 + seg.shape.count);
-      const std::vector<Reference> refs = segmented_reference(data, seg, od.op);
-      const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
-      const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-      HostArray got;
-      got.dtype = result_dtype(od.op, od.d);
-      got.n = seg.shape.count;
-      got.bytes.resize(got.n * size_of(got.dtype));
-      // One result more than asked for, poisoned: the post pass writes none past the last.
-      cuda::Buffer out(got.bytes.size() + 16);
-      Workspace ws;
-      for (const Config& c : configs) {
-        const Kernel k = g.loader.load(c, od.d, od.op);
-        const SegmentedPlan p = segmented_plan(c, t, seg.shape);
-        REQUIRE(p.post);
-        REQUIRE_FALSE(p.fill);
-        REQUIRE(p.partition_grid == 0);
-        REQUIRE(k.post != nullptr);
-        ws.reserve(p);
-        RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size() + 16, s));
-        const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
-        // Twice: the workspace holds the first launch's partials when the second starts.
-        for (int rep = 0; rep < 2; ++rep) {
-          const Check chk = testing::launch_checked(k, c, t, seg, p, a, ws, got, refs, od.op, s);
-          INFO(key(c) << " launch " << rep << ": got " << chk.observed << ", expected " << chk.expected);
-          CHECK(chk.ok);
-        }
-        unsigned char past[16];
-        RT_CU(cuMemcpyDtoH(past, out.get() + got.bytes.size(), sizeof(past)));
-        for (unsigned char b : past) CHECK(b == 0xA5);
-        checked += seg.shape.count;
-      }
+      const HostArray data = input_for(od.d, seg, 11 + seg.shape.count);
+      // Twice: the workspace holds the first launch's partials when the second starts.
+      checked += testing::check_configs(g, configs, t, seg, data, od.op, 2,
+                                        [](const SegmentedPlan& p) {
+                                          REQUIRE_FALSE(p.fill);
+                                          REQUIRE(p.partition_grid == 0);
+                                        });
     }
   }
   CHECK(checked > 0);
@@ -265,159 +217,36 @@ TEST_CASE("ordered finish: a non-commutative user reduction keeps its order thro
 
 TEST_CASE("ordered finish: the launches captured in a graph replay right on new data",
           "[gpu][ordered_finish][graphs]") {
-  if (!testing::graphs_supported()) {
-    WARN("skipped: the driver lacks stream capture");
-    return;
-  }
-  Gpu& g = gpu();
-  const cuda::Stream stream;
-  const CUstream s = stream.get();
-  struct Captured {
-    const char* key;
-    Op op;
-    DType d;
-    Segmentation seg;
-  };
-  const Captured cases[] = {
-      {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, columns(256, 20011, 256)},
-      {"columns_split.b512.u1.v2.g8.twopass", Op::var, DType::f32, columns(33, 10003, 33)},
-      {"segments_flat_carry.b128.u4.v4.g8.twopass", Op::logsumexp, DType::f32,
-       segments(with_huge(3000, 1 << 20, 8))},
-      {"segments_flat_carry.b256.u2.v4.g32.twopass", Op::argmax, DType::f32,
-       segments(skewed_offsets(4096, 4096 * 128, 45))},
-  };
-  for (const Captured& cc : cases) {
-    const Config c = cfg(cc.key);
-    Target t = g.target(cc.d, cc.op);
-    t.problem = cc.seg.problem;
-    INFO(cc.key << " " << name(cc.d) << " " << name(cc.op));
-    REQUIRE_FALSE(invalid_reason(c, t));
-    const Segmentation& seg = cc.seg;
-    Kernel k = g.loader.load(c, cc.d, cc.op);
-    if (g.info.driver_version < 12030) k.programmatic = false;
-    const SegmentedPlan p = segmented_plan(c, t, seg.shape);
-    REQUIRE(p.post);
-    Workspace ws;
-    ws.reserve(p, s); // before the capture: nothing is allocated during it
-    stream.synchronize();
-    const HostArray first = make_input(cc.d, seg.input_elements(), 3);
-    const HostArray second = make_input(cc.d, seg.input_elements(), 4);
-    const cuda::Buffer in = upload(first.bytes.data(), first.bytes.size());
-    const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-    HostArray got;
-    got.dtype = result_dtype(cc.op, cc.d);
-    got.n = seg.shape.count;
-    got.bytes.resize(got.n * size_of(got.dtype));
-    const cuda::Buffer out(got.bytes.size());
-    const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
-    testing::Graph graph;
-    RT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    enqueue(k, p, a, ws, s);
-    RT_CU(cuStreamEndCapture(s, &graph.graph));
-    REQUIRE(graph.graph != nullptr);
-    RT_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
-    for (const HostArray* data : {&first, &second, &first}) {
-      RT_CU(cuMemcpyHtoDAsync(in.get(), data->bytes.data(), data->bytes.size(), s));
-      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-      RT_CU(cuGraphLaunch(graph.exec, s));
-      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-      stream.synchronize();
-      const std::vector<Reference> refs = segmented_reference(*data, seg, cc.op);
-      const Check chk = check_segmented(refs, got, seg, cc.op, [&](std::uint64_t len) {
-        return segment_depth(c, t, seg.shape, len);
-      });
-      INFO("got " << chk.observed << ", expected " << chk.expected);
-      CHECK(chk.ok);
-    }
-  }
+  testing::check_captured_cases(
+      {
+          {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, columns(256, 20011, 256)},
+          {"columns_split.b512.u1.v2.g8.twopass", Op::var, DType::f32, columns(33, 10003, 33)},
+          {"segments_flat_carry.b128.u4.v4.g8.twopass", Op::logsumexp, DType::f32,
+           segments(with_huge(3000, 1 << 20, 8))},
+          {"segments_flat_carry.b256.u2.v4.g32.twopass", Op::argmax, DType::f32,
+           segments(skewed_offsets(4096, 4096 * 128, 45))},
+      },
+      input_for);
 }
 
 TEST_CASE("ordered finish: the Reducer's calls through it, eager and captured",
           "[gpu][ordered_finish][graphs][reducer]") {
-  if (!testing::graphs_supported()) {
-    WARN("skipped: the driver lacks stream capture");
-    return;
-  }
+  if (!testing::graphs_or_skip()) return;
   const cuda::Context ctx(0);
   const cuda::DeviceInfo info = cuda::device_info(0);
   const testing::TempDir dir;
-  struct Call {
-    const char* key;
-    Op op;
-    DType d;
-    Segmentation seg;
-    Shape stored;
-  };
   const Segmentation skewed = segments(skewed_offsets(3000, 3000 * 200, 46));
-  const Call calls[] = {
+  const std::vector<testing::StoredCall> calls = {
       {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, columns(256, 20011, 256),
        {256, 20011}},
       {"columns_split.b256.u4.v2.g4.twopass", Op::logsumexp, DType::f32, columns(33, 10003, 33),
        {33, 10003}},
       {"segments_flat_carry.b128.u4.v4.g8.twopass", Op::var, DType::f32, skewed, {3000, 200}},
   };
-  std::vector<db::Measurement> rows;
-  for (const Call& c : calls)
-    rows.push_back(testing::stored_row(c.key, c.d, c.op, 1, c.seg.problem, c.stored));
-  testing::write_gpu_store(dir.file("tuning.db"), info, rows);
-  Options o;
-  o.store_path = dir.file("tuning.db");
-  Reducer r(0, o);
+  Reducer r(0, testing::stored_options(dir, info, calls));
   const cuda::Stream stream;
   const CUstream s = stream.get();
-  for (const Call& c : calls) {
-    INFO(c.key << " " << name(c.d) << " " << name(c.op));
-    const Segmentation& seg = c.seg;
-    const HostArray data = make_input(c.d, seg.input_elements(), 9);
-    const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
-    const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-    const Choice ch = seg.problem == Problem::segments
-                          ? r.segments_config_for(c.d, c.op, reinterpret_cast<const void*>(in.get()),
-                                                  seg.shape.count)
-                          : r.config_for(c.d, c.op, seg.problem, seg.shape);
-    REQUIRE(key(ch.config) == c.key);
-    HostArray got;
-    got.dtype = result_dtype(c.op, c.d);
-    got.n = seg.shape.count;
-    got.bytes.resize(got.n * size_of(got.dtype));
-    const cuda::Buffer out(got.bytes.size());
-    auto call = [&] {
-      const void* d_in = reinterpret_cast<const void*>(in.get());
-      void* d_out = reinterpret_cast<void*>(out.get());
-      if (seg.problem == Problem::columns)
-        r.reduce_columns(c.d, c.op, d_in, seg.shape.length, seg.shape.count, d_out, s, seg.stride);
-      else
-        r.reduce_segments(c.d, c.op, d_in, reinterpret_cast<const std::int64_t*>(offsets.get()),
-                          seg.shape.count, d_out, s);
-    };
-    Target t{c.d, c.op, info.cc(), info.max_threads_per_block, info.sm_count, false, seg.problem};
-    const std::vector<Reference> refs = segmented_reference(data, seg, c.op);
-    auto verify = [&] {
-      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-      stream.synchronize();
-      const Check chk = check_segmented(refs, got, seg, c.op, [&](std::uint64_t len) {
-        return segment_depth(ch.config, t, seg.shape, len);
-      });
-      INFO("got " << chk.observed << ", expected " << chk.expected);
-      CHECK(chk.ok);
-    };
-    RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-    call(); // eager
-    verify();
-    call(); // warm
-    verify();
-    testing::Graph graph;
-    RT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    call();
-    RT_CU(cuStreamEndCapture(s, &graph.graph));
-    REQUIRE(graph.graph != nullptr);
-    RT_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
-    for (int i = 0; i < 3; ++i) {
-      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-      RT_CU(cuGraphLaunch(graph.exec, s));
-      verify();
-    }
-  }
+  testing::check_reducer_cases(r, info, calls, input_for, stream);
   // A non-commutative user reduction on skewed offsets and on columns: the lookup's answer
   // (sum's, which reorders) gives way to a configuration that keeps the order.
   const Reduction fnz = first_nonzero_value();

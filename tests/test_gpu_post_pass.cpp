@@ -9,7 +9,9 @@
 #include "kernels/ops.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
+#include "tests/config_fixture.h"
 #include "tests/graph_fixture.h"
+#include "tests/segmented_gpu_fixture.h"
 #include "tests/store_fixture.h"
 
 #include <cstring>
@@ -19,6 +21,8 @@
 using namespace reduce_tune;
 using testing::Gpu;
 using testing::gpu;
+using testing::cfg;
+using testing::upload;
 
 namespace {
 
@@ -68,12 +72,6 @@ HostArray input_for(DType d, const Segmentation& seg, std::uint64_t seed) {
   return a;
 }
 
-cuda::Buffer upload(const void* p, std::size_t bytes) {
-  cuda::Buffer b(std::max<std::size_t>(bytes, 16));
-  if (bytes) RT_CU(cuMemcpyHtoD(b.get(), p, bytes));
-  return b;
-}
-
 /// One valid configuration of each atomic mapping of `problem` that takes the post pass for t.
 std::vector<Config> post_configs(const Target& t, Problem problem) {
   std::vector<Config> out;
@@ -102,7 +100,6 @@ constexpr OpDtype kPairs[] = {
 TEST_CASE("post pass: every atomic mapping of mean, norm2, any, all matches the CPU",
           "[gpu][post_pass][segmented]") {
   Gpu& g = gpu();
-  const CUstream s = g.stream.get();
   std::size_t checked = 0;
   for (const OpDtype& od : kPairs)
     for (const Case& cs : kCases) {
@@ -116,200 +113,50 @@ TEST_CASE("post pass: every atomic mapping of mean, norm2, any, all matches the 
       for (const auto& o : compile_all(g.loader, jobs, 0)) REQUIRE(o.error.empty());
       const Segmentation seg = segmentation(cs);
       const HostArray data = input_for(od.d, seg, 7 + cs.shape.count);
-      const std::vector<Reference> refs = segmented_reference(data, seg, od.op);
-      const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
-      const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-      HostArray got;
-      got.dtype = result_dtype(od.op, od.d);
-      got.n = seg.shape.count;
-      got.bytes.resize(got.n * size_of(got.dtype));
-      // One result more than asked for, poisoned: the post pass writes none past the last.
-      cuda::Buffer out(got.bytes.size() + 16);
-      Workspace ws;
-      for (const Config& c : configs) {
-        const Kernel k = g.loader.load(c, od.d, od.op);
-        const SegmentedPlan p = segmented_plan(c, t, seg.shape);
-        REQUIRE(p.post);
-        REQUIRE(k.post != nullptr);
-        ws.reserve(p);
-        RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size() + 16, s));
-        const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
-        const Check chk = testing::launch_checked(k, c, t, seg, p, a, ws, got, refs, od.op, s);
-        INFO(key(c) << " " << name(od.d) << " " << name(od.op) << " " << name(cs.p) << " "
-                    << seg.shape.count << " x " << seg.shape.length << ": got " << chk.observed
-                    << ", expected " << chk.expected);
-        CHECK(chk.ok);
-        unsigned char past[16];
-        RT_CU(cuMemcpyDtoH(past, out.get() + got.bytes.size(), sizeof(past)));
-        for (unsigned char b : past) CHECK(b == 0xA5);
-        checked += seg.shape.count;
-      }
+      INFO(name(od.d) << " " << name(od.op) << " " << name(cs.p) << " " << seg.shape.count << " x "
+                      << seg.shape.length);
+      checked += testing::check_configs(g, configs, t, seg, data, od.op, 1);
     }
   CHECK(checked > 0);
 }
 
 TEST_CASE("post pass: the launches captured in a graph replay right on new data",
           "[gpu][post_pass][graphs]") {
-  if (!testing::graphs_supported()) {
-    WARN("skipped: the driver lacks stream capture");
-    return;
-  }
-  Gpu& g = gpu();
-  const cuda::Stream stream;
-  const CUstream s = stream.get();
-  struct Captured {
-    const char* key;
-    Op op;
-    DType d;
-    Case cs;
-  };
   // In the results (float32 mean), in a workspace (any's 32-bit accumulators), offsets whose counts
   // the post pass reads, and the binned mapping's two kernels before it.
-  const Captured cases[] = {
-      {"columns_split.b256.u2.v4.g4.atomic", Op::mean, DType::f32, {Problem::columns, {256, 4099}, 256}},
-      {"columns_split.b256.u2.v2.g8.atomic", Op::any, DType::f32, {Problem::columns, {33, 10003}, 33}},
-      {"rows_split.b256.u2.v4.g4.atomic", Op::norm2, DType::f32, {Problem::rows, {7, 70001}, 70003}},
-      {"segments_binned.b256.w8.u1.v2.g4.atomic", Op::all, DType::i32, {Problem::segments, {3000, 0}, 0}},
-      {"segments_flat.b128.u4.v4.g16.atomic", Op::mean, DType::i32, {Problem::segments, {3000, 0}, 0}},
-  };
-  for (const Captured& cc : cases) {
-    std::string why;
-    const auto c = parse_key(cc.key, &why);
-    REQUIRE(c);
-    Target t = g.target(cc.d, cc.op);
-    t.problem = cc.cs.p;
-    INFO(cc.key << " " << name(cc.d) << " " << name(cc.op));
-    REQUIRE_FALSE(invalid_reason(*c, t));
-    const Segmentation seg = segmentation(cc.cs);
-    Kernel k = g.loader.load(*c, cc.d, cc.op);
-    // Programmatic launches are captured from CUDA 12.3 on (as the Reducer does).
-    if (g.info.driver_version < 12030) k.programmatic = false;
-    const SegmentedPlan p = segmented_plan(*c, t, seg.shape);
-    REQUIRE(p.post);
-    Workspace ws;
-    ws.reserve(p, s); // before the capture: what it allocates and zeroes is not the graph's
-    stream.synchronize();
-    const HostArray first = input_for(cc.d, seg, 3), second = input_for(cc.d, seg, 4);
-    const cuda::Buffer in = upload(first.bytes.data(), first.bytes.size());
-    const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-    HostArray got;
-    got.dtype = result_dtype(cc.op, cc.d);
-    got.n = seg.shape.count;
-    got.bytes.resize(got.n * size_of(got.dtype));
-    const cuda::Buffer out(got.bytes.size());
-    const SegmentedArgs a = testing::segmented_args(seg, in.get(), offsets.get(), out.get());
-
-    testing::Graph graph;
-    RT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    enqueue(k, p, a, ws, s); // no host wait, no other stream: capturable
-    RT_CU(cuStreamEndCapture(s, &graph.graph));
-    REQUIRE(graph.graph != nullptr);
-    RT_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
-    for (const HostArray* data : {&first, &second, &first}) {
-      RT_CU(cuMemcpyHtoDAsync(in.get(), data->bytes.data(), data->bytes.size(), s));
-      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-      RT_CU(cuGraphLaunch(graph.exec, s));
-      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-      stream.synchronize();
-      const std::vector<Reference> refs = segmented_reference(*data, seg, cc.op);
-      const Check chk = check_segmented(refs, got, seg, cc.op, [&](std::uint64_t len) {
-        return segment_depth(*c, t, seg.shape, len);
-      });
-      INFO("got " << chk.observed << ", expected " << chk.expected);
-      CHECK(chk.ok);
-    }
-  }
+  testing::check_captured_cases(
+      {
+          {"columns_split.b256.u2.v4.g4.atomic", Op::mean, DType::f32,
+           segmentation({Problem::columns, {256, 4099}, 256})},
+          {"columns_split.b256.u2.v2.g8.atomic", Op::any, DType::f32,
+           segmentation({Problem::columns, {33, 10003}, 33})},
+          {"rows_split.b256.u2.v4.g4.atomic", Op::norm2, DType::f32,
+           segmentation({Problem::rows, {7, 70001}, 70003})},
+          {"segments_binned.b256.w8.u1.v2.g4.atomic", Op::all, DType::i32,
+           segmentation({Problem::segments, {3000, 0}, 0})},
+          {"segments_flat.b128.u4.v4.g16.atomic", Op::mean, DType::i32,
+           segmentation({Problem::segments, {3000, 0}, 0})},
+      },
+      input_for);
 }
 
 TEST_CASE("post pass: the Reducer's calls through it, eager and captured",
           "[gpu][post_pass][graphs][reducer]") {
-  if (!testing::graphs_supported()) {
-    WARN("skipped: the driver lacks stream capture");
-    return;
-  }
+  if (!testing::graphs_or_skip()) return;
   const cuda::Context ctx(0);
   const cuda::DeviceInfo info = cuda::device_info(0);
   const testing::TempDir dir;
-  struct Call {
-    const char* key;
-    Op op;
-    DType d;
-    Case cs;
-    Shape stored;
-  };
-  const Call calls[] = {
+  const std::vector<testing::StoredCall> calls = {
       {"columns_split.b256.u2.v4.g4.atomic", Op::mean, DType::f32,
-       {Problem::columns, {256, 4099}, 256}, {256, 4099}},
+       segmentation({Problem::columns, {256, 4099}, 256}), {256, 4099}},
       {"columns_split.b256.u2.v2.g4.atomic", Op::any, DType::f32,
-       {Problem::columns, {33, 10003}, 33}, {33, 10003}},
+       segmentation({Problem::columns, {33, 10003}, 33}), {33, 10003}},
       {"rows_split.b256.u2.v4.g4.atomic", Op::norm2, DType::f32,
-       {Problem::rows, {7, 70001}, 70001}, {7, 70001}},
+       segmentation({Problem::rows, {7, 70001}, 70001}), {7, 70001}},
       {"segments_split.b256.u2.v4.g4.atomic", Op::all, DType::f32,
-       {Problem::segments, {3000, 0}, 0}, {3000, 200}},
+       segmentation({Problem::segments, {3000, 0}, 0}), {3000, 200}},
   };
-  std::vector<db::Measurement> rows;
-  for (const Call& c : calls)
-    rows.push_back(testing::stored_row(c.key, c.d, c.op, 1, c.cs.p, c.stored));
-  testing::write_gpu_store(dir.file("tuning.db"), info, rows);
-  Options o;
-  o.store_path = dir.file("tuning.db");
-  Reducer r(0, o);
+  Reducer r(0, testing::stored_options(dir, info, calls));
   const cuda::Stream stream;
-  const CUstream s = stream.get();
-  for (const Call& c : calls) {
-    INFO(c.key << " " << name(c.d) << " " << name(c.op));
-    const Segmentation seg = segmentation(c.cs);
-    const HostArray data = input_for(c.d, seg, 9);
-    const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
-    const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-    // What the call itself looks up (for offsets: by the extent of the small input).
-    const Choice ch = c.cs.p == Problem::segments
-                          ? r.segments_config_for(c.d, c.op, reinterpret_cast<const void*>(in.get()),
-                                                  seg.shape.count)
-                          : r.config_for(c.d, c.op, c.cs.p, seg.shape);
-    REQUIRE(key(ch.config) == c.key);
-    HostArray got;
-    got.dtype = result_dtype(c.op, c.d);
-    got.n = seg.shape.count;
-    got.bytes.resize(got.n * size_of(got.dtype));
-    const cuda::Buffer out(got.bytes.size());
-    auto call = [&] {
-      const void* d_in = reinterpret_cast<const void*>(in.get());
-      void* d_out = reinterpret_cast<void*>(out.get());
-      if (c.cs.p == Problem::rows)
-        r.reduce_rows(c.d, c.op, d_in, seg.shape.count, seg.shape.length, d_out, s, seg.stride);
-      else if (c.cs.p == Problem::columns)
-        r.reduce_columns(c.d, c.op, d_in, seg.shape.length, seg.shape.count, d_out, s, seg.stride);
-      else
-        r.reduce_segments(c.d, c.op, d_in, reinterpret_cast<const std::int64_t*>(offsets.get()),
-                          seg.shape.count, d_out, s);
-    };
-    Target t{c.d, c.op, info.cc(), info.max_threads_per_block, info.sm_count, false, c.cs.p};
-    const std::vector<Reference> refs = segmented_reference(data, seg, c.op);
-    auto verify = [&] {
-      RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), out.get(), got.bytes.size(), s));
-      stream.synchronize();
-      const Check chk = check_segmented(refs, got, seg, c.op, [&](std::uint64_t len) {
-        return segment_depth(ch.config, t, seg.shape, len);
-      });
-      INFO("got " << chk.observed << ", expected " << chk.expected);
-      CHECK(chk.ok);
-    };
-    RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-    call(); // eager
-    verify();
-    call(); // warm
-    verify();
-    testing::Graph graph;
-    RT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    call();
-    RT_CU(cuStreamEndCapture(s, &graph.graph));
-    REQUIRE(graph.graph != nullptr);
-    RT_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
-    for (int i = 0; i < 3; ++i) {
-      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.bytes.size(), s));
-      RT_CU(cuGraphLaunch(graph.exec, s));
-      verify();
-    }
-  }
+  testing::check_reducer_cases(r, info, calls, input_for, stream);
 }

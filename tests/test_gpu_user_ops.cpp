@@ -9,6 +9,7 @@
 #include "reduce_tune/reducer.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
+#include "tests/user_reductions.h"
 
 #include <cmath>
 #include <cstring>
@@ -21,6 +22,7 @@ namespace {
 
 using Gpu = reduce_tune::testing::GpuContext;
 using reduce_tune::testing::TempDir;
+using reduce_tune::testing::log_sum_exp;
 
 Reduction norm2() {
   Reduction r;
@@ -51,50 +53,6 @@ Reduction mean_of_ints() {
     double s = 0;
     for (std::size_t i = 0; i < n; ++i) s += x[i];
     return s / double(n); // 0 / 0: NaN, as the kernel's
-  };
-  return r;
-}
-
-// logsumexp with a struct accumulator (a running maximum and a rescaled sum).
-Reduction log_sum_exp() {
-  Reduction r;
-  r.preamble = "struct lse { float m; float s; };\n"
-               "__device__ lse lse_merge(lse a, lse b) {\n"
-               "  const float m = fmaxf(a.m, b.m);\n"
-               "  if (m == -INFINITY) return a;\n"
-               "  return lse{m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};\n"
-               "}";
-  r.accumulator = "lse";
-  r.accumulator_bytes = 8;
-  r.identity = "{-INFINITY, 0.f}";
-  r.map = "lse{float(x), 1.f}";
-  r.combine = "lse_merge(a, b)";
-  r.post = "a.m + logf(a.s)";
-  r.inputs = {DType::f32};
-  r.check = [](const double* x, std::size_t n) {
-    double m = -INFINITY, s = 0;
-    for (std::size_t i = 0; i < n; ++i) m = std::max(m, x[i]);
-    for (std::size_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
-    return n ? m + std::log(s) : -INFINITY;
-  };
-  return r;
-}
-
-// The first non-zero element (its index plus one, as a float64, so that order shows): not
-// commutative.
-Reduction first_nonzero() {
-  Reduction r;
-  r.accumulator = "double";
-  r.map = "x != 0 ? double(i + 1) : 0.0";
-  r.combine = "a != 0 ? a : b";
-  r.identity = "0.0";
-  r.commutative = false;
-  r.result = DType::f64;
-  r.inputs = {DType::f32};
-  r.check = [](const double* x, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (x[i] != 0) return double(i + 1);
-    return 0.0;
   };
   return r;
 }
@@ -245,10 +203,11 @@ TEST_CASE("user reductions: a non-commutative combine keeps the order", "[gpu][u
   Options o;
   o.store_path = (dir.path / "absent.db").string();
   Reducer reducer(0, o);
-  check_problems(reducer, first_nonzero(), DType::f32, /*ordered_only=*/true);
+  const Reduction ordered = testing::first_nonzero_index();
+  check_problems(reducer, ordered, DType::f32, /*ordered_only=*/true);
   // The 1-D problem has no variant that keeps it.
   const cuda::Buffer in(64), out(64);
-  CHECK_THROWS_AS(reducer.reduce_async(first_nonzero(), DType::f32, reinterpret_cast<const void*>(in.get()),
+  CHECK_THROWS_AS(reducer.reduce_async(ordered, DType::f32, reinterpret_cast<const void*>(in.get()),
                                        16, reinterpret_cast<void*>(out.get())),
                   ReductionError);
 }

@@ -7,6 +7,7 @@
 #include "kernels/ops.h"
 #include "kernels/runner.h"
 #include "tuner/reference.h"
+#include "tests/config_fixture.h"
 
 #include <cmath>
 #include <cstring>
@@ -16,27 +17,14 @@
 #include <tuple>
 
 using namespace reduce_tune;
+using reduce_tune::testing::cfg;
+using reduce_tune::testing::reason;
+using reduce_tune::testing::sm;
 
 namespace {
 
 constexpr DType kInputs[] = {DType::i32, DType::u32, DType::i64, DType::f32,
                              DType::f64, DType::bf16, DType::f16};
-
-Config cfg(const char* k) {
-  std::string why;
-  auto c = parse_key(k, &why);
-  INFO(why);
-  REQUIRE(c);
-  return *c;
-}
-
-Target sm(int cc, DType d, Op op, Problem p = Problem::array) {
-  Target t{d, op, cc, 1024, 132, false};
-  t.problem = p;
-  return t;
-}
-
-std::string reason(const char* k, Target t) { return invalid_reason(cfg(k), t).value_or(""); }
 
 template <typename T> HostArray array_of(std::initializer_list<T> xs) {
   HostArray a;

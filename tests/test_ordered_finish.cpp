@@ -10,6 +10,8 @@
 #include "kernels/ops.h"
 #include "kernels/runner.h"
 #include "kernels/user_op.h"
+#include "tests/config_fixture.h"
+#include "tests/user_reductions.h"
 
 #include <algorithm>
 #include <bit>
@@ -18,40 +20,16 @@
 #include <vector>
 
 using namespace reduce_tune;
+using reduce_tune::testing::cfg;
+using reduce_tune::testing::sm;
+using reduce_tune::testing::first_nonzero_value;
 
 namespace {
-
-Config cfg(const char* k) {
-  std::string why;
-  auto c = parse_key(k, &why);
-  INFO(why);
-  REQUIRE(c);
-  return *c;
-}
-
-Target sm(int cc, DType d, Op op, Problem p) {
-  Target t{d, op, cc, 1024, 132, false};
-  t.problem = p;
-  return t;
-}
 
 constexpr DType kInputs[] = {DType::i32, DType::u32, DType::i64, DType::f32,
                              DType::f64, DType::bf16, DType::f16};
 constexpr const char* kColumns = "columns_split.b256.u2.v2.g4.twopass";
 constexpr const char* kFlat = "segments_flat_carry.b128.u4.v2.g8.twopass";
-
-// The first non-zero element's value: not commutative, its map does not read the index.
-Reduction first_nonzero_value() {
-  Reduction r;
-  r.accumulator = "double";
-  r.map = "x != 0 ? double(x) : 0.0";
-  r.combine = "a != 0 ? a : b";
-  r.identity = "0.0";
-  r.commutative = false;
-  r.result = DType::f64;
-  r.inputs = {DType::f32};
-  return r;
-}
 
 Target user_target(const UserOp& u, DType d, Problem p) {
   Target t = sm(90, d, Op::sum, p);

@@ -7,30 +7,18 @@
 #include "kernels/catalogue.h"
 #include "kernels/ops.h"
 #include "kernels/runner.h"
+#include "tests/config_fixture.h"
 
 #include <set>
 #include <string>
 #include <vector>
 
 using namespace reduce_tune;
+using reduce_tune::testing::cfg;
+using reduce_tune::testing::reason;
+using reduce_tune::testing::sm;
 
 namespace {
-
-Config cfg(const char* k) {
-  std::string why;
-  auto c = parse_key(k, &why);
-  INFO(why);
-  REQUIRE(c);
-  return *c;
-}
-
-Target sm(int cc, DType d, Op op, Problem p) {
-  Target t{d, op, cc, 1024, 132, false};
-  t.problem = p;
-  return t;
-}
-
-std::string reason(const char* k, Target t) { return invalid_reason(cfg(k), t).value_or(""); }
 
 constexpr Problem kSegmented[] = {Problem::rows, Problem::columns, Problem::segments};
 constexpr Op kPostOps[] = {Op::mean, Op::norm2, Op::any, Op::all};

@@ -10,6 +10,7 @@
 #include "tuner/reference.h"
 #include "tuner/segmented_sweep.h"
 #include "tuner/sweep.h"
+#include "tests/config_fixture.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <limits>
 
 using namespace reduce_tune;
+using reduce_tune::testing::cfg;
 
 namespace {
 
@@ -24,14 +26,6 @@ Target sm90(Problem p, DType d = DType::f32, Op op = Op::sum) {
   Target t{d, op, 90, 1024, 132, false};
   t.problem = p;
   return t;
-}
-
-Config cfg(const char* k) {
-  std::string why;
-  auto c = parse_key(k, &why);
-  INFO(why);
-  REQUIRE(c);
-  return *c;
 }
 
 } // namespace

@@ -11,11 +11,13 @@
 #include "reduce_tune/reduction.h"
 #include "runtime/lookup.h"
 #include "tests/store_fixture.h"
+#include "tests/user_reductions.h"
 
 #include <set>
 #include <sstream>
 
 using namespace reduce_tune;
+using reduce_tune::testing::log_sum_exp;
 
 namespace {
 
@@ -25,25 +27,6 @@ Reduction sum_of_squares() {
   r.combine = "a + b";
   r.identity = "0";
   r.post = "a";
-  return r;
-}
-
-// A running maximum and a sum rescaled to it (logsumexp), as a struct accumulator.
-Reduction log_sum_exp() {
-  Reduction r;
-  r.preamble = "struct lse { float m; float s; };\n"
-               "__device__ lse lse_merge(lse a, lse b) {\n"
-               "  const float m = fmaxf(a.m, b.m);\n"
-               "  if (m == -INFINITY) return a;\n"
-               "  return lse{m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};\n"
-               "}";
-  r.accumulator = "lse";
-  r.accumulator_bytes = 8;
-  r.identity = "{-INFINITY, 0.f}";
-  r.map = "lse{float(x), 1.f}";
-  r.combine = "lse_merge(a, b)";
-  r.post = "a.m + logf(a.s)";
-  r.inputs = {DType::f32, DType::bf16};
   return r;
 }
 
