@@ -186,6 +186,11 @@ CUfunction Module::function(const char* name) const {
 }
 
 Stream::Stream() { RT_CU(cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING)); }
+
+void upload_sync(CUdeviceptr dst, const void* src, std::size_t bytes) {
+  RT_CU(cuMemcpyHtoD(dst, src, bytes));
+  RT_CU(cuCtxSynchronize());
+}
 Stream::~Stream() {
   if (s_) driver().cuStreamDestroy(s_);
 }

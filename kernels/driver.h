@@ -189,4 +189,9 @@ void launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream
 /// Whether the driver can launch with programmatic stream serialization (cuLaunchKernelEx).
 bool programmatic_launch();
 
+/// Copies `bytes` of host memory to `dst` and returns once they are there. A plain cuMemcpyHtoD
+/// from pageable memory may return while its DMA is still in flight, and a kernel on a non-blocking
+/// stream (Stream) does not wait for it: it could read part of the old contents.
+void upload_sync(CUdeviceptr dst, const void* src, std::size_t bytes);
+
 } // namespace reduce_tune::cuda

@@ -30,7 +30,7 @@ std::size_t check_configs(DType d, Op op, const std::vector<std::uint64_t>& size
     const HostArray data = make_input(d, n, 1000 + n);
     const Reference ref = reference(data, op);
     cuda::Buffer in(n * size_of(d));
-    RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+    reduce_tune::cuda::upload_sync(in.get(), data.bytes.data(), data.bytes.size());
     for (const CompileJob& j : jobs) {
       const Kernel k = g.loader.load(j.config, d, op, wide);
       const LaunchPlan p = plan(j.config, t, n);
@@ -155,7 +155,7 @@ TEST_CASE("the first-block finish keeps its state right over back-to-back launch
     for (std::uint64_t n : sizes) {
       data.push_back(make_input(d, n, 77 + n));
       inputs.emplace_back(n * es);
-      RT_CU(cuMemcpyHtoD(inputs.back().get(), data.back().bytes.data(), n * es));
+      reduce_tune::cuda::upload_sync(inputs.back().get(), data.back().bytes.data(), n * es);
       for (const Config& c : configs) ws.reserve(plan(c, t, n), d, n); // no reallocation below
     }
     const int rounds = 3;
@@ -193,7 +193,7 @@ TEST_CASE("vectorized loads handle an unaligned start", "[gpu]") {
   const std::uint64_t n = (1u << 20) + 7;
   const HostArray data = make_input(DType::f32, n + 3, 5);
   cuda::Buffer in((n + 3) * 4);
-  RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+  reduce_tune::cuda::upload_sync(in.get(), data.bytes.data(), data.bytes.size());
   Workspace ws;
   for (int offset = 0; offset < 4; ++offset) {
     HostArray part;
@@ -220,7 +220,7 @@ TEST_CASE("16-byte loads of bf16 and f16 handle every unaligned start", "[gpu][h
   for (DType d : {DType::bf16, DType::f16}) {
     const HostArray data = make_input(d, n + 7, 5);
     cuda::Buffer in((n + 7) * 2);
-    RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+    reduce_tune::cuda::upload_sync(in.get(), data.bytes.data(), data.bytes.size());
     Workspace ws;
     for (int offset = 0; offset < 8; ++offset)
       for (Op op : {Op::sum, Op::max}) {

@@ -42,7 +42,7 @@ struct Input {
     std::mt19937 gen(seed);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     for (float& x : host) sum += double(x = u(gen));
-    RT_CU(cuMemcpyHtoD(dev.get(), host.data(), n * sizeof(float)));
+    reduce_tune::cuda::upload_sync(dev.get(), host.data(), n * sizeof(float));
   }
   const float* ptr() const { return reinterpret_cast<const float*>(dev.get()); }
 };

@@ -56,7 +56,7 @@ std::vector<CompileJob> jobs_for(const Target& t, DType d, Op op, Problem proble
 
 cuda::Buffer upload(const HostArray& a) {
   cuda::Buffer b(std::max<std::size_t>(a.bytes.size(), 16));
-  RT_CU(cuMemcpyHtoD(b.get(), a.bytes.data(), a.bytes.size()));
+  reduce_tune::cuda::upload_sync(b.get(), a.bytes.data(), a.bytes.size());
   return b;
 }
 
@@ -69,7 +69,7 @@ struct Placed {
   Placed(const HostArray& a, std::uint64_t offset)
       : buffer(std::max<std::size_t>(a.bytes.size() + (offset + 1) * size_of(a.dtype), 16)) {
     at = buffer.get() + offset * size_of(a.dtype);
-    RT_CU(cuMemcpyHtoD(at, a.bytes.data(), a.bytes.size()));
+    reduce_tune::cuda::upload_sync(at, a.bytes.data(), a.bytes.size());
   }
 };
 
@@ -161,7 +161,7 @@ std::size_t check_segmented(Gpu& g, DType d, Op op, const SegmentedCase& cs, std
     seg.offsets = skewed_offsets(cs.shape.count, total, seed + 24 + cs.shape.count);
     seg.shape.length = total / cs.shape.count;
     offsets = cuda::Buffer(seg.offsets.size() * 8);
-    RT_CU(cuMemcpyHtoD(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8));
+    reduce_tune::cuda::upload_sync(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8);
   }
   const std::uint64_t elements = seg.input_elements();
   const HostArray x = input_with_zeros(d, elements, seed + cs.shape.count);
@@ -366,7 +366,7 @@ TEST_CASE("ops: argmax, argmin, logsumexp, var and std through the library's cal
   const float inf = std::numeric_limits<float>::infinity();
   const float special[] = {-inf, -inf, -inf, 2.0f, inf, 1.0f};
   cuda::Buffer d_special(sizeof special);
-  RT_CU(cuMemcpyHtoD(d_special.get(), special, sizeof special));
+  reduce_tune::cuda::upload_sync(d_special.get(), special, sizeof special);
   const auto* ps = reinterpret_cast<const float*>(d_special.get());
   CHECK(r.logsumexp(ps, 3) == -inf);
   CHECK(r.logsumexp(ps, 4) == 2.0f);
@@ -398,7 +398,7 @@ TEST_CASE("ops: argmax, argmin, logsumexp, var and std through the library's cal
   // Offsets with an empty segment: -1 there.
   const std::int64_t offs[] = {0, 10, 10, 500};
   cuda::Buffer d_offs(sizeof offs);
-  RT_CU(cuMemcpyHtoD(d_offs.get(), offs, sizeof offs));
+  reduce_tune::cuda::upload_sync(d_offs.get(), offs, sizeof offs);
   r.reduce_segments(DType::i32, Op::argmax, pi, reinterpret_cast<const std::int64_t*>(d_offs.get()), 3,
                     reinterpret_cast<void*>(out.get()));
   RT_CU(cuCtxSynchronize());
@@ -524,7 +524,7 @@ TEST_CASE("dot: the library's calls", "[gpu][ops][dot]") {
   segs.offsets = skewed_offsets(2000, n, 77);
   segs.shape = {2000, n / 2000};
   const cuda::Buffer d_off(segs.offsets.size() * 8);
-  RT_CU(cuMemcpyHtoD(d_off.get(), segs.offsets.data(), segs.offsets.size() * 8));
+  reduce_tune::cuda::upload_sync(d_off.get(), segs.offsets.data(), segs.offsets.size() * 8);
   segmented(segs, [&] {
     r.dot_segments(pxi, pyi, reinterpret_cast<const std::int64_t*>(d_off.get()), 2000, iout, s, n);
   });

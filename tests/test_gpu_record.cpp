@@ -20,7 +20,7 @@ namespace {
 cuda::Buffer ones(std::uint64_t n) {
   const std::vector<float> host(n, 1.0f);
   cuda::Buffer b(n * sizeof(float));
-  RT_CU(cuMemcpyHtoD(b.get(), host.data(), n * sizeof(float)));
+  reduce_tune::cuda::upload_sync(b.get(), host.data(), n * sizeof(float));
   return b;
 }
 

@@ -65,7 +65,7 @@ std::vector<Outcome> run_all(bool unsafe, bool (*pick)(const Config&)) {
         const HostArray data = make_input(d, n, 2024 + n);
         const Reference ref = reference(data, op);
         cuda::Buffer in(n * size_of(d));
-        RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+        reduce_tune::cuda::upload_sync(in.get(), data.bytes.data(), data.bytes.size());
         Outcome out;
         for (const CompileJob& j : jobs) {
           const Kernel k = g.loader.load(j.config, d, op);

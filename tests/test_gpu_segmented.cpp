@@ -74,11 +74,11 @@ std::size_t check_problem(Problem problem, DType d, Op op, const std::vector<Cas
     view.bytes.erase(view.bytes.begin(), view.bytes.begin() + std::ptrdiff_t(k.shift * es));
     const std::vector<Reference> refs = segmented_reference(view, seg, op);
     cuda::Buffer in(std::max<std::size_t>(data.bytes.size(), 16));
-    RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+    reduce_tune::cuda::upload_sync(in.get(), data.bytes.data(), data.bytes.size());
     const std::size_t off_at = k.offsets_shift * 8;
     cuda::Buffer offsets(std::max<std::size_t>(off_at + seg.offsets.size() * 8, 8));
     if (!seg.offsets.empty())
-      RT_CU(cuMemcpyHtoD(offsets.get() + off_at, seg.offsets.data(), seg.offsets.size() * 8));
+      reduce_tune::cuda::upload_sync(offsets.get() + off_at, seg.offsets.data(), seg.offsets.size() * 8);
     cuda::Buffer out(std::max<std::size_t>(seg.shape.count * es, 8));
     HostArray got;
     got.dtype = d;
@@ -246,9 +246,9 @@ TEST_CASE("segmented: offsets out of order (outside the contract) never fault th
   const std::uint64_t count = bad[0].size() - 1, elements = (1 << 21) + 1;
   const HostArray data = make_input(DType::f32, elements, 99);
   cuda::Buffer in(data.bytes.size()), offsets(2 * bad[0].size() * 8), out(count * 4);
-  RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+  reduce_tune::cuda::upload_sync(in.get(), data.bytes.data(), data.bytes.size());
   for (int i = 0; i < 2; ++i)
-    RT_CU(cuMemcpyHtoD(offsets.get() + i * bad[0].size() * 8, bad[i].data(), bad[i].size() * 8));
+    reduce_tune::cuda::upload_sync(offsets.get() + i * bad[0].size() * 8, bad[i].data(), bad[i].size() * 8);
   // After each, a call within the contract on the same workspace (what a mapping keeps there must
   // not carry a bad call into a good one): one segment over every block of the grid, then an empty
   // and a one-element one.
@@ -258,7 +258,7 @@ TEST_CASE("segmented: offsets out of order (outside the contract) never fault th
   good.shape = {good.offsets.size() - 1, 0};
   const std::vector<Reference> refs = segmented_reference(data, good, Op::sum);
   cuda::Buffer good_offsets(good.offsets.size() * 8);
-  RT_CU(cuMemcpyHtoD(good_offsets.get(), good.offsets.data(), good.offsets.size() * 8));
+  reduce_tune::cuda::upload_sync(good_offsets.get(), good.offsets.data(), good.offsets.size() * 8);
   HostArray got;
   got.dtype = DType::f32;
   got.n = good.shape.count;

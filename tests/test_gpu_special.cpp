@@ -131,7 +131,7 @@ template <typename T> std::size_t check_array(DType d) {
         if (op == Op::sum) REQUIRE(same(T(ref.exact), want, op));
         const std::size_t es = sizeof(T);
         cuda::Buffer in((n + shift) * es);
-        RT_CU(cuMemcpyHtoD(in.get() + shift * es, data.bytes.data(), data.bytes.size()));
+        reduce_tune::cuda::upload_sync(in.get() + shift * es, data.bytes.data(), data.bytes.size());
         std::vector<std::string> failed;
         for (const CompileJob& j : jobs) {
           const Kernel k = g.loader.load(j.config, d, op);
@@ -196,10 +196,10 @@ template <typename T> std::size_t check_segmented_nan(DType d, const SegCase& k)
   std::vector<bool> has_nan;
   poison<T>(data, seg, has_nan);
   cuda::Buffer in(std::max<std::size_t>(data.bytes.size(), 16));
-  RT_CU(cuMemcpyHtoD(in.get(), data.bytes.data(), data.bytes.size()));
+  reduce_tune::cuda::upload_sync(in.get(), data.bytes.data(), data.bytes.size());
   cuda::Buffer offsets(std::max<std::size_t>(seg.offsets.size() * 8, 8));
   if (!seg.offsets.empty())
-    RT_CU(cuMemcpyHtoD(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8));
+    reduce_tune::cuda::upload_sync(offsets.get(), seg.offsets.data(), seg.offsets.size() * 8);
   cuda::Buffer out(seg.shape.count * es);
   HostArray got;
   got.dtype = d;

@@ -87,7 +87,7 @@ Data make(DType dtype, std::size_t n, unsigned seed) {
 
 cuda::Buffer upload(const void* p, std::size_t bytes) {
   cuda::Buffer b(std::max<std::size_t>(bytes, 16));
-  if (bytes) RT_CU(cuMemcpyHtoD(b.get(), p, bytes));
+  if (bytes) reduce_tune::cuda::upload_sync(b.get(), p, bytes);
   return b;
 }
 

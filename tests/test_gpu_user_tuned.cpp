@@ -101,7 +101,7 @@ TEST_CASE("user reductions tuned: swept into a store, then looked up exactly fro
   const std::vector<float> x = values(n);
   std::vector<double> xd(x.begin(), x.end());
   cuda::Buffer d_in(n * 4), d_out(rows_shape.count * 4);
-  RT_CU(cuMemcpyHtoD(d_in.get(), x.data(), n * 4));
+  reduce_tune::cuda::upload_sync(d_in.get(), x.data(), n * 4);
   reducer.reduce_async(r, DType::f32, reinterpret_cast<const void*>(d_in.get()), n,
                        reinterpret_cast<void*>(d_out.get()));
   RT_CU(cuCtxSynchronize());

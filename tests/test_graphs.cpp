@@ -87,7 +87,7 @@ struct Data {
             a.data<T>()[k.n / 3 + 7 * v] = T(k.op == Op::min ? -2048 - v : 2048 + v);
           });
         versions[c].emplace_back(a.bytes.size());
-        RT_CU(cuMemcpyHtoD(versions[c][v].get(), a.bytes.data(), a.bytes.size()));
+        reduce_tune::cuda::upload_sync(versions[c][v].get(), a.bytes.data(), a.bytes.size());
         refs[c].push_back(reference(a, k.op));
       }
       live.emplace_back(k.n * size_of(k.dtype));
@@ -438,8 +438,8 @@ TEST_CASE("graphs: another thread's eager calls, compiling and allocating, leave
   const std::uint64_t n_captured = 100003, n_eager = (1u << 21) + 11;
   const HostArray a = make_input(DType::f32, n_captured, 5), b = make_input(DType::i64, n_eager, 6);
   const cuda::Buffer in_a(a.bytes.size()), in_b(b.bytes.size()), out(16);
-  RT_CU(cuMemcpyHtoD(in_a.get(), a.bytes.data(), a.bytes.size()));
-  RT_CU(cuMemcpyHtoD(in_b.get(), b.bytes.data(), b.bytes.size()));
+  reduce_tune::cuda::upload_sync(in_a.get(), a.bytes.data(), a.bytes.size());
+  reduce_tune::cuda::upload_sync(in_b.get(), b.bytes.data(), b.bytes.size());
 
   Graph graph;
   RT_CU(cuStreamBeginCapture(cs.get(), CU_STREAM_CAPTURE_MODE_GLOBAL));
@@ -489,7 +489,7 @@ TEST_CASE("graphs: calls on memory allocated during the capture (stream-ordered)
   const std::uint64_t rows = 700, cols = 300, n = rows * cols;
   const HostArray a = make_input(DType::f32, n, 11);
   const cuda::Buffer in(a.bytes.size()), out(8);
-  RT_CU(cuMemcpyHtoD(in.get(), a.bytes.data(), a.bytes.size()));
+  reduce_tune::cuda::upload_sync(in.get(), a.bytes.data(), a.bytes.size());
   const auto* in_p = reinterpret_cast<const void*>(in.get());
   // Warm: compiled and loaded before the capture, and the same calls made eagerly on these sizes.
   {

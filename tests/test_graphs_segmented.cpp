@@ -128,14 +128,14 @@ TEST_CASE("graphs: captured rows, columns and segments calls replay right beside
     for (int v = 0; v < kVersions; ++v) {
       const HostArray a = make_input(c.dtype, c.seg.input_elements(), 500 + 10 * i + v);
       d.versions.emplace_back(d.in_bytes);
-      RT_CU(cuMemcpyHtoD(d.versions.back().get(), a.bytes.data(), d.in_bytes));
+      reduce_tune::cuda::upload_sync(d.versions.back().get(), a.bytes.data(), d.in_bytes);
       d.refs.push_back(segmented_reference(a, c.seg, c.op));
     }
     d.live = cuda::Buffer(d.in_bytes);
     d.out = cuda::Buffer(d.out_bytes);
     d.offsets = cuda::Buffer(std::max<std::size_t>(c.seg.offsets.size() * 8, 8));
     if (!c.seg.offsets.empty())
-      RT_CU(cuMemcpyHtoD(d.offsets.get(), c.seg.offsets.data(), c.seg.offsets.size() * 8));
+      reduce_tune::cuda::upload_sync(d.offsets.get(), c.seg.offsets.data(), c.seg.offsets.size() * 8);
   }
 
   constexpr int kReplays = 300;

@@ -50,7 +50,7 @@ Options without_store(const TempDir& dir) {
 
 cuda::Buffer upload(const HostArray& a) {
   cuda::Buffer b(std::max<std::size_t>(a.bytes.size(), 1));
-  RT_CU(cuMemcpyHtoD(b.get(), a.bytes.data(), a.bytes.size()));
+  reduce_tune::cuda::upload_sync(b.get(), a.bytes.data(), a.bytes.size());
   return b;
 }
 

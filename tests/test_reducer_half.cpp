@@ -79,7 +79,7 @@ TEST_CASE("reducer: bf16 and f16 through the typed helpers, sync and async, any 
     for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(1000), std::uint64_t(3 * (1ull << 20) + 17)}) {
       const HostArray a = make_input(d, n + 7, 9 + n);
       cuda::Buffer in(a.bytes.size());
-      RT_CU(cuMemcpyHtoD(in.get(), a.bytes.data(), a.bytes.size()));
+      reduce_tune::cuda::upload_sync(in.get(), a.bytes.data(), a.bytes.size());
       for (std::uint64_t skip : {0u, 1u, 3u, 7u}) {
         HostArray part;
         part.dtype = d, part.n = n;
@@ -128,7 +128,7 @@ TEST_CASE("reducer: a bf16 sum keeps what rounding at every add would lose", "[g
   std::vector<std::uint16_t> host(n, narrow_half(1.0, DType::bf16));
   host[0] = narrow_half(double(1u << 20), DType::bf16);
   cuda::Buffer in(n * 2);
-  RT_CU(cuMemcpyHtoD(in.get(), host.data(), n * 2));
+  reduce_tune::cuda::upload_sync(in.get(), host.data(), n * 2);
   const __nv_bfloat16 s = r.sum(reinterpret_cast<const __nv_bfloat16*>(in.get()), n);
   CHECK(float(s) == float(1u << 21));
 }
@@ -147,7 +147,7 @@ TEST_CASE("reducer: stored half configurations, and those a half sum cannot use 
       const std::uint64_t n = 1ull << 20;
       const HostArray a = make_input(d, n, 21);
       cuda::Buffer in(a.bytes.size());
-      RT_CU(cuMemcpyHtoD(in.get(), a.bytes.data(), a.bytes.size()));
+      reduce_tune::cuda::upload_sync(in.get(), a.bytes.data(), a.bytes.size());
       const Choice c = r.config_for(d, op, n);
       INFO(name(d) << " " << name(op) << ": " << key(c.config) << " (" << c.note << ")");
       CHECK(c.match == Match::exact);
@@ -198,7 +198,7 @@ TEST_CASE("reducer: bf16 and f16 with a float32 result, its atomic sums, under g
       // Eagerly, then captured and replayed with new data every time.
       const HostArray a = make_input(d, n, 33);
       cuda::Buffer in(a.bytes.size());
-      RT_CU(cuMemcpyHtoD(in.get(), a.bytes.data(), a.bytes.size()));
+      reduce_tune::cuda::upload_sync(in.get(), a.bytes.data(), a.bytes.size());
       RT_CU(cuCtxSynchronize());
       auto got = [&] {
         Scalar s;
@@ -220,7 +220,7 @@ TEST_CASE("reducer: bf16 and f16 with a float32 result, its atomic sums, under g
       RT_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
       for (int rep = 0; rep < 20; ++rep) {
         const HostArray b = make_input(d, n, 100 + rep);
-        RT_CU(cuMemcpyHtoD(in.get(), b.bytes.data(), b.bytes.size()));
+        reduce_tune::cuda::upload_sync(in.get(), b.bytes.data(), b.bytes.size());
         // From pageable memory the copy may return before its DMA lands; the stream does not wait
         // for the legacy stream's copy.
         RT_CU(cuCtxSynchronize());

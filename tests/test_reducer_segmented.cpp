@@ -31,7 +31,7 @@ using reduce_tune::testing::TempDir;
 
 cuda::Buffer upload(const void* p, std::size_t bytes) {
   cuda::Buffer b(std::max<std::size_t>(bytes, 16));
-  RT_CU(cuMemcpyHtoD(b.get(), p, bytes));
+  reduce_tune::cuda::upload_sync(b.get(), p, bytes);
   return b;
 }
 

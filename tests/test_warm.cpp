@@ -29,7 +29,7 @@ struct Count {
 
 cuda::Buffer upload(const HostArray& a) {
   cuda::Buffer b(a.bytes.size());
-  RT_CU(cuMemcpyHtoD(b.get(), a.bytes.data(), a.bytes.size()));
+  reduce_tune::cuda::upload_sync(b.get(), a.bytes.data(), a.bytes.size());
   return b;
 }
 
@@ -72,7 +72,7 @@ TEST_CASE("warm calls: no pointer query or lookup after the first, the same resu
   const std::uint64_t rows = 32, cols = 32;
   const HostArray m = make_input(DType::i32, rows * cols, 4);
   const cuda::Buffer mat(m.bytes.size()), row_sums(rows * 4);
-  RT_CU(cuMemcpyHtoD(mat.get(), m.bytes.data(), m.bytes.size()));
+  reduce_tune::cuda::upload_sync(mat.get(), m.bytes.data(), m.bytes.size());
   r.reduce_rows(DType::i32, Op::sum, at(mat), rows, cols, at_out(row_sums), s.get());
   const Count before;
   for (int i = 0; i < 20; ++i)

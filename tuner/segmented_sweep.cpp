@@ -61,7 +61,7 @@ ShapeData layout(Problem problem, Shape shape, std::uint64_t seed) {
   if (problem == Problem::segments) {
     s.seg.offsets = skewed_offsets(shape.count, shape.elements(), seed);
     s.offsets = cuda::Buffer(s.seg.offsets.size() * sizeof(std::int64_t));
-    RT_CU(cuMemcpyHtoD(s.offsets.get(), s.seg.offsets.data(), s.seg.offsets.size() * sizeof(std::int64_t)));
+    cuda::upload_sync(s.offsets.get(), s.seg.offsets.data(), s.seg.offsets.size() * sizeof(std::int64_t));
   } else {
     s.seg.stride = problem == Problem::rows ? shape.length : shape.count; // dense rows
   }
@@ -272,13 +272,13 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           d_in = cuda::Buffer(); // freed before the larger one is made
           d_in = cuda::Buffer(in_bytes);
         }
-        RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), elements * es));
+        cuda::upload_sync(d_in.get(), data.bytes.data(), elements * es);
         if (two) {
           if (d_in2.size() < in_bytes) {
             d_in2 = cuda::Buffer();
             d_in2 = cuda::Buffer(in_bytes);
           }
-          RT_CU(cuMemcpyHtoD(d_in2.get(), data2.bytes.data(), elements * es));
+          cuda::upload_sync(d_in2.get(), data2.bytes.data(), elements * es);
         }
         ++res.times.inputs;
       }

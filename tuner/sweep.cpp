@@ -393,9 +393,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
       const HostArray& data = input.data;
       const HostArray& data2 = input.data2;
       cuda::Buffer d_in(n * es);
-      RT_CU(cuMemcpyHtoD(d_in.get(), data.bytes.data(), n * es));
+      cuda::upload_sync(d_in.get(), data.bytes.data(), n * es);
       cuda::Buffer d_in2(two ? n * es : 0);
-      if (two) RT_CU(cuMemcpyHtoD(d_in2.get(), data2.bytes.data(), n * es));
+      if (two) cuda::upload_sync(d_in2.get(), data2.bytes.data(), n * es);
       res.times.input_s += seconds_since(t_data);
       ++res.times.inputs;
 
