@@ -4,6 +4,7 @@
 
 #include "db/store.h"
 #include "tests/fixtures.h"
+#include "tests/sqlite_fixture.h"
 
 #include <sqlite3.h>
 
@@ -16,6 +17,7 @@
 
 using namespace reduce_tune;
 using namespace reduce_tune::db;
+using reduce_tune::testing::raw_exec;
 namespace fs = std::filesystem;
 
 namespace {
@@ -32,18 +34,6 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
   std::map<std::string, std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) out[e.path().filename().string()] = bytes_of(e.path());
   return out;
-}
-
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  const std::string msg = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  INFO(msg);
-  REQUIRE(rc == SQLITE_OK);
 }
 
 /// Turns a store of this build into one of schema 2, as the code before segmented problems wrote

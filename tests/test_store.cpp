@@ -4,6 +4,7 @@
 
 #include "db/store.h"
 #include "tests/fixtures.h"
+#include "tests/sqlite_fixture.h"
 
 #include <sqlite3.h>
 
@@ -18,6 +19,7 @@
 
 using namespace reduce_tune;
 using namespace reduce_tune::db;
+using reduce_tune::testing::raw_exec;
 namespace fs = std::filesystem;
 
 namespace {
@@ -47,14 +49,6 @@ std::string bytes_of(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-/// Runs sql on the file with a plain sqlite3 connection, as a foreign tool would.
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
-}
 
 DeviceRecord gpu(const std::string& uuid, int cc_major = 9, int cc_minor = 0) {
   DeviceRecord d = reduce_tune::testing::h100_record(uuid);

@@ -5,40 +5,16 @@
 #include "db/store.h"
 #include "reduce_tune/reduction.h"
 #include "tests/fixtures.h"
-
-#include <sqlite3.h>
+#include "tests/sqlite_fixture.h"
 
 #include <filesystem>
-#include <random>
 
 using namespace reduce_tune;
 using namespace reduce_tune::db;
+using reduce_tune::testing::raw_exec;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDb {
-  fs::path dir;
-  TempDb() {
-    std::random_device rd;
-    dir = fs::temp_directory_path() / ("reduce-tune-user-" + std::to_string(rd()) + "-" + std::to_string(rd()));
-    fs::create_directories(dir);
-    fs::permissions(dir, fs::perms::owner_all);
-  }
-  ~TempDb() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string file(const std::string& name) const { return (dir / name).string(); }
-};
-
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
-}
 
 Measurement row(const std::string& key, std::uint64_t n, double us, std::optional<std::uint64_t> user = {}) {
   Measurement m;
@@ -151,7 +127,7 @@ TEST_CASE("reductions: kept once per hash, a second description of a hash refuse
 }
 
 TEST_CASE("a store of schema 5 migrates keeping its rows; read-only it has no reductions", "[store][user]") {
-  TempDb tmp;
+  const testing::TempDir tmp;
   const std::string path = tmp.file("old.db");
   {
     Store s(path);
@@ -175,7 +151,7 @@ TEST_CASE("a store of schema 5 migrates keeping its rows; read-only it has no re
 
 TEST_CASE("merge brings a user reduction's rows and description; a clash of descriptions is refused, "
           "neither store changed", "[store][user][merge]") {
-  TempDb tmp;
+  const testing::TempDir tmp;
   const Reduction r = sum_of_squares();
   const std::uint64_t h = r.hash();
   const std::string a = tmp.file("a.db"), b = tmp.file("b.db"), c = tmp.file("c.db");
