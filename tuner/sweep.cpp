@@ -389,7 +389,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         continue;
       }
       const auto t_data = Clock::now();
-      const std::uint64_t seed = spec_of(d, n).seed;
+      const std::uint64_t seed = o.check_data ? 0 : spec_of(d, n).seed; // 0: a supplied input
       // With the second input of the ops of two (dot): other random data of the same kind.
       const PreparedInput input = ahead.take(spec_of(d, n));
       if (si + 1 < sizes.size()) ahead.start(spec_of(d, sizes[si + 1]));
