@@ -81,15 +81,13 @@ CheckData parse_check_index(const std::string& text, const std::string& dir) {
     std::string why;
     if (p.problem == Problem::array) {
       const auto n = parse_size(f[1], &why);
-      if (!n) fail("shape '" + f[1] + "': " + why);
-      if (*n == 0) fail("shape '" + f[1] + "' is empty");
+      if (!n) fail("shape '" + f[1] + "': " + why); // (a size is at least 1)
       p.shape = Shape{1, *n};
     } else {
       const auto x = f[1].find('x');
       if (x == std::string::npos) fail("shape '" + f[1] + "' is not ROWSxCOLS");
       const auto rows = parse_size(f[1].substr(0, x), &why), cols = parse_size(f[1].substr(x + 1), &why);
       if (!rows || !cols) fail("shape '" + f[1] + "': " + why);
-      if (*rows == 0 || *cols == 0) fail("shape '" + f[1] + "' is empty");
       if (*cols > ~std::uint64_t(0) / *rows) fail("shape '" + f[1] + "' overflows 64 bits");
       p.shape = p.problem == Problem::rows ? Shape{*rows, *cols} : Shape{*cols, *rows};
     }
