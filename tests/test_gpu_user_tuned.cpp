@@ -147,7 +147,7 @@ TEST_CASE("user reductions tuned without a CPU evaluation: every measurement say
   for (const auto& m : db::Store(o.db_path).measurements(res.device.uuid, f)) CHECK(m.expected == kNotChecked);
 }
 
-TEST_CASE("user reductions tuned on supplied check data: checked against it; a wrong expected value fails",
+TEST_CASE("user reductions tuned on supplied check data: checked against it, and a wrong expected value fails",
           "[gpu][user][tune]") {
   // A reduction without a CPU evaluation (as from a file), checked by the supplied expected
   // results: right ones pass, the same plus 1 fail every measurement.
