@@ -2,7 +2,8 @@
 // swept into a temporary store, each measurement checked against the reduction's CPU evaluation,
 // its rows and description stored under its hash; the Reducer's later lookup is then exact from
 // those rows, and its results match the CPU evaluation. Without a CPU evaluation every
-// measurement says that it was not checked. test_gpu_main.cpp skips them without a GPU.
+// measurement says that it was not checked; with supplied check data (tuner/check_data.h) every
+// one is checked against it. test_gpu_main.cpp skips them without a GPU.
 #include <catch2/catch.hpp>
 
 #include "db/store.h"
@@ -10,12 +11,16 @@
 #include "kernels/user_op.h"
 #include "reduce_tune/reducer.h"
 #include "tests/fixtures.h"
+#include "tuner/check_data.h"
+#include "tuner/npy.h"
 #include "tuner/reference.h"
 #include "tuner/sweep.h"
 #include "tuner/user_check.h"
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 using namespace reduce_tune;
 using reduce_tune::testing::TempDir;
@@ -140,4 +145,70 @@ TEST_CASE("user reductions tuned without a CPU evaluation: every measurement say
   db::MeasurementFilter f;
   f.op = db::OpKey::user(o.user->hash);
   for (const auto& m : db::Store(o.db_path).measurements(res.device.uuid, f)) CHECK(m.expected == kNotChecked);
+}
+
+TEST_CASE("user reductions tuned on supplied check data: checked against it, and a wrong expected value fails",
+          "[gpu][user][tune]") {
+  // A reduction without a CPU evaluation (as from a file), checked by the supplied expected
+  // results: right ones pass, the same plus 1 fail every measurement.
+  const TempDir dir;
+  const std::uint64_t n = 4096, rows = 333, cols = 77;
+  const std::vector<float> x = values(rows * cols);
+  for (bool wrong : {false, true})
+    for (Problem problem : {Problem::array, Problem::columns}) {
+      const std::string sub = dir.file(std::string(wrong ? "wrong-" : "right-") + std::string(name(problem)));
+      std::filesystem::create_directories(sub);
+      NpyArray in, e;
+      in.dtype = DType::f32, e.dtype = DType::f64;
+      std::vector<double> sums;
+      if (problem == Problem::array) {
+        in.shape = {n};
+        double s = 0;
+        for (std::uint64_t i = 0; i < n; ++i) s += double(x[i]) * double(x[i]);
+        sums = {s};
+        e.shape = {};
+      } else {
+        in.shape = {rows, cols};
+        sums.assign(cols, 0.0);
+        for (std::uint64_t i = 0; i < rows; ++i)
+          for (std::uint64_t j = 0; j < cols; ++j) sums[j] += double(x[i * cols + j]) * double(x[i * cols + j]);
+        e.shape = {cols};
+      }
+      in.bytes.resize(in.elements() * 4);
+      std::memcpy(in.bytes.data(), x.data(), in.bytes.size());
+      NpyArray m = e; // a sum of squares is its own magnitude
+      for (double& s : sums) s += wrong ? 1.0 : 0.0;
+      e.bytes.resize(sums.size() * 8);
+      std::memcpy(e.bytes.data(), sums.data(), e.bytes.size());
+      m.bytes = e.bytes;
+      if (wrong) { // the magnitudes stay right: the bound is not widened by the error
+        for (double& s : sums) s -= 1.0;
+        std::memcpy(m.bytes.data(), sums.data(), m.bytes.size());
+      }
+      write_npy(sub + "/x.npy", in);
+      write_npy(sub + "/e.npy", e);
+      write_npy(sub + "/m.npy", m);
+      std::ofstream(sub + "/index.txt") << name(problem) << " " << (problem == Problem::array ? std::to_string(n) : "333x77")
+                                        << " float32 x.npy e.npy m.npy\n";
+      SweepOptions o;
+      o.problem = problem;
+      o.dtypes = {DType::f32};
+      o.ops = {Op::sum};
+      o.user = make_user_op(sum_of_squares(false));
+      o.check_data = std::make_shared<CheckData>(read_check_data(sub));
+      if (problem == Problem::array) o.sizes = {n};
+      else o.shapes = {Shape{cols, rows}};
+      o.reps = 3;
+      o.search = Strategy::guided;
+      o.budget = *parse_budget("4");
+      o.db_path = dir.file("supplied.db");
+      const SweepResult res = sweep(o);
+      REQUIRE_FALSE(res.measurements.empty());
+      for (const auto& m : res.measurements) {
+        INFO(name(problem) << (wrong ? " wrong " : " right ") << m.key << ": " << m.error);
+        CHECK(m.valid == !wrong);
+        CHECK(m.expected != kNotChecked);
+        if (wrong) CHECK_THAT(m.error, Catch::Contains("wrong result"));
+      }
+    }
 }

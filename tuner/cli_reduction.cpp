@@ -5,7 +5,11 @@
 
 #include "kernels/user_op.h"
 #include "reduce_tune/reduction.h"
+#include "tuner/check_data.h"
 #include "tuner/cli.h"
+#include "tuner/sweep.h"
+
+#include <algorithm>
 
 #include <boost/program_options.hpp>
 
@@ -79,6 +83,65 @@ std::shared_ptr<const UserOp> user_reduction(const std::string& file, const std:
   } catch (const ReductionError& e) {
     throw Usage("--reduction " + file + ": " + e.what());
   }
+}
+
+namespace {
+
+std::string point_name(Problem problem, DType d, Shape s) {
+  const std::string dt(name(d));
+  if (problem == Problem::array) return dt + " n=" + std::to_string(s.length);
+  const Shape matrix = problem == Problem::columns ? Shape{s.length, s.count} : s; // ROWSxCOLS
+  return dt + " " + std::string(name(problem)) + " " + std::to_string(matrix.count) + "x" +
+         std::to_string(matrix.length);
+}
+
+} // namespace
+
+void read_check_data(const std::string& dir, bool problem_given, SweepOptions& o) {
+  if (!o.user)
+    throw Usage("--check-data is for --reduction (a built-in op is checked against the CPU reference)");
+  try {
+    auto data = std::make_shared<CheckData>(reduce_tune::read_check_data(dir));
+    if (problem_given && data->problem != o.problem)
+      throw Usage("--check-data " + dir + " holds " + std::string(name(data->problem)) + " points, but --problem is " +
+                  std::string(name(o.problem)));
+    o.problem = data->problem;
+    o.check_data = std::move(data);
+  } catch (const CheckDataError& e) {
+    throw Usage(std::string("--check-data: ") + e.what());
+  }
+}
+
+void fit_check_data(const PointsGiven& given, SweepOptions& o) {
+  const CheckData& data = *o.check_data;
+  const bool array = o.problem == Problem::array;
+  if (!given.dtypes) {
+    o.dtypes.clear();
+    for (const CheckPoint& p : data.points)
+      if (std::find(o.dtypes.begin(), o.dtypes.end(), p.dtype) == o.dtypes.end()) o.dtypes.push_back(p.dtype);
+  }
+  for (DType d : o.dtypes)
+    if (auto why = o.user->unsupported(d))
+      throw Usage("--check-data " + data.dir + ": " + std::string(name(d)) + " points, but " + o.user->name + ": " + *why);
+  if (array ? !given.sizes : !given.shapes) {
+    o.sizes.clear(), o.shapes.clear();
+    for (const CheckPoint& p : data.points) {
+      if (array && std::find(o.sizes.begin(), o.sizes.end(), p.shape.length) == o.sizes.end())
+        o.sizes.push_back(p.shape.length);
+      if (!array && std::find(o.shapes.begin(), o.shapes.end(), p.shape) == o.shapes.end()) o.shapes.push_back(p.shape);
+    }
+  }
+  std::vector<Shape> shapes = o.shapes;
+  if (array)
+    for (std::uint64_t n : o.sizes) shapes.push_back(Shape{1, n});
+  for (DType d : o.dtypes)
+    for (Shape s : shapes)
+      if (!data.find(d, s)) {
+        std::string have;
+        for (const CheckPoint& p : data.points) have += (have.empty() ? "" : ", ") + point_name(p.problem, p.dtype, p.shape);
+        throw Usage("--check-data " + data.dir + " has no point " + point_name(o.problem, d, s) + " (its points: " + have +
+                    "); give --dtypes and --" + (array ? "sizes" : "shapes") + " among them, or neither");
+      }
 }
 
 } // namespace reduce_tune::cli

@@ -7,7 +7,7 @@ namespace reduce_tune {
 
 PreparedInput prepare_input(const InputSpec& spec) {
   PreparedInput in;
-  in.data = make_input(spec.dtype, spec.elements, spec.seed);
+  in.data = spec.supplied ? load_check_input(*spec.supplied) : make_input(spec.dtype, spec.elements, spec.seed);
   if (spec.two) in.data2 = make_input(spec.dtype, spec.elements, second_input_seed(spec.seed));
   if (spec.sum_prefix) in.prefix = SumPrefix(in.data), in.prefix_built = true;
   for (Op op : spec.references) in.references.emplace_back(op, reference(in.data, op));

@@ -3,6 +3,7 @@
 // wrote it; made ahead, a sweep waits only for the upload and for what is not ready yet.
 #pragma once
 
+#include "tuner/check_data.h"
 #include "tuner/sum_prefix.h"
 
 #include <cstdint>
@@ -25,12 +26,14 @@ struct PreparedInput {
   std::optional<Reference> reference_of(Op op) const;
 };
 
-/// Which input: make_input(dtype, elements, seed), with a second input and prefix sums or not.
+/// Which input: make_input(dtype, elements, seed) or a supplied one, with a second input and prefix sums or not.
 struct InputSpec {
   DType dtype = DType::f32;
   std::uint64_t elements = 0, seed = 0;
   bool two = false, sum_prefix = false;
   std::vector<Op> references; ///< ops of one input whose reference(data, op) is made with it
+  /// A supplied input (load_check_input) in place of make_input's; its check data outlives the sweep.
+  const CheckPoint* supplied = nullptr;
   bool operator==(const InputSpec&) const = default;
 };
 

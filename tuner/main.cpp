@@ -118,7 +118,7 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   po::options_description desc(worker ? "reduce-tune worker options" : "reduce-tune [tune] options");
   std::string device = "0", dtypes = "int32,float32", ops = "sum", sizes, vars, blocks, unrolls,
               tails, finishes, keys, format = "md", problem = "array", shapes, search = "exhaustive", budget,
-              reduction;
+              reduction, check_data;
   TuneCommand t;
   SweepOptions& o = t.sweep;
   desc.add_options()
@@ -142,6 +142,9 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     ("keys", po::value(&keys), "exact configuration keys (overrides the filters)")
     ("reduction", po::value(&reduction), "a user reduction's file (reduce-tune reduction FILE's format) to "
                                          "tune in place of --ops; stored under its name, user:<hash>")
+    ("check-data", po::value(&check_data), "with --reduction: a directory of inputs and expected results per point "
+                                           "(.npy files and index.txt, docs/CLI.md) to measure on and check "
+                                           "against; its points are the sweep's")
     ("material", po::value(&t.material), "measure the kernels of one document of the material (e.g. 000, 004) "
                                          "at their own configurations and print its table in its order")
     ("search", po::value(&search)->default_value(search),
@@ -210,7 +213,8 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     const bool dtypes_given = vm.count("dtypes") && !vm["dtypes"].defaulted();
     o.user = cli::user_reduction(reduction, dtypes_given ? o.dtypes : std::vector<DType>{});
     if (!dtypes_given) std::erase_if(o.dtypes, [&](DType d) { return o.user->unsupported(d).has_value(); });
-    if (o.dtypes.empty()) throw Usage("--reduction " + reduction + " takes neither int32 nor float32: give --dtypes");
+    if (o.dtypes.empty() && check_data.empty()) // --check-data names its dtypes
+      throw Usage("--reduction " + reduction + " takes neither int32 nor float32: give --dtypes");
     o.ops = {Op::sum}; // the reduction's kernels are rendered in sum's place
   }
   if (!sizes.empty()) {
@@ -220,12 +224,15 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     o.sizes = *s;
   }
   o.problem = problem_option(problem);
+  const auto given = [&](const char* option) { return vm.count(option) && !vm[option].defaulted(); };
+  if (!check_data.empty()) cli::read_check_data(check_data, given("problem"), o); // its problem, before --shapes
   if (!shapes.empty()) {
     if (o.problem == Problem::array) throw Usage("--shapes is for --problem rows, columns or segments");
     o.shapes = parse_shapes(shapes, o.problem);
   }
   if (!sizes.empty() && o.problem != Problem::array)
     throw Usage("--sizes is for the array problem; --shapes gives segmented shapes");
+  if (o.check_data) cli::fit_check_data({given("problem"), given("dtypes"), given("sizes"), given("shapes")}, o);
   o.variants = split(vars);
   check_variants(o.variants, o.problem);
   o.blocks = parse_ints(blocks, "block size");
@@ -259,7 +266,8 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   }
   if (t.recorded) {
     if (worker) throw Usage("--recorded is for tune");
-    for (const char* own : {"sizes", "shapes", "problem", "dtypes", "ops", "keys", "material", "variants", "reduction"})
+    for (const char* own : {"sizes", "shapes", "problem", "dtypes", "ops", "keys", "material", "variants", "reduction",
+                            "check-data"})
       if (vm.count(own) && !vm[own].defaulted())
         throw Usage(std::string("--recorded tunes the recorded points: it takes no --") + own);
   }
@@ -341,7 +349,7 @@ int cmd_tune(const std::vector<std::string>& args, const std::string& cmdline) {
     return tune_recorded(args, t.devices, t.sweep.db_path, t.search_given,
                          [&](const std::vector<std::string>& a) { return cmd_tune(a, cmdline); });
   t.sweep.command_line = cmdline;
-  if (t.sweep.user && !t.sweep.user->description.check)
+  if (t.sweep.user && !t.sweep.user->description.check && !t.sweep.check_data)
     std::fprintf(stderr, "reduce-tune: %s has no CPU evaluation: its results are NOT checked (each measurement "
                          "records \"%s\")\n", t.sweep.user->name.c_str(), kNotChecked);
   // Refuse what cannot fit before compiling or allocating anything.

@@ -70,14 +70,16 @@ std::vector<Table> material_tables(const std::vector<db::Measurement>& ms, const
     if (!b || m.median_us < b->median_us) b = &m;
   }
   std::vector<Table> out;
-  for (const auto& [k, per_variant] : best) {
+  // Every point measured, also one where every measurement failed its check (no rows, no best).
+  for (const auto& [k, c] : counts) {
+    const auto& per_variant = best[k];
     Table t;
     t.device = device;
     db::OpKey op = Op::sum;
     std::tie(t.dtype, op, t.problem, t.count, t.n) = k;
     t.op = op.builtin().value_or(Op::sum);
     t.user = op.hash();
-    std::tie(t.measured, t.failed) = counts[k];
+    std::tie(t.measured, t.failed) = c;
     for (const Variant& v : variants(t.problem)) {
       auto it = per_variant.find(std::string(v.name));
       if (it == per_variant.end()) continue;
@@ -127,9 +129,12 @@ std::string format_tables(const std::vector<Table>& tables, Format f) {
         o << "| " << r.kernel << " | `" << r.key << "` | " << fixed(r.us, 2) << " | "
           << fixed(r.gbps, 1) << " | " << (&r == &t.rows.front() ? "" : fixed(r.step, 2) + "x")
           << " | " << fixed(r.cumulative, 2) << "x | " << fixed(r.pct_peak, 1) << " |\n";
-      o << "| **best** | `" << t.best.key << "` | **" << fixed(t.best.us, 2) << "** | **"
-        << fixed(t.best.gbps, 1) << "** | | " << fixed(t.best.cumulative, 2) << "x | **"
-        << fixed(t.best.pct_peak, 1) << "** |\n";
+      if (t.rows.empty())
+        o << "| **best** | none: no configuration passed the check | | | | | |\n";
+      else
+        o << "| **best** | `" << t.best.key << "` | **" << fixed(t.best.us, 2) << "** | **"
+          << fixed(t.best.gbps, 1) << "** | | " << fixed(t.best.cumulative, 2) << "x | **"
+          << fixed(t.best.pct_peak, 1) << "** |\n";
     } else if (f == Format::csv) {
       auto row = [&](const TableRow& r, const std::string& kernel) {
         o << '"' << t.device << "\"," << name(t.dtype) << ',' << op_text(t) << ',' << name(t.problem) << ','
@@ -138,7 +143,7 @@ std::string format_tables(const std::vector<Table>& tables, Format f) {
           << ',' << fixed(r.cumulative, 3) << ',' << fixed(r.pct_peak, 2) << '\n';
       };
       for (const TableRow& r : t.rows) row(r, r.kernel);
-      row(t.best, "best");
+      if (!t.rows.empty()) row(t.best, "best");
     } else {
       o << (first_table ? "" : ",") << "\n {\"device\": " << json_string(t.device)
         << ", \"dtype\": " << json_string(name(t.dtype)) << ", \"op\": " << json_string(op_text(t))

@@ -175,11 +175,16 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   };
   // The input of (dtype, elements): its seed is its element count's (and the dtype's); the
   // offsets' are drawn from it and the shape, so the stored seed with the shape gives both.
-  const bool sums = std::find(o.ops.begin(), o.ops.end(), Op::sum) != o.ops.end() &&
+  // A user reduction (rendered in sum's place) has no use for sum's prefix sums.
+  const bool sums = std::find(o.ops.begin(), o.ops.end(), Op::sum) != o.ops.end() && !o.user &&
                     (o.problem == Problem::rows || o.problem == Problem::segments);
-  const auto spec_of = [&](DType d, std::uint64_t elements) {
-    return InputSpec{d, elements, o.seed ^ (elements * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d),
-                     two_input_ops(o.ops), sums && shapes_of(elements) >= kPrefixShapes, {}};
+  // Supplied inputs are one a shape (check data): an input serves the shape it was given for.
+  const auto spec_of = [&](DType d, Shape shape) {
+    const std::uint64_t elements = shape.elements();
+    InputSpec spec{d, elements, o.seed ^ (elements * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d),
+                   two_input_ops(o.ops), sums && shapes_of(elements) >= kPrefixShapes, {}};
+    if (o.check_data) spec.supplied = supplied_point(*o.check_data, d, shape);
+    return spec;
   };
   InputAhead ahead;
   // Buffers kept across shapes: the input (grown to the largest), the results and their
@@ -204,6 +209,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     const std::size_t es = size_of(d);
     HostArray data;                    // the input of the shapes of `data_elements` elements
     std::uint64_t data_elements = 0;
+    Shape data_shape;                  // with supplied inputs, the one shape it serves
     bool loaded = false;
     // The input is read back once it has served its shapes, not after each shape (a 1 GiB input
     // served two and a 64 MiB one 25), and at once after a wrong result, which a configuration
@@ -246,27 +252,31 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       }
       const auto t_data = Clock::now();
       const std::uint64_t elements = shape.elements();
-      const std::uint64_t seed = spec_of(d, elements).seed;
+      const std::uint64_t seed = o.check_data ? 0 : spec_of(d, shape).seed; // 0: a supplied input
       ShapeData sd = layout(o.problem, shape,
                             shape_seed(o.problem, shape, seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20)));
       const std::uint64_t longest = longest_segment(sd.seg.offsets);
       if (sd.seg.input_elements() != elements)
         throw std::logic_error("a segmented shape's input is not its element count"); // Shape says it is
-      if (!loaded || data_elements != elements) {
+      if (!loaded || data_elements != elements || (o.check_data && data_shape != shape)) {
         check_input(true); // the previous input's shapes are done
         {
-          PreparedInput in = ahead.take(spec_of(d, elements));
+          PreparedInput in = ahead.take(spec_of(d, shape));
           data = std::move(in.data), data2 = std::move(in.data2);
           prefix = std::move(in.prefix), prefix_built = in.prefix_built;
         }
         // The next input (of this dtype, else the next one's first) is made while this one is
         // measured.
-        const auto later = std::find_if(shapes.begin(), shapes.end(), [&](Shape sh) { return sh.elements() > elements; });
+        // (Supplied inputs: the next shape's.)
+        const auto later = std::find_if(shapes.begin(), shapes.end(), [&](Shape sh) {
+          return o.check_data ? std::pair(sh.elements(), sh.length) > std::pair(elements, shape.length)
+                              : sh.elements() > elements;
+        });
         const auto dt = std::find(o.dtypes.begin(), o.dtypes.end(), d);
-        if (later != shapes.end()) ahead.start(spec_of(d, later->elements()));
+        if (later != shapes.end()) ahead.start(spec_of(d, *later));
         else if (dt != o.dtypes.end() && dt + 1 != o.dtypes.end() && !shapes.empty())
-          ahead.start(spec_of(*(dt + 1), shapes.front().elements()));
-        data_elements = elements, loaded = true;
+          ahead.start(spec_of(*(dt + 1), shapes.front()));
+        data_elements = elements, data_shape = shape, loaded = true;
         const std::size_t in_bytes = std::max<std::size_t>(elements * es, 16);
         if (d_in.size() < in_bytes) {
           d_in = cuda::Buffer(); // freed before the larger one is made
@@ -302,7 +312,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         {
           PhaseTimer t(res.times.reference_s);
           if (o.user) {
-            user_ref = user_expected(*o.user, data, sd.seg);
+            user_ref = o.check_data ? load_check_expected(*supplied_point(*o.check_data, d, shape))
+                                    : user_expected(*o.user, data, sd.seg);
           } else if (op_two) {
             refs = segmented_reference(data, data2, sd.seg, op);
           } else if (prefix_built && prefix.serves(sd.seg, op)) {

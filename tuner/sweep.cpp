@@ -350,12 +350,16 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
 
   // Each size's input, and its references for the ops of one input, are made on a thread while
   // the one before is measured (tuner/input_ahead.h).
+  // A user reduction (rendered in sum's place) is checked against its own evaluation, never
+  // against sum's reference: none is made for it.
   const bool two_inputs = two_input_ops(o.ops);
   std::vector<Op> one_input_ops;
   for (Op op : o.ops)
-    if (!describe(op).traits.two_inputs) one_input_ops.push_back(op);
+    if (!describe(op).traits.two_inputs && !o.user) one_input_ops.push_back(op);
   const auto spec_of = [&](DType d, std::uint64_t n) {
-    return InputSpec{d, n, o.seed ^ (n * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d), two_inputs, false, one_input_ops};
+    InputSpec spec{d, n, o.seed ^ (n * 0x9e3779b97f4a7c15ull) ^ std::uint64_t(d), two_inputs, false, one_input_ops};
+    if (o.check_data) spec.supplied = supplied_point(*o.check_data, d, Shape{1, n});
+    return spec;
   };
   InputAhead ahead;
 
@@ -385,7 +389,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         continue;
       }
       const auto t_data = Clock::now();
-      const std::uint64_t seed = spec_of(d, n).seed;
+      const std::uint64_t seed = o.check_data ? 0 : spec_of(d, n).seed; // 0: a supplied input
       // With the second input of the ops of two (dot): other random data of the same kind.
       const PreparedInput input = ahead.take(spec_of(d, n));
       if (si + 1 < sizes.size()) ahead.start(spec_of(d, sizes[si + 1]));
@@ -405,7 +409,8 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         const Reference ref = [&] {
           PhaseTimer t(res.times.reference_s);
           if (o.user) {
-            user_ref = user_expected(*o.user, data);
+            user_ref = o.check_data ? load_check_expected(*supplied_point(*o.check_data, d, Shape{1, n}))
+                                    : user_expected(*o.user, data);
             return Reference{};
           }
           if (op_two) return reference(data, data2, op);

@@ -16,7 +16,8 @@
 
 namespace reduce_tune {
 
-struct UserOp; // kernels/user_op.h
+struct UserOp;    // kernels/user_op.h
+struct CheckData; // tuner/check_data.h
 
 /// What to sweep and how. Empty lists mean "all" (for sizes: the defaults, 2^10 .. 2^28 by 4x).
 struct SweepOptions {
@@ -67,6 +68,10 @@ struct SweepOptions {
   /// description in the store's reductions, and its results are checked against its CPU
   /// evaluation where it has one (tuner/user_check.h), else recorded as not checked.
   std::shared_ptr<const UserOp> user;
+  /// With `user`: the inputs to measure on and the expected results to check against, supplied
+  /// per point (tuner/check_data.h) in place of random inputs and the reduction's CPU evaluation.
+  /// Every (dtype, size or shape) of the sweep must be one of its points.
+  std::shared_ptr<const CheckData> check_data;
 };
 
 /// Measurements a search makes at a point before SweepOptions::deadline_s may stop it.

@@ -63,6 +63,7 @@ from ._api import reduce as _reduce
 from ._api import segment_reduce as _segment_reduce
 from ._arrays import DeviceArray
 from ._reduction import Reduction
+from ._tune import TuneError
 from ._dtypes import OPS as _OPS
 
 _SUM, _MIN, _MAX = _OPS["sum"], _OPS["min"], _OPS["max"]
@@ -80,7 +81,7 @@ _ext.set_nvrtc_candidates(_nvrtc.candidates())
 __all__ = ["sum", "min", "max", "mean", "sumsq", "norm", "count_nonzero", "any", "all",
            "argmax", "argmin", "logsumexp", "var", "std", "dot", "segment_sum", "segment_min",
            "segment_max", "config_for", "devices", "gpu_available", "dtypes", "nvrtc_info", "record",
-           "autotune", "DeviceArray", "Reduction", "__version__"]
+           "autotune", "DeviceArray", "Reduction", "TuneError", "__version__"]
 
 
 def sum(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001

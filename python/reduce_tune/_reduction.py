@@ -1,9 +1,9 @@
 """User-defined reductions: reduce_tune.Reduction (the C++ library's reduce_tune::Reduction)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import _api, _dtypes, _ext
+from . import _api, _dtypes, _ext, _tune
 from ._api import StreamLike
 
 
@@ -23,7 +23,7 @@ class Reduction:
     before the functions, for structs and helpers). ``dtype`` is the result's dtype (None: the
     element type), ``inputs`` the element dtypes it takes (None: all). ``commutative=False`` keeps
     each result's elements in order (rows and segments only). ``check`` is an optional NumPy
-    function ``check(array, axis=None or int) -> array`` for :meth:`verify`.
+    function ``check(array, axis=None or int) -> array`` for :meth:`verify` and :meth:`tune`.
 
     A description that does not compile raises ValueError carrying NVRTC's log (at the first call,
     or at :meth:`compile`, which needs no GPU). :attr:`name` is ``user:`` and a stable hash of the
@@ -101,6 +101,31 @@ class Reduction:
         want = np.asarray(self.check(_to_numpy(x), axis=dim))
         return bool(np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
                                 equal_nan=True))
+
+    def tune(self, shapes: Any, dtype: Any = "float32", dim: Optional[int] = None, *, search: str = "guided",
+             budget: Optional[Any] = None, db: Any = None, device: int = 0, seed: int = 0,
+             timeout: Optional[float] = None) -> List[Dict[str, Any]]:
+        """Tunes the reduction on GPU ``device`` at ``shapes`` and stores the results under
+        :attr:`name` in the tuning store the calls read (``db``: another store file; None:
+        ``$REDUCE_TUNE_DB`` or the default), so that later calls there find an exact tuning.
+
+        shapes: an int n (the whole of n elements) or (rows, cols) pairs, reduced over ``dim``
+        (-1 or 1: one result a row; 0 or -2: one a column; None: the whole matrix), or a list of
+        them. The package's ``reduce-tune`` measures them in its own process (``tune --reduction
+        --check-data``, docs/CLI.md) with ``search`` ("guided", "random" or "exhaustive") within
+        ``budget`` (measurements a point, or "5%"), on inputs made here with NumPy from ``seed``
+        (floats uniform in [-1, 1), small integers, never zero), every result checked against
+        ``check(x, axis)`` (float64) with a rounding bound scaled by ``check(abs(x), axis)``.
+        Without a ``check`` it tunes on its own random inputs, warns, and nothing is checked.
+
+        Returns one dict a point: ``problem``, ``dtype``, ``shape``, ``device`` (the GPU's name),
+        ``measured``, ``failed`` (measurements whose results failed the check), ``checked``,
+        ``best`` (the fastest configuration that passed; None if none did) and ``best_us``.
+        Raises :class:`TuneError` (a RuntimeError, with the tuner's message and ``summary``) where
+        the tuner fails or any result fails the check, ValueError where ``check`` gives results
+        of the wrong shape."""
+        return _tune.tune(self, shapes, dtype, dim, search=search, budget=budget, db=db, device=device,
+                          seed=seed, timeout=timeout)
 
     def __repr__(self) -> str:
         return (f"Reduction(map={self.map!r}, combine={self.combine!r}, identity={self.identity!r}, "

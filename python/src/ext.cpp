@@ -600,6 +600,9 @@ void bind_reductions(nb::module_& m) {
   }, "fields"_a, "Reduction::name: 'user:' and the stable hash of the description (checked).");
   m.def("reduction_canonical", [](const Fields& f) { return to_reduction(f).canonical(); }, "fields"_a,
         "Reduction::canonical: the text the hash is of.");
+  m.def("reduction_text", [](const Fields& f) { return to_text(to_reduction(f)); }, "fields"_a,
+        "to_text: the description in the format of `reduce-tune reduction FILE` (which reads it back to "
+        "the same name).");
   m.def("reduction_result_dtype", [](const Fields& f, int dtype) {
     return int(to_reduction(f).result_dtype(to_dtype(dtype)));
   }, "fields"_a, "dtype"_a, "The result's DType value for elements of `dtype`; ValueError where it does not take it.");
