@@ -8,6 +8,7 @@
 #include "tests/user_reductions.h"
 #include "tuner/fast_bound.h"
 #include "tuner/fast_check.h"
+#include "tuner/sweep.h"
 #include "tuner/user_check.h"
 
 #include <algorithm>
@@ -104,7 +105,7 @@ TEST_CASE("fast check: each op's linear bound is below the CPU check's bound and
   CHECK(compared > 10000);
 }
 
-TEST_CASE("fast check: a bounded result the fast pass passes, the CPU check passes; NaN and infinity "
+TEST_CASE("fast check: a bounded result the fast pass passes, the CPU check passes, NaN and infinity "
           "as the CPU decides them",
           "[fast_check]") {
   std::mt19937_64 rng(7);
@@ -241,6 +242,24 @@ TEST_CASE("fast check: the compare template compiles with NVRTC for every result
     // And cubins for the oldest and a current architecture.
     for (int cc : {75, 90}) CHECK_FALSE(nvrtc.compile(source, "compare.cu", nvrtc.target_for(cc)).image.empty());
   }
+}
+
+TEST_CASE("fast check: the profile says how the checked launches were decided and what the GPU check's "
+          "setup took",
+          "[fast_check][profile]") {
+  SweepTimes t;
+  t.total_s = 10, t.validate_s = 2, t.measured = 100, t.points = 10;
+  const std::string plain = profile_text(t); // an array sweep: no paths, no setup row
+  CHECK(plain.find("passed on the GPU") == std::string::npos);
+  CHECK(plain.find("check setup") == std::string::npos);
+  t.gpu_checked = 90, t.cpu_checked = 10, t.cpu_after_gpu = 2, t.check_setups = 8, t.check_setup_s = 0.4;
+  const std::string counted = profile_text(t);
+  CHECK(counted.find("90 passed on the GPU, 10 read back and checked on the CPU (2 after a GPU failure)") !=
+        std::string::npos);
+  CHECK(counted.find("check setup") != std::string::npos);
+  CHECK(counted.find("50.00 ms a point") != std::string::npos);
+  // The setup is accounted for: "other" is what is left of the total.
+  CHECK(counted.find("other             7.60 s") != std::string::npos);
 }
 
 // Not a test (hidden; run it by its tag): what the CPU check of one checked launch costs at the
