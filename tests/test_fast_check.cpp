@@ -279,6 +279,18 @@ TEST_CASE("fast check: the CPU check's time per measurement at 2^20 and 2^24 res
     got.n = count;
     got.bytes.resize(count * 4);
     const auto depth = [](std::uint64_t) { return std::uint64_t(2); };
+    {
+      // What the fast pass stages once a point (FastCheck::prepare, before its upload of 12
+      // bytes a result), on one thread here (it takes every core from 2^20 results on).
+      std::vector<double> want(count);
+      std::vector<float> scale(count);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (std::uint64_t i = 0; i < count; ++i)
+        want[i] = fast_want(refs[i]), scale[i] = scale_down(fast_scale(Op::sum, refs[i]));
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      REQUIRE(scale[count / 2] >= 0);
+      WARN(count << " float32 sums: the fast pass's staging " << ms << " ms on one thread");
+    }
     // The reference's own values (the CPU check's shortcut), then each one unit off (its bound).
     for (bool off : {false, true}) {
       for (std::uint64_t i = 0; i < count; ++i) {
