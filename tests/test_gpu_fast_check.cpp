@@ -61,6 +61,10 @@ FastVerdict on_gpu(FastCheck& fast, const HostArray& got, std::uint64_t depth) {
   return *v;
 }
 
+// A result off its reference by 3 (|exact| + 1): past every bound at a plausible depth (a few
+// 2^-24 of the scale, 2^-8 of |exact| for bf16), whatever the exact value.
+Scalar far_off(const Reference& r, DType d) { return as_dtype(r.exact + 3 * (std::fabs(r.exact) + 1), d); }
+
 constexpr std::uint64_t kDepth = 8; // any depth: the GPU and the CPU take the same
 constexpr std::size_t kWrong = 1234;
 
@@ -100,7 +104,7 @@ TEST_CASE("fast check on the GPU: right results pass, one wrong result fails and
     CHECK(check_segmented(refs, got, seg, c.op, depth).ok);
     // One result off: far past a bound, or another value (exact results: the lowest bit flipped).
     Scalar bad = refs[kWrong].value;
-    if (fast_form(c.op, rd) == FastForm::bound) bad = as_dtype(refs[kWrong].exact * 2 + 1, rd);
+    if (fast_form(c.op, rd) == FastForm::bound) bad = far_off(refs[kWrong], rd);
     else bad.bits ^= 1;
     put(got, kWrong, bad);
     const FastVerdict v = on_gpu(fast, got, kDepth);
@@ -113,7 +117,7 @@ TEST_CASE("fast check on the GPU: right results pass, one wrong result fails and
     for (std::size_t i = 0; i < refs.size(); ++i) {
       Scalar w = refs[i].value;
       w.bits ^= 1;
-      if (fast_form(c.op, rd) == FastForm::bound) w = as_dtype(refs[i].exact * 2 + 1, rd);
+      if (fast_form(c.op, rd) == FastForm::bound) w = far_off(refs[i], rd);
       put(got, i, w);
     }
     const FastVerdict all = on_gpu(fast, got, kDepth);
@@ -175,7 +179,7 @@ TEST_CASE("fast check on the GPU: a user reduction's results, and where the fast
   for (std::size_t i = 0; i < got.n; ++i) put(got, i, as_dtype(e.value[i], got.dtype));
   CHECK(on_gpu(fast, got, kDepth).passed());
   CHECK(check_user_segmented(*u, DType::f32, e, got, seg, depth).ok);
-  put(got, kWrong, as_dtype(e.value[kWrong] * 2 + 1, got.dtype));
+  put(got, kWrong, as_dtype(e.value[kWrong] + 3 * (std::fabs(e.value[kWrong]) + 1), got.dtype));
   const FastVerdict v = on_gpu(fast, got, kDepth);
   CHECK(v.failures == 1);
   CHECK(v.first == kWrong);
