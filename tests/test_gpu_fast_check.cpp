@@ -226,3 +226,34 @@ TEST_CASE("fast check on the GPU: a rows sweep decides its checked launches on t
   CHECK_THAT(profile_text(r.times), Catch::Contains("passed on the GPU"));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("fast check on the GPU: the bounded and exact ops' real results pass the fast pass, rows and columns",
+          "[gpu][fast_check]") {
+  // The kernels' own results, not the references' values: the margins below the CPU's bound
+  // (1e-9, the scales rounded to float, norm2's roots) must not fail what the CPU passes.
+  for (Problem problem : {Problem::rows, Problem::columns}) {
+    INFO(name(problem));
+    std::string dir = (std::filesystem::temp_directory_path() / "rt-fast-XXXXXX").string();
+    REQUIRE(mkdtemp(dir.data()));
+    SweepOptions o;
+    o.problem = problem;
+    o.dtypes = problem == Problem::rows ? std::vector<DType>{DType::f64, DType::bf16} : std::vector<DType>{DType::f32};
+    o.ops = {Op::mean, Op::norm2, Op::max, Op::argmax, Op::var, Op::logsumexp};
+    o.shapes = {{1u << 14, 7}};
+    o.reps = 3;
+    o.search = Strategy::guided;
+    o.budget = *parse_budget("2");
+    o.lazy_compile = true; // only what the search measures
+    o.db_path = dir + "/fast.db";
+    const SweepResult r = sweep(o, {});
+    REQUIRE_FALSE(r.interrupted);
+    REQUIRE_FALSE(r.measurements.empty());
+    for (const auto& m : r.measurements) {
+      INFO(m.key << " " << name(m.dtype) << " " << name(m.op) << ": " << m.error);
+      CHECK(m.valid);
+    }
+    CHECK(r.times.gpu_checked == r.measurements.size());
+    CHECK(r.times.cpu_after_gpu == 0);
+    std::filesystem::remove_all(dir);
+  }
+}
