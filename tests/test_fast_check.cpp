@@ -24,8 +24,8 @@ using namespace reduce_tune;
 
 namespace {
 
-constexpr Op kBounded[] = {Op::sum, Op::norm1, Op::mean, Op::sumsq, Op::dot, Op::norm2,
-                           Op::logsumexp, Op::var, Op::var_population};
+constexpr Op kBounded[] = {Op::sum,       Op::norm1, Op::mean, Op::sumsq,          Op::dot,  Op::norm2,
+                           Op::logsumexp, Op::var,   Op::std_, Op::var_population, Op::std_population};
 constexpr DType kElements[] = {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64};
 
 // `v` in dtype `d` (rounded once).
@@ -50,7 +50,7 @@ Reference random_reference(std::mt19937_64& rng, Op op, DType d) {
   } else if (op == Op::logsumexp) {
     r.abs_sum = std::log(1 + unit(rng) * r.count); // log S >= 0
     r.exact = (unit(rng) * 2 - 1) * magnitude + r.abs_sum;
-  } else if (op == Op::var || op == Op::var_population) {
+  } else if (op == Op::var || op == Op::var_population || op == Op::std_ || op == Op::std_population) {
     r.exact = magnitude;
     r.abs_sum = r.exact * r.count * (1 + 4 * unit(rng));
   } else {
@@ -67,9 +67,13 @@ std::uint64_t random_depth(std::mt19937_64& rng) {
 }
 
 // The fast pass's bound on one result, as the device computes it.
-double fast_limit(const FastBound& b, Op op, const Reference& r) {
-  return b.a * double(scale_down(fast_scale(op, r))) + b.b * std::fabs(fast_want(r)) + b.c;
+double device_bound(const FastBound& b, Op op, const Reference& r) {
+  return fast_limit(b, fast_want(r), scale_down(fast_scale(op, r)));
 }
+
+// The ops whose bound subtracts two square roots: their cancellation costs a few units of 2^-53 of
+// the result, which matter only where the bound is that small.
+bool roots(Op op) { return op == Op::norm2 || op == Op::std_ || op == Op::std_population; }
 
 } // namespace
 
@@ -83,7 +87,7 @@ TEST_CASE("fast check: each op's linear bound is below the CPU check's bound and
       const DType d = result_dtype(op, e);
       if (!is_float(d)) continue; // integer sums: exact (below)
       INFO(name(op) << " on " << name(e) << " (result " << name(d) << ")");
-      REQUIRE(fast_form(op, d) == FastForm::bound);
+      REQUIRE(fast_form(op, d) == (op == Op::std_ || op == Op::std_population ? FastForm::root : FastForm::bound));
       for (int k = 0; k < 400; ++k) {
         const Reference r = random_reference(rng, op, d);
         const std::uint64_t depth = random_depth(rng);
@@ -93,12 +97,11 @@ TEST_CASE("fast check: each op's linear bound is below the CPU check's bound and
         REQUIRE(cpu.bound > 0);
         const auto b = fast_bound(op, d, depth, r.count);
         REQUIRE(b);
-        const double fast = fast_limit(*b, op, r);
+        const double fast = device_bound(*b, op, r);
         REQUIRE(fast <= cpu.bound);
-        // Close below it: the scale's rounding to float (2^-24) and the 1e-9 margin; norm2's
-        // roots lose a few units of 2^-53 of sqrt(s), which matter only where its bound is that
-        // small.
-        if (op != Op::norm2 || cpu.bound > 1e-10 * r.exact) CHECK(fast >= cpu.bound * (op == Op::norm2 ? 0.99 : 1 - 1e-6));
+        // Close below it: the scale's rounding to float (2^-24) and the 1e-9 margin (and the
+        // roots' cancellation).
+        if (!roots(op) || cpu.bound > 1e-10 * r.exact) CHECK(fast >= cpu.bound * (roots(op) ? 0.99 : 1 - 1e-6));
         ++compared;
       }
     }
@@ -120,7 +123,7 @@ TEST_CASE("fast check: a bounded result the fast pass passes, the CPU check pass
         const std::uint64_t depth = random_depth(rng);
         const auto b = fast_bound(op, d, depth, r.count);
         REQUIRE(b);
-        const double fast = fast_limit(*b, op, r), cpu = check(r, as_dtype(r.exact + 1, d), op, depth).bound;
+        const double fast = device_bound(*b, op, r), cpu = check(r, as_dtype(r.exact + 1, d), op, depth).bound;
         const float scale = scale_down(fast_scale(op, r));
         // Results around both bounds, rounded to the dtype, and the special values.
         std::vector<double> tries = {r.exact, r.value.to_double(), NAN, INFINITY, -INFINITY};
@@ -192,9 +195,9 @@ TEST_CASE("fast check: exact results compare as the CPU compares them", "[fast_c
           CHECK(fast_equal(as_dtype(double(got), d), r.value) == check(r, as_dtype(double(got), d), op, 0).ok);
         }
     }
-  // std's bound is not linear in one scale: the CPU decides.
-  CHECK(fast_form(Op::std_, DType::f32) == FastForm::none);
-  CHECK(fast_form(Op::std_population, DType::f64) == FastForm::none);
+  // std: the root of a linear bound.
+  CHECK(fast_form(Op::std_, DType::f32) == FastForm::root);
+  CHECK(fast_form(Op::std_population, DType::f64) == FastForm::root);
 }
 
 TEST_CASE("fast check: a user reduction's bound is below check_user's and close to it", "[fast_check]") {
@@ -239,6 +242,7 @@ TEST_CASE("fast check: the compare template compiles with NVRTC for every result
     const Compiled ptx = nvrtc.compile(source, "compare.cu", nvrtc.parse_target("compute_90"));
     CHECK(ptx.image.find(".entry rt_check_exact") != std::string::npos);
     CHECK((ptx.image.find(".entry rt_check_bound") != std::string::npos) == is_float(d));
+    CHECK((ptx.image.find(".entry rt_check_root") != std::string::npos) == is_float(d));
     // And cubins for the oldest and a current architecture.
     for (int cc : {75, 90}) CHECK_FALSE(nvrtc.compile(source, "compare.cu", nvrtc.target_for(cc)).image.empty());
   }

@@ -57,7 +57,9 @@ FastForm fast_form(Op op, DType result) {
   case Op::logsumexp:
   case Op::var:
   case Op::var_population: return FastForm::bound;
-  default: return FastForm::none; // std: sqrt(var + e) - sqrt(var - e), in two scales
+  case Op::std_:
+  case Op::std_population: return FastForm::root;
+  default: return FastForm::none;
   }
 }
 
@@ -77,7 +79,8 @@ double fast_want(const Reference& r) {
 }
 
 std::optional<FastBound> fast_bound(Op op, DType d, std::uint64_t depth, double count) {
-  if (fast_form(op, d) != FastForm::bound) return std::nullopt;
+  const FastForm form = fast_form(op, d);
+  if (form != FastForm::bound && form != FastForm::root) return std::nullopt;
   // The accumulator's dtype: float32 for bf16 and f16.
   const DType acc = is_half(d) ? DType::f32 : d;
   const double u = unit(acc);
@@ -116,6 +119,19 @@ std::optional<FastBound> fast_bound(Op op, DType d, std::uint64_t depth, double 
     const double c = std::max(1.0, count - (op == Op::var ? 1 : 0));
     return shrunk(rounded_to(d, {g / c, u, 0}));
   }
+  case Op::std_:
+  case Op::std_population: {
+    // The variance's bound e as var's, then sqrt(v + e) - sqrt(v - e) + u sqrt(v + e): computed
+    // per result on the device (fast_limit), from e's coefficients shrunk (a smaller e, a smaller
+    // spread).
+    const double g = gamma(4.0 * double(depth) + 4, u);
+    const double c = std::max(1.0, count - (op == Op::std_ ? 1 : 0));
+    FastBound b{g / c * kShrink, u * kShrink, 0};
+    b.root = true;
+    b.u = u;
+    if (is_half(d)) b.uh = half_unit_roundoff(d), b.sub = half_subnormal_error(d);
+    return b;
+  }
   default: return std::nullopt;
   }
 }
@@ -141,10 +157,21 @@ float scale_down(double s) {
   return f;
 }
 
+double fast_limit(const FastBound& b, double e, float scale) {
+  if (!b.root) return b.a * double(scale) + b.b * std::fabs(e) + b.c;
+  // The CPU's roots each lie within about 2^-53 of their value, and so do these: their
+  // differences within 4.2 x 2^-53 sqrt(v + e) of each other, which 2^-50 covers.
+  const double v = e * e, ev = b.a * double(scale) + b.b * v;
+  const double hi = std::sqrt(v + ev), lo = std::sqrt(std::max(0.0, v - ev));
+  double bound = std::max(0.0, hi - lo + b.u * hi - 0x1p-50 * hi);
+  bound += b.uh * (std::fabs(e) + bound) + b.sub;
+  return bound * kShrink;
+}
+
 bool fast_within(double g, double e, float scale, const FastBound& b) {
   if (std::isnan(e) || std::isnan(g)) return std::isnan(e) && std::isnan(g);
   if (std::isinf(e) || std::isinf(g)) return e == g;
-  return std::fabs(g - e) <= b.a * double(scale) + b.b * std::fabs(e) + b.c;
+  return std::fabs(g - e) <= fast_limit(b, e, scale);
 }
 
 bool fast_equal(Scalar got, Scalar want) {

@@ -16,22 +16,26 @@
 
 namespace reduce_tune {
 
-/// How the fast pass decides a result: not at all (the CPU check does), by its bits, or by a
-/// bound of the linear form.
-enum class FastForm { none, exact, bound };
+/// How the fast pass decides a result: not at all (the CPU check does), by its bits, by a bound
+/// of the linear form, or (std) by the spread of a square root over a linear bound of the variance.
+enum class FastForm { none, exact, bound, root };
 
-/// The bound of a measurement: |got - want| <= a scale + b |want| + c.
+/// The bound of a measurement. Linear: |got - want| <= a scale + b |want| + c. Root (std, `want`
+/// the standard deviation, v = want^2): e = a scale + b v, then sqrt(v + e) - sqrt(max(0, v - e))
+/// + u sqrt(v + e), less 2^-50 sqrt(v + e) for the roots' cancellation, plus a bf16 or f16
+/// result's rounding uh (|want| + that) + sub, times 1 - 1e-9.
 struct FastBound {
   double a = 0, b = 0, c = 0;
+  bool root = false;
+  double u = 0, uh = 0, sub = 0; ///< root only
 };
 
 /// The form of `op`'s results of dtype `result` (the reference's: a float32 result of a bf16 or
 /// f16 reduction is not one): exact where the CPU compares exactly; a bound for the float sums
-/// (sum, mean, sumsq, norm1, norm2, dot), logsumexp and var; none for std (the bound is not linear
-/// in any scale of the result).
+/// (sum, mean, sumsq, norm1, norm2, dot), logsumexp and var; root for std.
 FastForm fast_form(Op op, DType result);
 /// The per-result scale the bound of `op` is linear in: the sum of magnitudes (sum, norm1, mean,
-/// sumsq, dot, var), |log S| (logsumexp) or the root of the sum of squares (norm2).
+/// sumsq, dot, var, std), |log S| (logsumexp) or the root of the sum of squares (norm2).
 double fast_scale(Op op, const Reference& r);
 /// What a bounded result is compared with: the exact value, or the infinity a finite exact value
 /// rounds to in the result's dtype (which the CPU check then asks for).
@@ -47,8 +51,11 @@ std::optional<FastBound> fast_user_bound(const UserOp& u, DType dtype, std::uint
 /// `s` as a float no larger (a smaller scale only tightens the bound); NaN for NaN or a negative
 /// `s`, which fails the results it scales.
 float scale_down(double s);
-/// The device's verdict on one bounded result, computed on the host (templates/check/compare.cu,
-/// rt_check_bound, computes the same).
+/// The bound the device computes for one result (templates/check/compare.cu: rt_check_bound,
+/// rt_check_root), on the host.
+double fast_limit(const FastBound& b, double want, float scale);
+/// The device's verdict on one bounded result, on the host: NaN matches NaN, an infinity the same
+/// infinity, else |got - want| <= fast_limit.
 bool fast_within(double got, double want, float scale, const FastBound& b);
 /// The device's verdict on one exact result of dtype `d`: the same bits, or both NaN (floats).
 bool fast_equal(Scalar got, Scalar want);

@@ -128,11 +128,11 @@ bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& 
   ready_ = false; // until the upload is done
   if (want_.size() < want_host_.size()) want_ = cuda::Buffer(), want_ = cuda::Buffer(want_host_.size());
   cuda::upload_sync(want_.get(), want_host_.data(), n * (form == FastForm::exact ? rs : sizeof(double)));
-  if (form == FastForm::bound) {
+  if (form != FastForm::exact) {
     if (scale_.size() < n * sizeof(float)) scale_ = cuda::Buffer(), scale_ = cuda::Buffer(n * sizeof(float));
     cuda::upload_sync(scale_.get(), scale_host_.data(), n * sizeof(float));
   }
-  function(result, form == FastForm::bound); // compiled and loaded here, not in a measurement
+  function(result, form); // compiled and loaded here, not in a measurement
   ready_ = true;
   return true;
 }
@@ -176,30 +176,32 @@ bool FastCheck::prepare(const UserOp& u, DType dtype, const UserExpected& e, con
     if (scale_.size() < n * sizeof(float)) scale_ = cuda::Buffer(), scale_ = cuda::Buffer(n * sizeof(float));
     cuda::upload_sync(scale_.get(), scale_host_.data(), n * sizeof(float));
   }
-  function(result, floats);
+  function(result, form_);
   ready_ = true;
   return true;
 }
 
-CUfunction FastCheck::function(DType result, bool bound) {
+CUfunction FastCheck::function(DType result, FastForm form) {
   auto it = modules_.find(result);
   if (it == modules_.end()) {
     const Compiled c = cache_.get(nvrtc_, render_compare(result), target_);
     it = modules_.emplace(result, std::make_unique<cuda::Module>(c.image)).first;
   }
-  return it->second->function(bound ? "rt_check_bound" : "rt_check_exact");
+  return it->second->function(form == FastForm::exact  ? "rt_check_exact"
+                              : form == FastForm::root ? "rt_check_root"
+                                                       : "rt_check_bound");
 }
 
 std::optional<FastVerdict> FastCheck::run(CUdeviceptr results, std::uint64_t depth, CUstream s) {
   if (!ready_) return std::nullopt;
   FastBound b;
-  if (form_ == FastForm::bound) {
+  if (form_ != FastForm::exact) {
     const std::optional<FastBound> f = user_ ? fast_user_bound(*user_, dtype_, depth)
                                              : fast_bound(op_, result_, depth, count_);
     if (!f) return std::nullopt;
     b = *f;
   }
-  const CUfunction f = function(result_, form_ == FastForm::bound);
+  const CUfunction f = function(result_, form_);
   if (!verdict_.get()) verdict_ = cuda::Buffer(2 * sizeof(std::uint64_t));
   RT_CU(cuMemsetD32Async(verdict_.get(), 0, 2, s));
   RT_CU(cuMemsetD32Async(verdict_.get() + 8, 0xffffffffu, 2, s));
@@ -209,6 +211,9 @@ std::optional<FastVerdict> FastCheck::run(CUdeviceptr results, std::uint64_t dep
   const auto grid = unsigned(std::min<std::uint64_t>((n + kBlock - 1) / kBlock, 4096));
   if (form_ == FastForm::bound) {
     void* args[] = {&results, &want, &scale, &n, &b.a, &b.b, &b.c, &verdict};
+    cuda::launch(f, grid, kBlock, 0, s, args);
+  } else if (form_ == FastForm::root) {
+    void* args[] = {&results, &want, &scale, &n, &b.a, &b.b, &b.u, &b.uh, &b.sub, &verdict};
     cuda::launch(f, grid, kBlock, 0, s, args);
   } else {
     void* args[] = {&results, &want, &n, &verdict};

@@ -4,7 +4,7 @@
 // counts the results outside their bounds, and the host reads back two words instead of every
 // result. Where the count is not 0 the caller reads the results back and the CPU check decides,
 // as it does where the fast pass does not apply (offsets segments, whose lengths and so depths
-// vary; std; a float32 result of a bf16 or f16 reduction; few results, where reading them back
+// vary; a float32 result of a bf16 or f16 reduction; few results, where reading them back
 // is as quick; a reduction without a CPU evaluation). Every result of every measurement is
 // checked either way, and only the CPU check ever names a wrong result.
 #pragma once
@@ -29,7 +29,7 @@ namespace reduce_tune {
 /// The text of a tuner-only template (templates/check/compare.cu), embedded at build time.
 std::string_view check_template_source(std::string_view name);
 /// The compare kernels' source for results of dtype `result`: rt_check_exact for every dtype,
-/// rt_check_bound too for the float ones.
+/// rt_check_bound and rt_check_root too for the float ones.
 std::string render_compare(DType result);
 
 /// What the compare kernel found: the failing results and the lowest failing index (~0: none).
@@ -64,7 +64,7 @@ public:
   std::optional<FastVerdict> run(CUdeviceptr results, std::uint64_t depth, CUstream s);
 
 private:
-  CUfunction function(DType result, bool bound);
+  CUfunction function(DType result, FastForm form);
   template <typename F> void fill(std::uint64_t n, F&& at);
 
   const Nvrtc& nvrtc_;

@@ -98,4 +98,33 @@ extern "C" __global__ void rt_check_bound(const B* got, const double* want, cons
     rt_count(bad, base, verdict);
   }
 }
+
+// std: `want` the standard deviation, v = want^2 its variance, whose bound is e = a scale + b v;
+// the bound is the spread of the square root over [v - e, v + e] plus the root's rounding u
+// sqrt(v + e), less 2^-50 sqrt(v + e) for the two roots' cancellation (the CPU's and these), plus
+// a bf16 or f16 result's rounding (uh, sub: 0 for the others), times 1 - 1e-9.
+extern "C" __global__ void rt_check_root(const B* got, const double* want, const float* scale, rt_u64 n,
+                                         double a, double b, double u, double uh, double sub,
+                                         rt_u64* verdict) {
+  const rt_u64 stride = (rt_u64)gridDim.x * blockDim.x;
+  for (rt_u64 base = (rt_u64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n; base += stride) {
+    const rt_u64 i = base + (threadIdx.x & 31u);
+    bool bad = false;
+    if (i < n) {
+      const double g = rt_to_double(got[i]), e = want[i];
+      if (rt_isnan(e) || rt_isnan(g)) {
+        bad = !(rt_isnan(e) && rt_isnan(g));
+      } else if (rt_isinf(e) || rt_isinf(g)) {
+        bad = e != g;
+      } else {
+        const double v = e * e, ev = a * (double)scale[i] + b * v;
+        const double hi = sqrt(v + ev), lo = sqrt(fmax(0.0, v - ev));
+        double bound = fmax(0.0, hi - lo + u * hi - 0x1p-50 * hi);
+        bound += uh * (fabs(e) + bound) + sub;
+        bad = !(fabs(g - e) <= bound * (1.0 - 1e-9));
+      }
+    }
+    rt_count(bad, base, verdict);
+  }
+}
 #endif
