@@ -40,9 +40,9 @@ struct FastVerdict {
 
 class FastCheck {
 public:
-  /// Below this many results reading them back and checking them on the CPU costs about what a
-  /// compare launch and its wait do.
-  static constexpr std::uint64_t kMinResults = 1 << 14;
+  /// Below this many results reading them back and checking them on the CPU (one thread, tens of
+  /// ns a result) costs about what a compare launch, its wait and the point's upload do.
+  static constexpr std::uint64_t kMinResults = 1 << 12;
   /// Compiles with `nvrtc` for `target` through `cache` (as the sweep's kernels) and loads into
   /// the current context, on first use of each result dtype.
   FastCheck(const Nvrtc& nvrtc, CompileCache& cache, ArchTarget target, std::uint64_t min_results = kMinResults)
