@@ -75,7 +75,7 @@ std::string render_compare(DType result) {
 
 // Calls at(i) for i in [0, n) on one thread a core from 2^20 results on (16M references take
 // a core the better part of a second); returns whether every call returned true.
-template <typename F> void FastCheck::fill(std::uint64_t n, F&& at) {
+template <typename F> bool FastCheck::fill(std::uint64_t n, F&& at) {
   const unsigned threads = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<bool> ok{true};
   auto run = [&](std::uint64_t lo, std::uint64_t hi) {
@@ -89,7 +89,19 @@ template <typename F> void FastCheck::fill(std::uint64_t n, F&& at) {
     for (unsigned t = 0; t < threads; ++t) pool.emplace_back(run, n * t / threads, n * (t + 1) / threads);
     for (std::thread& th : pool) th.join();
   }
-  ready_ = ok;
+  return ok;
+}
+
+void FastCheck::upload(DType result, FastForm form) {
+  const std::size_t want_bytes = n_ * (form == FastForm::exact ? size_of(result) : sizeof(double));
+  if (want_.size() < want_bytes) want_ = cuda::Buffer(), want_ = cuda::Buffer(want_bytes);
+  cuda::upload_sync(want_.get(), want_host_.data(), want_bytes);
+  if (form != FastForm::exact) {
+    if (scale_.size() < n_ * sizeof(float)) scale_ = cuda::Buffer(), scale_ = cuda::Buffer(n_ * sizeof(float));
+    cuda::upload_sync(scale_.get(), scale_host_.data(), n_ * sizeof(float));
+  }
+  function(result, form); // compiled and loaded here, not in a measurement
+  ready_ = true;
 }
 
 bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result) {
@@ -105,9 +117,10 @@ bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& 
   form_ = form, op_ = op, result_ = result, user_ = nullptr, n_ = n;
   count_ = refs.front().count;
   const std::size_t rs = size_of(result);
+  bool filled = false;
   if (form == FastForm::exact) {
     staged(want_host_, n * rs, want_pin_);
-    fill(n, [&](std::uint64_t i) {
+    filled = fill(n, [&](std::uint64_t i) {
       if (refs[i].value.dtype != result) return false;
       std::memcpy(want_host_.data() + i * rs, &refs[i].value.bits, rs); // little-endian: the low bytes
       return true;
@@ -116,7 +129,7 @@ bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& 
     staged(want_host_, n * sizeof(double), want_pin_);
     staged(scale_host_, n, scale_pin_);
     auto* want = reinterpret_cast<double*>(want_host_.data());
-    fill(n, [&](std::uint64_t i) {
+    filled = fill(n, [&](std::uint64_t i) {
       // The bound's count (mean, var, float64 sumsq) is one for the measurement: every segment's.
       if (refs[i].count != count_ || refs[i].value.dtype != result) return false;
       want[i] = fast_want(refs[i]);
@@ -124,16 +137,8 @@ bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& 
       return true;
     });
   }
-  if (!ready_) return false;
-  ready_ = false; // until the upload is done
-  if (want_.size() < want_host_.size()) want_ = cuda::Buffer(), want_ = cuda::Buffer(want_host_.size());
-  cuda::upload_sync(want_.get(), want_host_.data(), n * (form == FastForm::exact ? rs : sizeof(double)));
-  if (form != FastForm::exact) {
-    if (scale_.size() < n * sizeof(float)) scale_ = cuda::Buffer(), scale_ = cuda::Buffer(n * sizeof(float));
-    cuda::upload_sync(scale_.get(), scale_host_.data(), n * sizeof(float));
-  }
-  function(result, form); // compiled and loaded here, not in a measurement
-  ready_ = true;
+  if (!filled) return false;
+  upload(result, form);
   return true;
 }
 
@@ -149,11 +154,12 @@ bool FastCheck::prepare(const UserOp& u, DType dtype, const UserExpected& e, con
   op_ = Op::sum, result_ = result, dtype_ = dtype, user_ = &u, n_ = n;
   count_ = double(s.shape.length);
   const std::size_t rs = size_of(result);
+  bool filled = false;
   if (!floats) {
     // check_user compares an integer result as a double with the evaluation: where the evaluation
     // is that integer, its bits are the one result that passes.
     staged(want_host_, n * rs, want_pin_);
-    fill(n, [&](std::uint64_t i) {
+    filled = fill(n, [&](std::uint64_t i) {
       const std::optional<std::uint64_t> bits = integer_bits(e.value[i], result);
       if (bits) std::memcpy(want_host_.data() + i * rs, &*bits, rs);
       return bits.has_value();
@@ -162,22 +168,14 @@ bool FastCheck::prepare(const UserOp& u, DType dtype, const UserExpected& e, con
     staged(want_host_, n * sizeof(double), want_pin_);
     staged(scale_host_, n, scale_pin_);
     auto* want = reinterpret_cast<double*>(want_host_.data());
-    fill(n, [&](std::uint64_t i) {
+    filled = fill(n, [&](std::uint64_t i) {
       want[i] = e.value[i];
       scale_host_[i] = scale_down(std::fabs(e.magnitude[i]));
       return true;
     });
   }
-  if (!ready_) return false;
-  ready_ = false;
-  if (want_.size() < want_host_.size()) want_ = cuda::Buffer(), want_ = cuda::Buffer(want_host_.size());
-  cuda::upload_sync(want_.get(), want_host_.data(), n * (floats ? sizeof(double) : rs));
-  if (floats) {
-    if (scale_.size() < n * sizeof(float)) scale_ = cuda::Buffer(), scale_ = cuda::Buffer(n * sizeof(float));
-    cuda::upload_sync(scale_.get(), scale_host_.data(), n * sizeof(float));
-  }
-  function(result, form_);
-  ready_ = true;
+  if (!filled) return false;
+  upload(result, form_);
   return true;
 }
 

@@ -65,7 +65,9 @@ public:
 
 private:
   CUfunction function(DType result, FastForm form);
-  template <typename F> void fill(std::uint64_t n, F&& at);
+  template <typename F> bool fill(std::uint64_t n, F&& at);
+  // Uploads the staged point (n_ results of `result`, in `form`) and makes it ready.
+  void upload(DType result, FastForm form);
 
   const Nvrtc& nvrtc_;
   CompileCache& cache_;
