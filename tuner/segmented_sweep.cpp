@@ -3,6 +3,7 @@
 
 #include "kernels/segmented.h"
 #include "tuner/eta.h"
+#include "tuner/fast_check.h"
 #include "tuner/measure.h"
 #include "tuner/sizes.h"
 #include "tuner/input_ahead.h"
@@ -200,6 +201,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   InputCheck input_check;
   std::vector<Reference> refs;
   UserExpected user_ref; // a user reduction's, in place of refs
+  // The GPU's fast pass of the checked launches (off for the rest of the sweep if its kernels
+  // fail to build: the CPU checks everything then).
+  FastCheck fast(setup.nvrtc, setup.loader.cache(), setup.loader.target());
+  bool fast_off = false;
   // The second input of the ops of two (dot): other random data in the same layout, kept alike.
   const bool two = two_input_ops(o.ops);
   cuda::Buffer d_in2;
@@ -324,6 +329,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           }
         }
         ++res.times.points;
+        bool fast_tried = false; // the fast pass is prepared at the point's first checked launch
         Target t{d, op, info.cc(), info.max_threads_per_block, info.sm_count, o.allow_unsafe, o.problem};
         t.user = o.user.get();
         const db::OpKey op_key = o.user ? db::OpKey::user(o.user->hash) : db::OpKey(op);
@@ -427,15 +433,40 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
               enqueue(kernel, p, args, ws, s);
               ev_stop[r].record(s);
             };
-            // The checked launch, poisoned output first, timed like a repetition.
+            if (!fast_tried && !fast_off) {
+              fast_tried = true;
+              PhaseTimer pt(res.times.check_setup_s);
+              try {
+                if (o.user ? fast.prepare(*o.user, d, user_ref, sd.seg) : fast.prepare(refs, sd.seg, op, got.dtype))
+                  ++res.times.check_setups;
+              } catch (const cuda::CudaError&) {
+                throw;
+              } catch (const std::exception&) { // the compare kernels do not build: the CPU checks all
+                fast.clear();
+                fast_off = true;
+              }
+            }
+            // The checked launch, poisoned output first, timed like a repetition. The GPU's fast
+            // pass decides where it applies and passes; else the results are read back and the
+            // CPU check decides (and names the first wrong result).
             const auto t_val = Clock::now();
             RT_CU(cuMemsetD8Async(d_out.get(), 0xA5, shape.count * rs, s));
             queue_timed(0);
-            RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), d_out.get(), shape.count * rs, s));
-            RT_CU(cuStreamSynchronize(s));
             const auto depth = [&](std::uint64_t len) { return segment_depth(j.config, t, shape, len); };
-            const Check chk = o.user ? check_user_segmented(*o.user, d, user_ref, got, sd.seg, depth)
-                                     : check_segmented(refs, got, sd.seg, op, depth);
+            const std::optional<FastVerdict> fv =
+                fast.ready() ? fast.run(d_out.get(), depth(shape.length), s) : std::nullopt;
+            Check chk;
+            if (fv && fv->passed()) {
+              chk.ok = true; // as the CPU check's pass: no texts
+              ++res.times.gpu_checked;
+            } else {
+              RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), d_out.get(), shape.count * rs, s));
+              RT_CU(cuStreamSynchronize(s));
+              chk = o.user ? check_user_segmented(*o.user, d, user_ref, got, sd.seg, depth)
+                           : check_segmented(refs, got, sd.seg, op, depth);
+              ++res.times.cpu_checked;
+              if (fv) ++res.times.cpu_after_gpu;
+            }
             res.times.validate_s += std::chrono::duration<double>(Clock::now() - t_val).count();
             if (!record_check(chk, m)) {
               keep(m);

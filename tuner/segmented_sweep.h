@@ -52,6 +52,7 @@ private:
 struct SweepSetup {
   const cuda::DeviceInfo& info;
   KernelLoader& loader;
+  const Nvrtc& nvrtc; ///< the loader's (the sweep's own check kernels compile with it)
   db::Store& store;
   std::function<void(const Progress&)> progress;
   std::function<bool()> stop;

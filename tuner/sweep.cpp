@@ -219,9 +219,9 @@ std::string point_text(DType dtype, const db::OpKey& op, Problem problem, Shape 
 std::string profile_text(const SweepTimes& t) {
   const double measuring = t.load_s + t.validate_s + t.timing_s;
   const double accounted = t.setup_s + t.compile_s + t.seeds_s + t.input_s + t.reference_s + measuring +
-                           t.store_s + t.input_check_s;
+                           t.store_s + t.input_check_s + t.check_setup_s;
   std::string out;
-  char line[200];
+  char line[320]; // the check row names its paths
   const auto row = [&](const char* what, double s, const std::string& note) {
     std::snprintf(line, sizeof line, "  %-13s %8.2f s %5.1f %%%s%s\n", what, s, t.total_s > 0 ? 100 * s / t.total_s : 0.0,
                   note.empty() ? "" : "  ", note.c_str());
@@ -247,7 +247,11 @@ std::string profile_text(const SweepTimes& t) {
       per(t.reference_s, t.points, "point") +
           (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : ""));
   row("load", t.load_s, per(t.load_s, t.measured, "measurement") + " (modules, first use)");
-  row("check", t.validate_s, per(t.validate_s, t.measured, "measurement") + " (checked launch, result compared)");
+  const std::string paths = t.gpu_checked + t.cpu_checked == 0 ? "" :
+      ": " + std::to_string(t.gpu_checked) + " passed on the GPU, " + std::to_string(t.cpu_checked) +
+      " read back and checked on the CPU (" + std::to_string(t.cpu_after_gpu) + " after a GPU failure)";
+  row("check", t.validate_s, per(t.validate_s, t.measured, "measurement") + " (checked launch, result compared" + paths + ")");
+  if (t.check_setups || t.check_setup_s > 0) row("check setup", t.check_setup_s, per(t.check_setup_s, t.check_setups, "point") + " (the GPU check's data)");
   row("timing", t.timing_s, per(t.timing_s, t.measured, "measurement"));
   row("store", t.store_s, per(t.store_s, t.points, "point") + " (one transaction a point)");
   row("input check", t.input_check_s,
@@ -300,7 +304,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   res.times.compile_s = seconds_since(t_compile);
 
   if (o.problem != Problem::array) {
-    SweepSetup setup{info, loader, store, progress, stop,
+    SweepSetup setup{info, loader, nvrtc, store, progress, stop,
                      std::chrono::duration<double>(t_start.time_since_epoch()).count()};
     measure_segmented(o, jobs, setup, res);
     if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");

@@ -64,6 +64,13 @@ UserExpected user_expected(const UserOp& u, const HostArray& a, const Segmentati
   return e;
 }
 
+double user_unit_roundoff(const UserOp& u, DType dtype) {
+  const std::string& acc = u.description.accumulator;
+  const bool wide = u.result_dtype(dtype) == DType::f64 || acc.find("double") != std::string::npos ||
+                    (acc.empty() && dtype == DType::f64);
+  return wide ? 0x1p-53 : 0x1p-24;
+}
+
 Check check_user(const UserOp& u, DType dtype, const UserExpected& e, std::size_t i, double got,
                  std::uint64_t depth) {
   Check c;
@@ -89,10 +96,7 @@ Check check_user(const UserOp& u, DType dtype, const UserExpected& e, std::size_
     c.ok = got == want;
     return c;
   }
-  const std::string& acc = u.description.accumulator;
-  const bool wide = result == DType::f64 || acc.find("double") != std::string::npos ||
-                    (acc.empty() && dtype == DType::f64);
-  const double unit = wide ? 0x1p-53 : 0x1p-24;
+  const double unit = user_unit_roundoff(u, dtype);
   const double k = double(depth + 2) * unit;
   double bound = k / (1 - k) * std::abs(e.magnitude.at(i)) + 2 * unit * std::abs(want);
   if (result == DType::bf16) bound += 0x1p-8 * (std::abs(want) + bound) + 0x1p-134;

@@ -38,6 +38,9 @@ UserExpected user_expected(const UserOp& u, const HostArray& a, const Segmentati
 /// Integer results: exact. Without a CPU evaluation: passes, `expected` says kNotChecked.
 Check check_user(const UserOp& u, DType dtype, const UserExpected& e, std::size_t i, double got,
                  std::uint64_t depth);
+/// The unit roundoff check_user's bound takes: float64's where the result or the accumulator is
+/// double, else float32's.
+double user_unit_roundoff(const UserOp& u, DType dtype);
 /// Every result of a segmented problem (`got` holds them): the first failure ("result 17: ..."),
 /// or ok.
 Check check_user_segmented(const UserOp& u, DType dtype, const UserExpected& e, const HostArray& got,

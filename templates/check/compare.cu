@@ -1,0 +1,130 @@
+// reduce-tune: the fast pass of a segmented sweep's checked launch (tuner/fast_check.h). It
+// decides on the device whether every result is right, so the host reads back two words instead
+// of every result; where it finds a failure, the host reads the results back and the CPU check
+// decides (and names the result), so nothing passes here that the CPU check would fail.
+//
+// The host prepends `typedef <unsigned integer of the result's size> B;` and, for a float result,
+// one of RT_CHECK_F32, RT_CHECK_F64, RT_CHECK_BF16, RT_CHECK_F16. No CUDA header is needed.
+//
+// verdict[0]: the number of failing results; verdict[1]: the lowest failing index. The host sets
+// them to 0 and ~0 before a launch.
+
+typedef unsigned long long rt_u64;
+
+// One warp's failures, counted and the lowest of them kept by its first lane: one pair of atomics
+// a warp, not a result (a wrong configuration may fail every result).
+__device__ __forceinline__ void rt_count(bool bad, rt_u64 base, rt_u64* verdict) {
+  const unsigned m = __ballot_sync(0xffffffffu, bad);
+  if (m && (threadIdx.x & 31u) == 0) {
+    atomicAdd(&verdict[0], (rt_u64)__popc(m));
+    atomicMin(&verdict[1], base + (rt_u64)(__ffs(m) - 1));
+  }
+}
+
+#if defined(RT_CHECK_F32) || defined(RT_CHECK_F64) || defined(RT_CHECK_BF16) || defined(RT_CHECK_F16)
+#define RT_CHECK_FLOAT 1
+
+// A result as double (exact for every float dtype).
+__device__ __forceinline__ double rt_to_double(B b) {
+#if defined(RT_CHECK_F64)
+  return __longlong_as_double((long long)b);
+#elif defined(RT_CHECK_F32)
+  return (double)__uint_as_float(b);
+#elif defined(RT_CHECK_BF16)
+  return (double)__uint_as_float((unsigned)b << 16);
+#else
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
+  return (double)f;
+#endif
+}
+
+// NaN by its bits: the exponent all ones and a mantissa.
+__device__ __forceinline__ bool rt_nan_bits(B b) {
+#if defined(RT_CHECK_F64)
+  return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+#elif defined(RT_CHECK_F32)
+  return (b & 0x7fffffffu) > 0x7f800000u;
+#elif defined(RT_CHECK_BF16)
+  return (b & 0x7fffu) > 0x7f80u;
+#else
+  return (b & 0x7fffu) > 0x7c00u;
+#endif
+}
+
+__device__ __forceinline__ bool rt_isnan(double x) {
+  return ((rt_u64)__double_as_longlong(x) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+}
+__device__ __forceinline__ bool rt_isinf(double x) {
+  return ((rt_u64)__double_as_longlong(x) & 0x7fffffffffffffffull) == 0x7ff0000000000000ull;
+}
+#endif
+
+// Exact results (integers, min and max, counts, argmax's index, any and all): the same bits, or
+// for floats both NaN (whatever their payloads), as the CPU check compares them.
+extern "C" __global__ void rt_check_exact(const B* got, const B* want, rt_u64 n, rt_u64* verdict) {
+  const rt_u64 stride = (rt_u64)gridDim.x * blockDim.x;
+  for (rt_u64 base = (rt_u64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n; base += stride) {
+    const rt_u64 i = base + (threadIdx.x & 31u);
+    bool bad = false;
+    if (i < n) {
+      const B g = got[i], w = want[i];
+      bad = g != w;
+#if defined(RT_CHECK_FLOAT)
+      if (bad && rt_nan_bits(g) && rt_nan_bits(w)) bad = false;
+#endif
+    }
+    rt_count(bad, base, verdict);
+  }
+}
+
+#if defined(RT_CHECK_FLOAT)
+// Bounded results (float sums and what is bounded like them): |got - want| <= a scale + b |want| +
+// c, the host's coefficients already a hair below the CPU check's bound. NaN matches NaN only, an
+// infinity the same infinity (`want` holds the infinity a finite exact value rounds to, where it
+// does), and a finite `want` no infinity.
+extern "C" __global__ void rt_check_bound(const B* got, const double* want, const float* scale, rt_u64 n,
+                                          double a, double b, double c, rt_u64* verdict) {
+  const rt_u64 stride = (rt_u64)gridDim.x * blockDim.x;
+  for (rt_u64 base = (rt_u64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n; base += stride) {
+    const rt_u64 i = base + (threadIdx.x & 31u);
+    bool bad = false;
+    if (i < n) {
+      const double g = rt_to_double(got[i]), e = want[i];
+      if (rt_isnan(e) || rt_isnan(g)) bad = !(rt_isnan(e) && rt_isnan(g));
+      else if (rt_isinf(e) || rt_isinf(g)) bad = e != g;
+      else bad = !(fabs(g - e) <= a * (double)scale[i] + b * fabs(e) + c);
+    }
+    rt_count(bad, base, verdict);
+  }
+}
+
+// std: `want` the standard deviation, v = want^2 its variance, whose bound is e = a scale + b v;
+// the bound is the spread of the square root over [v - e, v + e] plus the root's rounding u
+// sqrt(v + e), less 2^-50 sqrt(v + e) for the two roots' cancellation (the CPU's and these), plus
+// a bf16 or f16 result's rounding (uh, sub: 0 for the others), times 1 - 1e-9.
+extern "C" __global__ void rt_check_root(const B* got, const double* want, const float* scale, rt_u64 n,
+                                         double a, double b, double u, double uh, double sub,
+                                         rt_u64* verdict) {
+  const rt_u64 stride = (rt_u64)gridDim.x * blockDim.x;
+  for (rt_u64 base = (rt_u64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n; base += stride) {
+    const rt_u64 i = base + (threadIdx.x & 31u);
+    bool bad = false;
+    if (i < n) {
+      const double g = rt_to_double(got[i]), e = want[i];
+      if (rt_isnan(e) || rt_isnan(g)) {
+        bad = !(rt_isnan(e) && rt_isnan(g));
+      } else if (rt_isinf(e) || rt_isinf(g)) {
+        bad = e != g;
+      } else {
+        const double v = e * e, ev = a * (double)scale[i] + b * v;
+        const double hi = sqrt(v + ev), lo = sqrt(fmax(0.0, v - ev));
+        double bound = fmax(0.0, hi - lo + u * hi - 0x1p-50 * hi);
+        bound += uh * (fabs(e) + bound) + sub;
+        bad = !(fabs(g - e) <= bound * (1.0 - 1e-9));
+      }
+    }
+    rt_count(bad, base, verdict);
+  }
+}
+#endif

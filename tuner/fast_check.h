@@ -1,0 +1,93 @@
+// reduce-tune: the GPU's fast pass of a segmented sweep's checked launch. Per point (an input, an
+// op) the expected results and the scales of their bounds (tuner/fast_bound.h) are uploaded once;
+// each checked launch is then followed by a compare kernel (templates/check/compare.cu) that
+// counts the results outside their bounds, and the host reads back two words instead of every
+// result. Where the count is not 0 the caller reads the results back and the CPU check decides,
+// as it does where the fast pass does not apply (offsets segments, whose lengths and so depths
+// vary; a float32 result of a bf16 or f16 reduction; few results, where reading them back
+// is as quick; a reduction without a CPU evaluation). Every result of every measurement is
+// checked either way, and only the CPU check ever names a wrong result.
+#pragma once
+
+#include "kernels/driver.h"
+#include "kernels/nvrtc.h"
+#include "tuner/fast_bound.h"
+#include "tuner/reference.h"
+#include "tuner/user_check.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace reduce_tune {
+
+/// The text of a tuner-only template (templates/check/compare.cu), embedded at build time.
+std::string_view check_template_source(std::string_view name);
+/// The compare kernels' source for results of dtype `result`: rt_check_exact for every dtype,
+/// rt_check_bound and rt_check_root too for the float ones.
+std::string render_compare(DType result);
+
+/// What the compare kernel found: the failing results and the lowest failing index (~0: none).
+struct FastVerdict {
+  std::uint64_t failures = 0, first = ~0ull;
+  bool passed() const { return failures == 0; }
+};
+
+class FastCheck {
+public:
+  /// Below this many results reading them back and checking them on the CPU (one thread, tens of
+  /// ns a result) costs about what a compare launch, its wait and the point's upload do.
+  static constexpr std::uint64_t kMinResults = 1 << 12;
+  /// Compiles with `nvrtc` for `target` through `cache` (as the sweep's kernels) and loads into
+  /// the current context, on first use of each result dtype.
+  FastCheck(const Nvrtc& nvrtc, CompileCache& cache, ArchTarget target, std::uint64_t min_results = kMinResults)
+      : nvrtc_(nvrtc), cache_(cache), target_(std::move(target)), min_results_(min_results) {}
+
+  /// Prepares the point whose results `refs` are (a built-in op, results of dtype `result`):
+  /// uploads what its compare needs. Returns whether the fast pass applies; false: run() is not
+  /// to be called until the next prepare.
+  bool prepare(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result);
+  /// The same for a user reduction on elements of `dtype`.
+  bool prepare(const UserOp& u, DType dtype, const UserExpected& e, const Segmentation& s);
+  /// Forgets the prepared point.
+  void clear() { ready_ = false; }
+  bool ready() const { return ready_; }
+
+  /// Compares the prepared point's results at `results` (device memory), written by a
+  /// configuration whose rounding depth at the point's segment length is `depth`, on `s`, and
+  /// waits for the verdict. nullopt where that depth has no linear bound (the CPU decides).
+  std::optional<FastVerdict> run(CUdeviceptr results, std::uint64_t depth, CUstream s);
+
+private:
+  CUfunction function(DType result, FastForm form);
+  template <typename F> bool fill(std::uint64_t n, F&& at);
+  // Uploads the staged point (n_ results of `result`, in `form`) and makes it ready.
+  void upload(DType result, FastForm form);
+
+  const Nvrtc& nvrtc_;
+  CompileCache& cache_;
+  ArchTarget target_;
+  std::uint64_t min_results_;
+  std::map<DType, std::unique_ptr<cuda::Module>> modules_;
+  // The prepared point.
+  bool ready_ = false;
+  FastForm form_ = FastForm::none;
+  Op op_ = Op::sum;
+  DType result_ = DType::f32, dtype_ = DType::f32;
+  const UserOp* user_ = nullptr;
+  double count_ = 0; // elements a result
+  std::uint64_t n_ = 0;
+  // Host staging and device copies: the expected results (their bits for exact results, doubles
+  // for bounded ones) and the bounds' scales.
+  std::vector<unsigned char> want_host_;
+  std::vector<float> scale_host_;
+  std::unique_ptr<cuda::HostRegistration> want_pin_, scale_pin_;
+  cuda::Buffer want_, scale_, verdict_;
+};
+
+} // namespace reduce_tune
