@@ -106,7 +106,10 @@ const Entry& Reducer::Impl::make_ready(Entry& e, const EntryKey& k, Use use, con
     }
     return *e.provisional;
   }
-  if (first == FirstUse::tune) tune_first(e, k, user);
+  if (first == FirstUse::tune && !e.tune_asked) {
+    e.tune_asked = true;
+    tune_first(e, k, user);
+  }
   load(e, k, user);
   // Once an entry: the calls after it find it ready.
   if (record || autotune) note_point(k, *e.choice, user.get());

@@ -407,8 +407,12 @@ TEST_CASE("autotune: a user reduction that does not compile throws its log; tuni
   cuda::Buffer out(sizeof(float));
   CHECK_THROWS_AS(r.reduce_async(broken, DType::f32, in.ptr(), n, reinterpret_cast<float*>(out.get())),
                   ReductionError);
-  // The worker answered without measuring: no row of it, no run left running.
+  // Again: it throws again, and the point is not sent to the worker again.
+  CHECK_THROWS_AS(r.reduce_async(broken, DType::f32, in.ptr(), n, reinterpret_cast<float*>(out.get())),
+                  ReductionError);
+  // The worker answered without measuring: no row of it, no run left running, its one run failed.
   db::Store s(path);
+  CHECK(first_use_runs(s, "failed") == 1);
   db::MeasurementFilter f;
   f.op = db::OpKey::user(broken.hash());
   CHECK(s.measurements(g.info.uuid, f).empty());
