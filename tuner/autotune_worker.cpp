@@ -187,13 +187,10 @@ public:
       finish(store.get(), run_id, owner);
       say("done\tfault\t" + ms_text(t0) + "\t0\t" + one_field(e.what()));
       return false;
-    } catch (const ReductionError& e) {
-      // A user reduction's description that does not compile (its first kernel's NVRTC log):
-      // nothing to measure; the library's call compiles it itself and says why.
-      finish(store.get(), run_id, owner);
-      say("done\tfailed\t" + ms_text(t0) + "\t0\tthe reduction does not compile: " + one_field(e.what()));
-      return true;
     } catch (const std::exception& e) {
+      // A user reduction's description that does not compile ends here too (ReductionError with
+      // its first kernel's NVRTC log, from the sweep's lazy compile): nothing more to measure, and
+      // the library's call compiles it itself and throws that log to the program.
       finish(store.get(), run_id, owner);
       say("done\tfailed\t" + ms_text(t0) + "\t0\t" + one_field(e.what()));
       return true;
