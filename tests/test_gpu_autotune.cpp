@@ -9,6 +9,7 @@
 #include "kernels/driver.h"
 #include "reduce_tune/reducer.h"
 #include "runtime/autotune.h"
+#include "tests/cli_fixture.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
 #include "tests/graph_fixture.h"
@@ -67,13 +68,7 @@ bool tuned_here(const Choice& c, Shape bucket) {
   return (c.match == Match::exact || c.match == Match::nearest_size) && c.tuned_shape == bucket;
 }
 
-/// The CLI of this build: beside the tests' folder (a build folder copied to a GPU host keeps
-/// that), else where it was built.
-std::string cli() {
-  std::error_code ec;
-  const auto beside = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "reduce-tune";
-  return !ec && std::filesystem::is_regular_file(beside, ec) ? beside.string() : std::string(RT_TEST_CLI);
-}
+using testing::cli;
 
 /// Points the worker at the CLI of this build, the shipped tuning kept (its seeds).
 struct WorkerEnv {
@@ -131,14 +126,9 @@ TEST_CASE("autotune: a first call tunes its point, runs checked, and later proce
     CHECK(first_use_runs(db::Store(path), "done") == 1);
   }
   // Another process: the CLI's lookup, as any program's, grades the point exact.
-  const std::string cmd = cli() + " query --lookup --uuid " + g.info.uuid + " --dtype float32 --op sum --n " +
-                          std::to_string(n) + " --db '" + path + "' 2>&1";
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
+  const std::string out = testing::run_command(cli() + " query --lookup --uuid " + g.info.uuid +
+                                               " --dtype float32 --op sum --n " + std::to_string(n) + " --db '" +
+                                               path + "'");
   INFO(out);
   CHECK_THAT(out, Catch::Contains("exact"));
   CHECK_THAT(out, Catch::Contains(key(c.config)));

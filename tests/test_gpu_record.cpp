@@ -1,12 +1,14 @@
 // GPU tests of recording call points (Options::record): a call without an exact tuning notes its
 // point once, in a store made for it; an exactly tuned call notes nothing; without the option
-// nothing is written, not even a store; a user reduction's point is noted under its hash.
+// nothing is written, not even a store; a user reduction's point is noted under its hash, and
+// tune --recorded tunes it.
 #include <catch2/catch.hpp>
 
 #include "db/store.h"
 #include "kernels/driver.h"
 #include "reduce_tune/reducer.h"
 #include "reduce_tune/reduction.h"
+#include "tests/cli_fixture.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
 #include "tests/store_fixture.h"
@@ -113,6 +115,24 @@ TEST_CASE("record: a user reduction's calls note their point under its hash, its
   const auto kept = s.reduction(sq.hash());
   REQUIRE(kept);
   CHECK(parse_reduction(kept->text).canonical() == sq.canonical());
+  // tune --recorded tunes it from that description, under its hash, at the recorded shape.
+  int rc = -1;
+  const std::string log = reduce_tune::testing::run_command(
+      reduce_tune::testing::cli() + " tune --recorded --device 0 --budget 3 --db '" + path + "'", &rc);
+  INFO(log);
+  CHECK(rc == 0);
+  CHECK_THAT(log, Catch::Contains("--reduction"));
+  const auto best = db::Store(path).best(g.info.uuid, DType::f32, db::OpKey::user(sq.hash()), Problem::rows,
+                                         Shape{64, 512});
+  REQUIRE(best);
+  CHECK(best->m.valid);
+  CHECK_FALSE(db::Store(path).best(g.info.uuid, DType::f32, Op::sum, Problem::rows, Shape{64, 512})); // not sum's
+  {
+    // Now exact for the reduction, and a new Reducer's rows with it are right.
+    Reducer r(0, o);
+    CHECK(r.config_for(sq, DType::f32, Problem::rows, Shape{64, 1000}).match == Match::exact);
+    rows_call(r);
+  }
 
   // Tuned exactly under its hash at the point: nothing more noted.
   const std::string tuned = (dir.path / "tuned.db").string();
