@@ -22,11 +22,11 @@
 #include "runtime/autotune.h"
 
 #include "db/claims.h"
+#include "db/op_key.h"
 #include "db/store.h"
 #include "reduce_tune/config.h"
 #include "kernels/trust.h"
 #include "kernels/user_op.h"
-#include "db/op_key.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -490,7 +490,7 @@ std::optional<TuneRequest> parse_request_line(const std::string& line, std::stri
     if (!text || text->empty()) return fail("the reduction " + f[3] + " with no description in hex");
     try {
       r.user = make_user_op(parse_reduction(*text));
-    } catch (const ReductionError& e) {
+    } catch (const std::exception& e) { // ReductionError, naming the line or the field
       return fail("the reduction " + f[3] + ": " + e.what());
     }
     if (r.user->hash != *op->hash())
