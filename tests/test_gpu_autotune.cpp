@@ -311,7 +311,7 @@ TEST_CASE("autotune: no worker: the call runs with what the lookup has and recor
   detail::stop_autotune_worker();
 }
 
-TEST_CASE("autotune: a user reduction's first call tunes its point under its hash; the next is served exact",
+TEST_CASE("autotune: a user reduction's first call tunes its point under its hash, and the next is served exact",
           "[gpu][autotune][user]") {
   const reduce_tune::testing::GpuContext g;
   const reduce_tune::testing::TempDir dir;
@@ -380,7 +380,7 @@ TEST_CASE("autotune: a user reduction's first call tunes its point under its has
               sq.name().c_str(), g.info.name.c_str(), first_ms, c.note.c_str(), second_ms);
 }
 
-TEST_CASE("autotune: a user reduction that does not compile throws its log; tuning never hides it",
+TEST_CASE("autotune: a user reduction that does not compile throws its log, and tuning never hides it",
           "[gpu][autotune][user]") {
   const reduce_tune::testing::GpuContext g;
   const reduce_tune::testing::TempDir dir;

@@ -29,7 +29,7 @@ cuda::Buffer ones(std::uint64_t n) {
 
 } // namespace
 
-TEST_CASE("record: calls without an exact tuning note their point once; tuned calls do not", "[gpu][record]") {
+TEST_CASE("record: calls without an exact tuning note their point once, and tuned calls do not", "[gpu][record]") {
   const reduce_tune::testing::GpuContext g;
   const reduce_tune::testing::TempDir dir;
   const std::string path = (dir.path / "tuning.db").string();
