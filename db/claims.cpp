@@ -49,7 +49,7 @@ std::optional<Claim> Store::claim(const PointKey& p, const std::string& owner, d
     const double now = now_q->real(0);
     const auto q = impl_->query("SELECT owner, expires FROM claims WHERE device_uuid = ?1 AND dtype = ?2 AND "
                                 "op = ?3 AND problem = ?4 AND count = ?5 AND n = ?6",
-                                p.device_uuid, name(p.dtype), name(p.op), name(p.problem),
+                                p.device_uuid, name(p.dtype), p.op_key().name(), name(p.problem),
                                 sql_size(p.shape.count), sql_size(p.shape.length));
     if (q->step()) {
       Claim c{q->text(0), q->real(1)};
@@ -61,7 +61,7 @@ std::optional<Claim> Store::claim(const PointKey& p, const std::string& owner, d
     impl_->query("INSERT INTO claims (device_uuid, dtype, op, problem, count, n, owner, expires) "
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (device_uuid, dtype, op, problem, count, n) "
                  "DO UPDATE SET owner = excluded.owner, expires = excluded.expires",
-                 p.device_uuid, name(p.dtype), name(p.op), name(p.problem), sql_size(p.shape.count),
+                 p.device_uuid, name(p.dtype), p.op_key().name(), name(p.problem), sql_size(p.shape.count),
                  sql_size(p.shape.length), owner, now + lease_s)
         ->step();
   });
@@ -78,11 +78,11 @@ std::vector<std::pair<PointKey, Claim>> Store::claims() const {
                               "ORDER BY device_uuid, dtype, op, problem, count, n");
   while (q->step()) {
     const auto dtype = parse_dtype(q->text(1));
-    const auto op = parse_op(q->text(2));
+    const auto op = parse_op_key(q->text(2));
     const auto problem = parse_problem(q->text(3));
     if (!dtype || !op || !problem) continue;
-    PointKey k{q->text(0), *dtype, *op, *problem,
-               Shape{std::uint64_t(q->i64(4)), std::uint64_t(q->i64(5))}};
+    PointKey k{q->text(0), *dtype, op->builtin().value_or(Op::sum), *problem,
+               Shape{std::uint64_t(q->i64(4)), std::uint64_t(q->i64(5))}, op->hash()};
     out.emplace_back(std::move(k), Claim{q->text(6), q->real(7)});
   }
   return out;

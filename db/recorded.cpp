@@ -13,7 +13,7 @@ void Store::record_point(const RecordedPoint& p) {
                  "strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), strftime('%Y-%m-%dT%H:%M:%SZ', 'now')) "
                  "ON CONFLICT (device_uuid, dtype, op, problem, count, n) DO UPDATE SET "
                  "grade = excluded.grade, device_name = excluded.device_name, last_seen = excluded.last_seen",
-                 p.device_uuid, p.device_name, name(p.dtype), name(p.op), name(p.problem),
+                 p.device_uuid, p.device_name, name(p.dtype), p.op_key().name(), name(p.problem),
                  sql_size(p.shape.count),
                  p.shape.length ? sql_size(p.shape.length) : std::int64_t(0), p.grade)
         ->step();
@@ -31,12 +31,12 @@ std::vector<RecordedPoint> Store::recorded(const std::string& device_uuid) const
                               device_uuid);
   while (q->step()) {
     const auto dtype = parse_dtype(q->text(2));
-    const auto op = parse_op(q->text(3));
+    const auto op = parse_op_key(q->text(3)); // a user reduction's: "user:<hash>"
     const auto problem = parse_problem(q->text(4));
     if (!dtype || !op || !problem || q->i64(5) <= 0 || q->i64(6) < 0) continue;
     RecordedPoint p;
     p.device_uuid = q->text(0), p.device_name = q->text(1);
-    p.dtype = *dtype, p.op = *op, p.problem = *problem;
+    p.dtype = *dtype, p.op = op->builtin().value_or(Op::sum), p.user = op->hash(), p.problem = *problem;
     p.shape = {std::uint64_t(q->i64(5)), std::uint64_t(q->i64(6))};
     p.grade = q->text(7), p.first_seen = q->text(8), p.last_seen = q->text(9);
     out.push_back(std::move(p));

@@ -160,6 +160,11 @@ struct RecordedPoint {
   Shape shape{1, 1};        ///< where the call was looked up (its size bucket's lower end)
   std::string grade;        ///< the lookup's Match (name(Match)): what the call ran with
   std::string first_seen, last_seen; ///< set by the store (UTC, ISO 8601)
+  /// A user reduction's hash, as Measurement::user (its description in the store's reductions,
+  /// for tune --recorded); nullopt: a built-in op's point.
+  std::optional<std::uint64_t> user;
+
+  OpKey op_key() const { return user ? OpKey::user(*user) : OpKey(op); }
 };
 
 /// A point of a device: what a first-use tuning claims (Store::claim).
@@ -169,6 +174,9 @@ struct PointKey {
   Op op = Op::sum;
   Problem problem = Problem::array;
   Shape shape{1, 1};
+  std::optional<std::uint64_t> user; ///< as Measurement::user: a user reduction's point
+
+  OpKey op_key() const { return user ? OpKey::user(*user) : OpKey(op); }
 };
 
 /// Who is measuring a point on first use (Options::autotune), until when.

@@ -8,8 +8,10 @@
 namespace reduce_tune {
 namespace {
 
+/// Without surrounding blanks and line ends: a block's value read back ends with its last
+/// line's newline, which to_text must not write as one more line each time round.
 std::string trim(const std::string& s) {
-  const char* ws = " \t\r";
+  const char* ws = " \t\r\n";
   const std::size_t b = s.find_first_not_of(ws);
   return b == std::string::npos ? std::string() : s.substr(b, s.find_last_not_of(ws) - b + 1);
 }

@@ -6,7 +6,12 @@
 // write to a worker that died raises no SIGPIPE in the caller: MSG_NOSIGNAL). Lines, tab-separated:
 //   worker:  rt-autotune <protocol> ready
 //   library: tune <uuid> <dtype> <op> <problem> <count> <length> <host|device|wide>
-//            <deterministic 0|1> <in-place 0|1> <budget ms> <store path> <nvrtc path>
+//            <deterministic 0|1> <in-place 0|1> <budget ms> <store path> <nvrtc path> <reduction>
+// <op> is the store's name of the op: a built-in op's ("sum"), or a user reduction's
+// ("user:<hash>"), whose description is then <reduction>: to_text's lines (which hold tabs,
+// newlines and `<<TAG` blocks) as lower-case hex, two digits a byte, so that any text fits one
+// field of one line; the worker parses it and refuses it unless it has that hash. Empty for a
+// built-in op.
 //   worker:  run <id> <owner>            a run began; it holds the point's claim as <owner>
 //            measure <key>               before each measurement
 //            done <status> <ms> <measured> <note>
@@ -17,9 +22,11 @@
 #include "runtime/autotune.h"
 
 #include "db/claims.h"
+#include "db/op_key.h"
 #include "db/store.h"
 #include "reduce_tune/config.h"
 #include "kernels/trust.h"
+#include "kernels/user_op.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -94,6 +101,31 @@ std::optional<std::string> usable_worker(const fs::path& p) {
   return std::nullopt;
 }
 
+
+/// Bytes as lower-case hex, two digits each: a user reduction's description in one field.
+std::string to_hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (const unsigned char c : bytes) out += kDigits[c >> 4], out += kDigits[c & 15];
+  return out;
+}
+
+/// to_hex's bytes back, or nullopt for an odd length or a character that is not a hex digit.
+std::optional<std::string> from_hex(const std::string& hex) {
+  if (hex.size() % 2) return std::nullopt;
+  auto digit = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += char(hi * 16 + lo);
+  }
+  return out;
+}
 
 std::string describe_exit(int status) {
   if (WIFSIGNALED(status)) return std::string("killed by signal ") + strsignal(WTERMSIG(status));
@@ -321,7 +353,8 @@ private:
     try {
       db::Store store(r.store_path);
       if (run_id > 0 && !key.empty()) {
-        const auto held = store.measured_keys(r.device_uuid, r.dtype, r.op, r.problem, r.shape, run_id);
+        const db::OpKey op = r.user ? db::OpKey::user(r.user->hash) : db::OpKey(r.op);
+        const auto held = store.measured_keys(r.device_uuid, r.dtype, op, r.problem, r.shape, run_id);
         if (std::find(held.begin(), held.end(), key) == held.end()) {
           db::Measurement m;
           m.key = key;
@@ -330,6 +363,7 @@ private:
             m.tail = name(c->tail), m.finish = name(c->finish);
           }
           m.dtype = r.dtype, m.op = r.op, m.problem = r.problem, m.count = r.shape.count, m.n = r.shape.length;
+          if (r.user) m.user = r.user->hash;
           m.valid = false;
           m.error = why;
           store.add_measurements(run_id, {m});
@@ -428,10 +462,12 @@ std::vector<std::string> split_tabs(const std::string& line) {
 std::string request_line(const TuneRequest& r) {
   std::ostringstream line;
   line.precision(6);
-  line << std::fixed << "tune\t" << r.device_uuid << '\t' << name(r.dtype) << '\t' << name(r.op) << '\t'
+  const std::string op = r.user ? r.user->name : std::string(name(r.op));
+  line << std::fixed << "tune\t" << r.device_uuid << '\t' << name(r.dtype) << '\t' << op << '\t'
        << name(r.problem) << '\t' << r.shape.count << '\t' << r.shape.length << '\t'
        << (r.wide_result ? "wide" : r.device_result ? "device" : "host") << '\t' << int(r.deterministic) << '\t'
-       << int(r.allow_in_place) << '\t' << r.budget_ms << '\t' << r.store_path << '\t' << r.nvrtc_path << '\n';
+       << int(r.allow_in_place) << '\t' << r.budget_ms << '\t' << r.store_path << '\t' << r.nvrtc_path << '\t'
+       << (r.user ? to_hex(to_text(r.user->description)) : "") << '\n';
   return line.str();
 }
 
@@ -441,14 +477,28 @@ std::optional<TuneRequest> parse_request_line(const std::string& line, std::stri
     return std::nullopt;
   };
   const std::vector<std::string> f = split_tabs(line);
-  if (f.size() != 13 || f[0] != "tune") return fail("not a tune request of 13 fields");
+  if (f.size() != 14 || f[0] != "tune") return fail("not a tune request of 14 fields");
   TuneRequest r;
   r.device_uuid = f[1];
   const auto dtype = parse_dtype(f[2]);
-  const auto op = parse_op(f[3]);
+  const auto op = db::parse_op_key(f[3]);
   const auto problem = parse_problem(f[4]);
   if (!dtype || !op || !problem) return fail("unknown dtype, op or problem");
-  r.dtype = *dtype, r.op = *op, r.problem = *problem;
+  r.dtype = *dtype, r.op = op->builtin().value_or(Op::sum), r.problem = *problem;
+  if (op->is_user()) {
+    const std::optional<std::string> text = from_hex(f[13]);
+    if (!text || text->empty()) return fail("the reduction " + f[3] + " with no description in hex");
+    try {
+      r.user = make_user_op(parse_reduction(*text));
+    } catch (const std::exception& e) { // ReductionError, naming the line or the field
+      return fail("the reduction " + f[3] + ": " + e.what());
+    }
+    if (r.user->hash != *op->hash())
+      return fail("a description of " + r.user->name + " sent as " + f[3]);
+    if (auto no = r.user->unsupported(r.dtype)) return fail("the reduction " + f[3] + ": " + *no);
+  } else if (!f[13].empty()) {
+    return fail("a description for the built-in op " + f[3]);
+  }
   try {
     std::size_t a = 0, b = 0, c = 0;
     r.shape.count = std::stoull(f[5], &a);

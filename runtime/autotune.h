@@ -10,9 +10,14 @@
 #include "reduce_tune/reducer.h"
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace reduce_tune {
+struct UserOp; // kernels/user_op.h
+}
 
 namespace reduce_tune::detail {
 
@@ -28,6 +33,8 @@ enum class FirstUse {
 };
 /// The rule: only a call tunes; a capture or a question never does (a capture must not wait on
 /// a search, nor may a question measure).
+/// A user reduction's entry takes the same rule: its grade is `exact` only for its own rows
+/// (runtime/user_lookup.h), so one served by a related op's rows or the defaults is tuned.
 FirstUse first_use(bool autotune, Match match, EntryUse use, Problem problem, Shape at);
 
 /// Whether $REDUCE_TUNE_AUTOTUNE asks for first-use tuning ("1", "true", "yes" or "on").
@@ -48,6 +55,9 @@ struct TuneRequest {
   std::string device_uuid;
   DType dtype = DType::f32;
   Op op = Op::sum;
+  /// A user reduction's point (op is then Op::sum, in whose place its kernels are rendered): the
+  /// worker tunes it as `tune --reduction` does, under its hash. Null: the built-in op's.
+  std::shared_ptr<const UserOp> user;
   Problem problem = Problem::array;
   Shape shape{1, 1};
   /// What the call's configuration must allow (runtime/entry_cache.h: Result).
@@ -59,10 +69,14 @@ struct TuneRequest {
 
 /// The protocol's fields of a line, split at its tabs.
 std::vector<std::string> split_tabs(const std::string& line);
-/// A request as the worker reads it, one line: "tune" and 12 tab-separated fields (the result as
-/// host, device or wide; the flags as 0 or 1; paths without a tab or newline).
+/// A request as the worker reads it, one line: "tune" and 13 tab-separated fields (the op as
+/// the store names it: "sum", or a user reduction's "user:<hash>"; the result as host, device or
+/// wide; the flags as 0 or 1; paths without a tab or newline; last, a user reduction's
+/// description, to_text's lines in lower-case hex, empty for a built-in op).
 std::string request_line(const TuneRequest& r);
-/// The request of a "tune ..." line, or nullopt with the reason in *why.
+/// The request of a "tune ..." line, or nullopt with the reason in *why. A user reduction's
+/// description is decoded, parsed and checked (make_user_op) and must have the hash its op
+/// field names.
 std::optional<TuneRequest> parse_request_line(const std::string& line, std::string* why = nullptr);
 
 struct TuneOutcome {
@@ -89,6 +103,7 @@ TuneOutcome autotune_point(const TuneRequest& request);
 void stop_autotune_worker();
 
 /// The protocol's version: the worker's first line is "rt-autotune <version> ready".
-inline constexpr int kAutotuneProtocol = 1;
+/// 2: the op field may name a user reduction, whose description is the request's last field.
+inline constexpr int kAutotuneProtocol = 2;
 
 } // namespace reduce_tune::detail

@@ -3,6 +3,7 @@
 // tuning, the built-in default: runtime/lookup.h), its kernel loaded once (through the disk cache).
 #include "runtime/entry_cache.h"
 
+#include "kernels/user_op.h"
 #include "runtime/autotune.h"
 #include "runtime/defaults.h"
 
@@ -84,9 +85,13 @@ Choice Reducer::Impl::choice(const EntryKey& k) {
 const Entry& Reducer::Impl::ready(const EntryKey& k, Use use) {
   Entry& e = entries.at(k);
   if (e.ready.load(std::memory_order_acquire)) return e;
+  return make_ready(e, k, use, nullptr);
+}
+
+const Entry& Reducer::Impl::make_ready(Entry& e, const EntryKey& k, Use use, const std::shared_ptr<const UserOp>& user) {
   std::lock_guard lock(e.mu);
   if (e.ready.load(std::memory_order_relaxed)) return e;
-  if (!e.choice) e.choice = choose(k);
+  if (!e.choice) e.choice = user ? choose_user(*user, k) : choose(k);
   const FirstUse first = first_use(autotune, e.choice->match, use, k.problem, k.at);
   if (first == FirstUse::provisional) {
     // Never tuned inside a capture (nor by a question): the store's answer serves it, and the
@@ -94,21 +99,29 @@ const Entry& Reducer::Impl::ready(const EntryKey& k, Use use) {
     if (!e.provisional) {
       auto p = std::make_unique<Entry>();
       p->choice = e.choice;
-      load(*p, k);
-      note_point(k, *p->choice);
+      load(*p, k, user);
+      note_point(k, *p->choice, user.get());
       p->ready.store(true, std::memory_order_release);
       e.provisional = std::move(p);
     }
     return *e.provisional;
   }
-  if (first == FirstUse::tune) tune_first(e, k);
-  load(e, k);
-  if (record || autotune) note_point(k, *e.choice); // once an entry: the calls after it find it ready
+  if (first == FirstUse::tune && !e.tune_asked) {
+    e.tune_asked = true;
+    tune_first(e, k, user);
+  }
+  load(e, k, user);
+  // Once an entry: the calls after it find it ready.
+  if (record || autotune) note_point(k, *e.choice, user.get());
   e.ready.store(true, std::memory_order_release);
   return e;
 }
 
-void Reducer::Impl::load(Entry& e, const EntryKey& k) {
+void Reducer::Impl::load(Entry& e, const EntryKey& k, const std::shared_ptr<const UserOp>& user) {
+  if (user) {
+    e.kernel = loader.load(e.choice->config, k.dtype, user); // ReductionError: the description's log
+    return;
+  }
   try {
     e.kernel = loader.load(e.choice->config, k.dtype, k.op, k.result == Result::wide);
   } catch (const CompileError& err) {
@@ -118,12 +131,14 @@ void Reducer::Impl::load(Entry& e, const EntryKey& k) {
   }
 }
 
-void Reducer::Impl::tune_first(Entry& e, const EntryKey& k) {
+void Reducer::Impl::tune_first(Entry& e, const EntryKey& k, const std::shared_ptr<const UserOp>& user) {
   try {
     TuneRequest r;
     r.device_uuid = device.uuid;
     r.dtype = k.dtype, r.op = k.op, r.problem = k.problem, r.shape = k.at;
-    const Requirements req = requirements(k.result);
+    r.user = user;
+    // A user reduction's calls all write device memory (choose_user's requirements).
+    const Requirements req = requirements(user ? Result::device : k.result);
     r.device_result = req.device_result, r.wide_result = req.wide_result;
     r.deterministic = req.deterministic, r.allow_in_place = req.allow_in_place;
     r.budget_ms = autotune_budget_ms(options.autotune_ms);
@@ -140,7 +155,7 @@ void Reducer::Impl::tune_first(Entry& e, const EntryKey& k) {
       std::lock_guard lock(store_mu);
       if (!store) store = std::make_unique<db::Store>(r.store_path); // the worker made it
     }
-    e.choice = choose(k);
+    e.choice = user ? choose_user(*user, k) : choose(k);
     char took[96];
     std::snprintf(took, sizeof took, "tuned on first use: %.0f ms, %zu measurements", t.ms, t.measured);
     e.choice->note = e.choice->note.empty() ? took : std::string(took) + "; " + e.choice->note;

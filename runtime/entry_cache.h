@@ -50,6 +50,10 @@ struct Entry {
   /// With autotune on, what a capturing call or a question takes at a point not tuned yet: the
   /// store's answer, loaded, while the entry waits for a call that tunes it. Set under mu.
   std::unique_ptr<Entry> provisional;
+  /// The point was sent to the tuning worker, whatever came of it: once an entry, so that a
+  /// user reduction whose kernel then fails to compile (its calls throw, the entry is never
+  /// ready) is not searched again by every call. Set under mu.
+  bool tune_asked = false;
 };
 
 /// The entries by key, made on first use and kept for the cache's life. Finding one that exists

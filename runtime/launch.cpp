@@ -80,7 +80,7 @@ void Reducer::Impl::run(const Call& c, CUstream stream, const capture::State& ca
     return;
   }
   const Use use = cap.active ? Use::capture : Use::call;
-  const Entry& e = c.user ? ready_user(c.user, entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result))
+  const Entry& e = c.user ? ready_user(c.user, entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result), use)
                           : ready(entry_key(c.problem, c.dtype, c.op, c.args.shape, c.result), use);
   WarmCall w;
   w.call = c;

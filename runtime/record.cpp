@@ -3,6 +3,7 @@
 // point costs one store write per Reducer and the calls after it nothing.
 #include "runtime/record.h"
 
+#include "kernels/user_op.h"
 #include "runtime/reducer_state.h"
 
 #include <cstdlib>
@@ -17,7 +18,7 @@ bool record_from_env() {
   return s == "1" || s == "true" || s == "yes" || s == "on";
 }
 
-void Reducer::Impl::note_point(const EntryKey& k, const Choice& choice) {
+void Reducer::Impl::note_point(const EntryKey& k, const Choice& choice, const UserOp* user) {
   if (choice.match == Match::exact) return;
   try {
     std::lock_guard lock(store_mu);
@@ -37,6 +38,11 @@ void Reducer::Impl::note_point(const EntryKey& k, const Choice& choice) {
     p.device_uuid = device.uuid, p.device_name = device.name;
     p.dtype = k.dtype, p.op = k.op, p.problem = k.problem, p.shape = k.at;
     p.grade = std::string(name(choice.match));
+    if (user) {
+      // Under its hash, its description kept beside it: tune --recorded tunes it from the store.
+      p.user = user->hash;
+      store->add_reduction({user->hash, user->description.canonical(), to_text(user->description), {}});
+    }
     store->record_point(p);
   } catch (const std::exception&) {
     // A store that cannot be written (read-only, full, locked too long) loses the note only.

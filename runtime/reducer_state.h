@@ -80,15 +80,17 @@ struct Reducer::Impl {
   /// driver than the tuner's) is replaced by the built-in default, and the note says why.
   const Entry& ready(const EntryKey& key, Use use = Use::call);
   /// With autotune on: tunes the entry's point where its choice is not exact and the point can
-  /// be searched (runtime/autotune.h), then looks it up again. e.mu held. Never throws.
-  void tune_first(Entry& e, const EntryKey& key);
+  /// be searched (runtime/autotune.h), then looks it up again; a user reduction's (`user`) under
+  /// its hash. e.mu held. Never throws.
+  void tune_first(Entry& e, const EntryKey& key, const std::shared_ptr<const UserOp>& user = nullptr);
 
   // ---- user reductions (runtime/reducer_user.cpp) ----------------------------------------------
   /// The reducer's UserOp of `r`: one per description (by hash), made and checked on first use.
   std::shared_ptr<const UserOp> user_op(const Reduction& r);
-  /// The entry of a user reduction's call (key.op unused): looked up and loaded on first use, as
-  /// ready() does. Throws ReductionError where no variant serves it or it does not compile.
-  const Entry& ready_user(const std::shared_ptr<const UserOp>& user, const EntryKey& key);
+  /// The entry of a user reduction's call (key.op unused): looked up, tuned on first use and
+  /// loaded as ready() does. Throws ReductionError where no variant serves it or it does not
+  /// compile.
+  const Entry& ready_user(const std::shared_ptr<const UserOp>& user, const EntryKey& key, Use use = Use::call);
   /// A user reduction's configuration for `key` (key.op unused), without loading it.
   Choice choose_user(const UserOp& user, const EntryKey& key);
   std::mutex user_mu; ///< guards the two maps below
@@ -97,8 +99,9 @@ struct Reducer::Impl {
       user_entries;
 
   /// Notes the call point of an entry served without an exact tuning in the store (creating it
-  /// where there is none); never throws: a store that cannot be written loses the note only.
-  void note_point(const EntryKey& key, const Choice& choice);
+  /// where there is none), a user reduction's under its hash with its description kept; never
+  /// throws: a store that cannot be written loses the note only.
+  void note_point(const EntryKey& key, const Choice& choice, const UserOp* user = nullptr);
 
   // ---- plan and launch (runtime/launch.cpp) --------------------------------------------------
   /// Enqueues a checked call with a device result on `stream`, ordered after its earlier work: on
@@ -129,8 +132,12 @@ private:
   /// default for the key instead, under the same Options (deterministic), or rethrows when that
   /// was the one that failed.
   void fall_back(Entry& e, const EntryKey& key, const std::exception& err);
-  /// Loads e's kernel for its choice (falling back to the built-in default, as ready does).
-  void load(Entry& e, const EntryKey& key);
+  /// Loads e's kernel for its choice (falling back to the built-in default, as ready does); a
+  /// user reduction's kernel where `user` is set (no fall-back: ReductionError).
+  void load(Entry& e, const EntryKey& key, const std::shared_ptr<const UserOp>& user = nullptr);
+  /// ready()'s and ready_user()'s common part: e, not ready, made ready under e.mu (the choice
+  /// looked up, the point tuned or noted as the first-use rule says, the kernel loaded).
+  const Entry& make_ready(Entry& e, const EntryKey& key, Use use, const std::shared_ptr<const UserOp>& user);
   /// The device a call's plan is made for.
   Target target(DType dtype, Op op) const;
   /// Reserves a workspace (`reserve(ws, stream_to_zero_on)`) and enqueues the call with it

@@ -66,7 +66,7 @@ Choice Reducer::Impl::choose_user(const UserOp& u, const EntryKey& k) {
                      no_store);
 }
 
-const Entry& Reducer::Impl::ready_user(const std::shared_ptr<const UserOp>& u, const EntryKey& k) {
+const Entry& Reducer::Impl::ready_user(const std::shared_ptr<const UserOp>& u, const EntryKey& k, Use use) {
   Entry* e = nullptr;
   {
     std::lock_guard lock(user_mu);
@@ -75,12 +75,8 @@ const Entry& Reducer::Impl::ready_user(const std::shared_ptr<const UserOp>& u, c
     e = slot.get();
   }
   if (e->ready.load(std::memory_order_acquire)) return *e;
-  std::lock_guard lock(e->mu);
-  if (e->ready.load(std::memory_order_relaxed)) return *e;
-  if (!e->choice) e->choice = choose_user(*u, k);
-  e->kernel = loader.load(e->choice->config, k.dtype, u); // ReductionError: the description's log
-  e->ready.store(true, std::memory_order_release);
-  return *e;
+  // As a built-in op's entry: tuned on first use (under the reduction's hash), recorded.
+  return make_ready(*e, k, use, u);
 }
 
 // ---- the public calls -----------------------------------------------------------------------

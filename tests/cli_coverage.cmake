@@ -52,6 +52,17 @@ endif()
 run(out 0 "${SHIPPED}" --uuid ${h100} --db ${WORK}/mine.db)
 expect("${out}" "\n1 call points recorded without an exact tuning \\(reduce-tune tune --recorded tunes them\\):\n")
 expect("${out}" "\n  rows +float64 +max +1024 x 4096: related when recorded, [a-z_]+ now\n")
+# A user reduction's point: listed by its name, graded now by its own lookup from the description
+# the store keeps (sum's rows of this GPU serve it: related).
+execute_process(COMMAND ${WRITER} record-user ${WORK}/mine.db GPU-elsewhere "NVIDIA H100 80GB HBM3"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE user OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0 OR NOT user MATCHES "^user:[0-9a-f]+$")
+  message(SEND_ERROR "rt_store_writer record-user: exit ${rc}, '${user}'")
+endif()
+run(out 0 "${SHIPPED}" --uuid ${h100} --db ${WORK}/mine.db)
+expect("${out}" "\n2 call points recorded without an exact tuning")
+expect("${out}" "\n  rows +float32 +${user} 1024 x 4096: related when recorded, related now\n")
+expect("${out}" "\n  rows +float64 +max +1024 x 4096: related when recorded, [a-z_]+ now\n")
 
 # Bad input: exit 2 with the reason; an unknown GPU exit 1.
 run(out 2 "${SHIPPED}" --db ${WORK}/absent.db)

@@ -6,6 +6,9 @@
 //   rt_store_writer count PATH UUID               print: <measurements> <runs> <best rows>
 //   rt_store_writer record PATH UUID MODEL        note the call point rows float64 max 1024 x 4096
 //                                                 (graded related) as the library records one
+//   rt_store_writer record-user PATH UUID MODEL   the same for the user reduction "map = x * x" at rows
+//                                                 float32 1024 x 4096, its description kept; prints
+//                                                 its name (user:<hash>)
 //   rt_store_writer tune PATH UUID HOLD_MS        tune the point rows float32 sum 1024 x 4096 on
 //                                                 first use as the worker does: its claim taken,
 //                                                 HOLD_MS of "measuring", one row stored, released;
@@ -15,6 +18,7 @@
 // Exit 0 on success, 1 with a one-line message on any error (a "database is locked" included).
 #include "db/claims.h"
 #include "db/store.h"
+#include "reduce_tune/reduction.h"
 
 #include <unistd.h>
 
@@ -84,6 +88,19 @@ int record(const std::string& path, const std::string& uuid, const std::string& 
   return 0;
 }
 
+int record_user(const std::string& path, const std::string& uuid, const std::string& model) {
+  Store s(path);
+  const Reduction sq = parse_reduction("map = x * x\n");
+  s.add_reduction({sq.hash(), sq.canonical(), to_text(sq), {}});
+  RecordedPoint p;
+  p.device_uuid = uuid, p.device_name = model;
+  p.dtype = DType::f32, p.problem = Problem::rows, p.shape = {1024, 4096}, p.user = sq.hash();
+  p.grade = "related";
+  s.record_point(p);
+  std::printf("%s\n", sq.name().c_str());
+  return 0;
+}
+
 const PointKey kPoint{"", DType::f32, Op::sum, Problem::rows, Shape{1024, 4096}};
 
 int tune(const std::string& path, const std::string& uuid, int hold_ms) {
@@ -137,6 +154,7 @@ int main(int argc, char** argv) {
     if (a.size() == 5 && a[0] == "write") return write(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]));
     if (a.size() == 3 && a[0] == "count") return count(a[1], a[2]);
     if (a.size() == 4 && a[0] == "record") return record(a[1], a[2], a[3]);
+    if (a.size() == 4 && a[0] == "record-user") return record_user(a[1], a[2], a[3]);
     if (a.size() == 4 && a[0] == "tune") return tune(a[1], a[2], std::stoi(a[3]));
     if (a.size() == 3 && a[0] == "hold") return hold(a[1], a[2]);
   } catch (const std::exception& e) {

@@ -93,7 +93,7 @@ TEST_CASE("autotune: only a call tunes, a capture or a question takes the store'
 }
 
 TEST_CASE("autotune: the worker's request lines", "[autotune]") {
-  const std::string line = "tune\tGPU-1\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\t/tmp/a b.db\t";
+  const std::string line = "tune\tGPU-1\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\t/tmp/a b.db\t\t";
   std::string why;
   const auto r = detail::parse_request_line(line, &why);
   REQUIRE(r);
@@ -109,7 +109,7 @@ TEST_CASE("autotune: the worker's request lines", "[autotune]") {
   CHECK(r->budget_ms == 250);
   CHECK(r->store_path == "/tmp/a b.db"); // a path with a space: fields are tab-separated
   CHECK(r->nvrtc_path.empty());
-  const auto wide = detail::parse_request_line("tune\tG\tbfloat16\tsum\tarray\t1\t1048576\twide\t0\t1\t300\ts.db\tlib.so");
+  const auto wide = detail::parse_request_line("tune\tG\tbfloat16\tsum\tarray\t1\t1048576\twide\t0\t1\t300\ts.db\tlib.so\t");
   REQUIRE(wide);
   CHECK(wide->wide_result);
   CHECK(wide->device_result);
@@ -129,14 +129,14 @@ TEST_CASE("autotune: the worker's request lines", "[autotune]") {
   CHECK(back->store_path == r->store_path);
   CHECK(detail::request_line(*back) == detail::request_line(*r));
   for (const std::string bad : {
-           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\ts.db"),   // a field short
-           std::string("tune\tG\tfloat99\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\ts.db\t"), // dtype
-           std::string("tune\tG\tfloat32\tsum\trows\t0\t4096\tdevice\t1\t0\t250\ts.db\t"),    // empty shape
-           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tboth\t1\t0\t250\ts.db\t"),   // result
-           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tdevice\t2\t0\t250\ts.db\t"), // flag
-           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t-1\ts.db\t"),  // budget
-           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\t\t"),     // no store
-           std::string("tune\tG\tfloat32\tsum\trows\t1k\t4096\tdevice\t1\t0\t250\ts.db\t"),   // a count
+           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\ts.db\t"),     // a field short
+           std::string("tune\tG\tfloat99\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\ts.db\t\t"), // dtype
+           std::string("tune\tG\tfloat32\tsum\trows\t0\t4096\tdevice\t1\t0\t250\ts.db\t\t"),    // empty shape
+           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tboth\t1\t0\t250\ts.db\t\t"),   // result
+           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tdevice\t2\t0\t250\ts.db\t\t"), // flag
+           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t-1\ts.db\t\t"),  // budget
+           std::string("tune\tG\tfloat32\tsum\trows\t1024\t4096\tdevice\t1\t0\t250\t\t\t"),     // no store
+           std::string("tune\tG\tfloat32\tsum\trows\t1k\t4096\tdevice\t1\t0\t250\ts.db\t\t"),   // a count
        }) {
     std::string w;
     CHECK_FALSE(detail::parse_request_line(bad, &w));
@@ -261,7 +261,7 @@ TEST_CASE("autotune: no worker, or not this library's, gives an answer and no er
     const std::int64_t run = s.begin_run({0, r.device_uuid, "test", "0", "stand-in", "none", "", "", ""});
     CHECK_FALSE(s.claim({r.device_uuid, r.dtype, r.op, r.problem, r.shape}, "standin:1", 60));
     const auto fake = dir.path / "reduce-tune";
-    std::ofstream(fake) << "#!/bin/sh\nprintf 'rt-autotune\\t1\\tready\\n'\nread line\n"
+    std::ofstream(fake) << "#!/bin/sh\nprintf 'rt-autotune\\t" << detail::kAutotuneProtocol << "\\tready\\n'\nread line\n"
                         << "printf 'run\\t" << run << "\\tstandin:1\\n'\n"
                         << "printf 'measure\\tvectorized.b256.u2.v4.g4.shfl.atomic\\n'\nkill -SEGV $$\n";
     chmod(fake.c_str(), 0700);

@@ -1,14 +1,15 @@
 // GPU tests of tuning on first use (Options::autotune): a first call at a point without an exact
 // tuning searches it in the worker process, stores it and runs with it, its result checked against
 // the CPU; later processes find it; a capturing call is never tuned (it records the point); a
-// kernel that faults while tuning is recorded as failed and the call still succeeds. Each prints
-// the first call's time, the tuning's.
+// kernel that faults while tuning is recorded as failed and the call still succeeds; a user
+// reduction's point is tuned under its hash. Each prints the first call's time, the tuning's.
 #include <catch2/catch.hpp>
 
 #include "db/store.h"
 #include "kernels/driver.h"
 #include "reduce_tune/reducer.h"
 #include "runtime/autotune.h"
+#include "tests/cli_fixture.h"
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
 #include "tests/graph_fixture.h"
@@ -67,13 +68,7 @@ bool tuned_here(const Choice& c, Shape bucket) {
   return (c.match == Match::exact || c.match == Match::nearest_size) && c.tuned_shape == bucket;
 }
 
-/// The CLI of this build: beside the tests' folder (a build folder copied to a GPU host keeps
-/// that), else where it was built.
-std::string cli() {
-  std::error_code ec;
-  const auto beside = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "reduce-tune";
-  return !ec && std::filesystem::is_regular_file(beside, ec) ? beside.string() : std::string(RT_TEST_CLI);
-}
+using testing::cli;
 
 /// Points the worker at the CLI of this build, the shipped tuning kept (its seeds).
 struct WorkerEnv {
@@ -131,14 +126,9 @@ TEST_CASE("autotune: a first call tunes its point, runs checked, and later proce
     CHECK(first_use_runs(db::Store(path), "done") == 1);
   }
   // Another process: the CLI's lookup, as any program's, grades the point exact.
-  const std::string cmd = cli() + " query --lookup --uuid " + g.info.uuid + " --dtype float32 --op sum --n " +
-                          std::to_string(n) + " --db '" + path + "' 2>&1";
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
+  const std::string out = testing::run_command(cli() + " query --lookup --uuid " + g.info.uuid +
+                                               " --dtype float32 --op sum --n " + std::to_string(n) + " --db '" +
+                                               path + "'");
   INFO(out);
   CHECK_THAT(out, Catch::Contains("exact"));
   CHECK_THAT(out, Catch::Contains(key(c.config)));
@@ -319,4 +309,113 @@ TEST_CASE("autotune: no worker: the call runs with what the lookup has and recor
   REQUIRE(points.size() == 1);
   CHECK(points[0].shape == Shape{1, n});
   detail::stop_autotune_worker();
+}
+
+TEST_CASE("autotune: a user reduction's first call tunes its point under its hash, and the next is served exact",
+          "[gpu][autotune][user]") {
+  const reduce_tune::testing::GpuContext g;
+  const reduce_tune::testing::TempDir dir;
+  const WorkerEnv env;
+  const std::string path = (dir.path / "tuning.db").string();
+  const std::uint64_t n = (1ull << 20) + 9; // bucket 2^20
+  const Input in(n, 21);
+  double want = 0;
+  for (float x : in.host) want += double(x) * double(x);
+  Reduction sq; // a sum of squares, with no CPU evaluation: the worker cannot check it
+  sq.map = "x * x";
+  const std::uint64_t hash = sq.hash();
+  Options o;
+  o.store_path = path;
+  o.autotune = true;
+  Reducer r(0, o);
+  CHECK(r.config_for(sq, DType::f32, Problem::array, Shape{1, n}).match != Match::exact);
+
+  cuda::Buffer out(2 * sizeof(float));
+  auto run = [&](int slot) {
+    r.reduce_async(sq, DType::f32, in.ptr(), n, reinterpret_cast<float*>(out.get() + slot * sizeof(float)));
+    RT_CU(cuCtxSynchronize());
+    float got = 0;
+    RT_CU(cuMemcpyDtoH(&got, out.get() + slot * sizeof(float), sizeof got));
+    return got;
+  };
+  const auto t0 = Clock::now();
+  const float first = run(0);
+  const double first_ms = ms_since(t0);
+  CHECK(close(first, want, n)); // non-negative terms: the bound of a float32 sum holds
+
+  db::Store s(path);
+  const auto best = s.best(g.info.uuid, DType::f32, db::OpKey::user(hash), Problem::array, Shape{1, 1ull << 20});
+  REQUIRE(best);
+  CHECK(best->user == hash);
+  CHECK(best->m.valid);
+  CHECK_THAT(best->m.expected, Catch::Contains("not checked")); // as tune --reduction says of it
+  CHECK(s.reduction(hash));                                      // its description kept by hash
+  CHECK_FALSE(s.best(g.info.uuid, DType::f32, Op::sum, Problem::array, Shape{1, 1ull << 20})); // not sum's
+  CHECK(first_use_runs(s, "done") == 1);
+  // The entry took the new exact tuning: an entry served without one would have been recorded.
+  CHECK(s.recorded(g.info.uuid).empty());
+  const Choice c = r.config_for(sq, DType::f32, Problem::array, Shape{1, n});
+  INFO(c.note);
+  CHECK(tuned_here(c, Shape{1, 1ull << 20}));
+  CHECK(key(c.config) == best->m.key);
+
+  const auto t1 = Clock::now();
+  CHECK(close(run(1), want, n));
+  const double second_ms = ms_since(t1);
+  CHECK(first_use_runs(db::Store(path), "done") == 1); // nothing tuned again
+  // Another Reducer (a later process) is served exact from the store and measures nothing.
+  {
+    Reducer again(0, o);
+    CHECK(tuned_here(again.config_for(sq, DType::f32, Problem::array, Shape{1, n}), Shape{1, 1ull << 20}));
+    cuda::Buffer one(sizeof(float));
+    again.reduce_async(sq, DType::f32, in.ptr(), n, reinterpret_cast<float*>(one.get()));
+    RT_CU(cuCtxSynchronize());
+    float got = 0;
+    RT_CU(cuMemcpyDtoH(&got, one.get(), sizeof got));
+    CHECK(close(got, want, n));
+    CHECK(first_use_runs(db::Store(path), "done") == 1);
+  }
+  std::printf("first-use tuning of %s (sum of squares) float32 n=2^20 on %s: first call %.1f ms (%s), second call "
+              "%.3f ms\n",
+              sq.name().c_str(), g.info.name.c_str(), first_ms, c.note.c_str(), second_ms);
+}
+
+TEST_CASE("autotune: a user reduction that does not compile throws its log, and tuning never hides it",
+          "[gpu][autotune][user]") {
+  const reduce_tune::testing::GpuContext g;
+  const reduce_tune::testing::TempDir dir;
+  const WorkerEnv env;
+  const std::string path = (dir.path / "tuning.db").string();
+  const std::uint64_t n = 1ull << 16;
+  const Input in(n, 2);
+  Reduction broken;
+  broken.map = "x * not_declared_anywhere";
+  Options o;
+  o.store_path = path;
+  o.autotune = true;
+  Reducer r(0, o);
+  cuda::Buffer out(sizeof(float));
+  CHECK_THROWS_AS(r.reduce_async(broken, DType::f32, in.ptr(), n, reinterpret_cast<float*>(out.get())),
+                  ReductionError);
+  // Again: it throws again, and the point is not sent to the worker again.
+  CHECK_THROWS_AS(r.reduce_async(broken, DType::f32, in.ptr(), n, reinterpret_cast<float*>(out.get())),
+                  ReductionError);
+  // The worker answered without measuring: no row of it, no run left running, its one run failed.
+  db::Store s(path);
+  CHECK(first_use_runs(s, "failed") == 1);
+  db::MeasurementFilter f;
+  f.op = db::OpKey::user(broken.hash());
+  CHECK(s.measurements(g.info.uuid, f).empty());
+  CHECK(first_use_runs(s, "running") == 0);
+  CHECK(s.claims().empty());
+  // The reducer still serves other calls, tuned on first use as ever.
+  Reduction sq;
+  sq.map = "x * x";
+  double want = 0;
+  for (float x : in.host) want += double(x) * double(x);
+  r.reduce_async(sq, DType::f32, in.ptr(), n, reinterpret_cast<float*>(out.get()));
+  RT_CU(cuCtxSynchronize());
+  float got = 0;
+  RT_CU(cuMemcpyDtoH(&got, out.get(), sizeof got));
+  CHECK(close(got, want, n));
 }

@@ -5,6 +5,7 @@
 #include "db/store.h"
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
+#include "kernels/user_op.h"
 #include "runtime/autotune.h"
 #include "runtime/lookup.h"
 #include "tuner/supervisor.h"
@@ -39,6 +40,13 @@ void say(const std::string& line) {
   text += '\n';
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
     throw Orphaned{};
+}
+
+/// Text as the last field of a reply: its tabs and newlines (an NVRTC log's) made spaces.
+std::string one_field(std::string text) {
+  for (char& c : text)
+    if (c == '\t' || c == '\n') c = ' ';
+  return text;
 }
 
 std::string ms_text(Clock::time_point t0) {
@@ -103,10 +111,18 @@ public:
       req.device_result = r.device_result, req.wide_result = r.wide_result;
       req.deterministic = r.deterministic, req.allow_in_place = r.allow_in_place;
       const auto tuned = [&] {
-        return lookup(store.get(), nullptr, device, r.dtype, r.op, r.problem, r.shape, req).match == Match::exact;
+        if (!r.user)
+          return lookup(store.get(), nullptr, device, r.dtype, r.op, r.problem, r.shape, req).match == Match::exact;
+        // A user reduction's own rows, under its hash, as the library's lookup_user takes them.
+        Requirements own = req;
+        own.user = r.user.get();
+        const auto c = lookup_own(store.get(), nullptr, device, r.dtype, db::OpKey::user(r.user->hash), r.problem,
+                                  r.shape, own);
+        return c && c->match == Match::exact;
       };
       owner = db::claim_owner(long(getpid()));
-      const db::PointKey point{r.device_uuid, r.dtype, r.op, r.problem, r.shape};
+      db::PointKey point{r.device_uuid, r.dtype, r.op, r.problem, r.shape};
+      if (r.user) point.user = r.user->hash;
       switch (db::acquire_point(*store, point, owner, kClaimLeaseS, kClaimWaitS, tuned)) {
       case db::Acquired::tuned:
         say("done\ttuned_elsewhere\t" + ms_text(t0) + "\t0\t");
@@ -121,6 +137,9 @@ public:
       o.device = ordinal;
       o.dtypes = {r.dtype};
       o.ops = {r.op};
+      // A user reduction is swept as `tune --reduction` sweeps it, in sum's place; with no CPU
+      // evaluation in this process its measurements record that they were not checked.
+      o.user = r.user;
       o.problem = r.problem;
       if (r.problem == Problem::array) o.sizes = {r.shape.length};
       else o.shapes = {r.shape};
@@ -129,7 +148,7 @@ public:
       o.resume = true;      // skip what any run measured here: a configuration that faulted above all
       o.db_path = r.store_path;
       o.nvrtc_path = r.nvrtc_path;
-      o.command_line = "reduce-tune autotune-worker (first use)";
+      o.command_line = "reduce-tune autotune-worker (first use" + (r.user ? " of " + r.user->name : "") + ")";
       o.deadline_s = std::chrono::duration<double>(t0.time_since_epoch()).count() + r.budget_ms / 1e3;
       o.lazy_compile = true;
       o.requirements = req;
@@ -150,7 +169,7 @@ public:
       } else {
         std::string why = "no configuration this call may run passed its check";
         if (!res.skipped.empty()) why += " (" + res.skipped.front().reason + ")";
-        say("done\tfailed\t" + ms_text(t0) + "\t" + std::to_string(measured) + "\t" + why);
+        say("done\tfailed\t" + ms_text(t0) + "\t" + std::to_string(measured) + "\t" + one_field(why));
       }
       return true;
     } catch (const Orphaned&) {
@@ -161,16 +180,19 @@ public:
       if (!run_id) {
         // Before any kernel ran (no such GPU, no context for a second process): nothing is lost.
         finish(store.get(), run_id, owner);
-        say("done\tfailed\t" + ms_text(t0) + "\t0\t" + e.what());
+        say("done\tfailed\t" + ms_text(t0) + "\t0\t" + one_field(e.what()));
         return true;
       }
       // The sweep recorded the configuration; the context is lost, so this process ends.
       finish(store.get(), run_id, owner);
-      say("done\tfault\t" + ms_text(t0) + "\t0\t" + e.what());
+      say("done\tfault\t" + ms_text(t0) + "\t0\t" + one_field(e.what()));
       return false;
     } catch (const std::exception& e) {
+      // A user reduction's description that does not compile ends here too (ReductionError with
+      // its first kernel's NVRTC log, from the sweep's lazy compile): nothing more to measure, and
+      // the library's call compiles it itself and throws that log to the program.
       finish(store.get(), run_id, owner);
-      say("done\tfailed\t" + ms_text(t0) + "\t0\t" + e.what());
+      say("done\tfailed\t" + ms_text(t0) + "\t0\t" + one_field(e.what()));
       return true;
     }
   }
@@ -219,7 +241,7 @@ int serve_autotune() {
       std::string why;
       const auto r = detail::parse_request_line(line, &why);
       if (!r) {
-        say("done\tfailed\t0\t0\tbad request: " + why);
+        say("done\tfailed\t0\t0\tbad request: " + one_field(why));
         continue;
       }
       if (!server.handle(*r)) return kWorkerCudaFault;

@@ -3,7 +3,10 @@
 // starts it once and sends it one point at a time; it takes the point's claim in the store
 // (db/claims.h), runs a guided search of that one point within the request's time (the sweep,
 // checked against the CPU reference like every sweep), stores it, lets the claim go and replies.
-// A CUDA fault ends it (its context is lost) after it records the configuration as failed.
+// A user reduction's point is swept as `tune --reduction` sweeps it, under its hash, its
+// description kept in the store; its results are not checked (the CPU evaluation stays in the
+// program), which its measurements record. A description that does not compile is answered as a
+// failure. A CUDA fault ends it (its context is lost) after it records the configuration as failed.
 #pragma once
 
 namespace reduce_tune {

@@ -175,11 +175,26 @@ int cmd_coverage(const std::vector<std::string>& args) {
     for (const db::RecordedPoint& r : recorded) {
       Requirements req;
       req.device_result = r.problem != Problem::array;
-      const Choice now = lookup(store.get(), shipped.get(), gpu, r.dtype, r.op, r.problem, r.shape, req);
+      std::string now;
+      if (!r.user) {
+        now = name(lookup(store.get(), shipped.get(), gpu, r.dtype, r.op, r.problem, r.shape, req).match);
+      } else {
+        // A user reduction's point: its lookup, from the description the store keeps for it.
+        now = "unknown (no description kept)";
+        if (const auto kept = store->reduction(*r.user)) {
+          try {
+            const auto u = make_user_op(parse_reduction(kept->text));
+            req.device_result = true; // every user reduction's call writes device memory
+            now = name(lookup_user(store.get(), shipped.get(), gpu, *u, r.dtype, r.problem, r.shape, req).match);
+          } catch (const ReductionError& e) {
+            now = std::string("unknown (") + e.what() + ")";
+          }
+        }
+      }
       std::printf("  %-9s %-9s %-4s %llu x %llu: %s when recorded, %s now\n", std::string(name(r.problem)).c_str(),
-                  std::string(name(r.dtype)).c_str(), std::string(name(r.op)).c_str(),
+                  std::string(name(r.dtype)).c_str(), r.op_key().name().c_str(),
                   (unsigned long long)r.shape.count, (unsigned long long)r.shape.length, r.grade.c_str(),
-                  std::string(name(now.match)).c_str());
+                  now.c_str());
     }
   }
   print_user_reductions(store.get(), shipped.get(), gpu);

@@ -3,14 +3,44 @@
 
 #include "kernels/driver.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include <algorithm>
 #include <map>
 #include <tuple>
 
 namespace reduce_tune {
+namespace {
+
+/// A user reduction's description in a private temporary file, for `tune --reduction FILE`;
+/// removed with the object.
+struct DescriptionFile {
+  std::string path;
+  explicit DescriptionFile(const std::string& text) {
+    std::string name = (std::filesystem::temp_directory_path() / "reduce-tune-reduction-XXXXXX").string();
+    const int fd = mkstemp(name.data()); // mode 0600
+    if (fd < 0) throw std::runtime_error("cannot make a temporary file for a reduction: " + std::string(std::strerror(errno)));
+    const bool ok = write(fd, text.data(), text.size()) == ssize_t(text.size());
+    close(fd);
+    path = name;
+    if (!ok) {
+      std::remove(path.c_str());
+      throw std::runtime_error("cannot write the temporary file " + path);
+    }
+  }
+  ~DescriptionFile() { std::remove(path.c_str()); }
+  DescriptionFile(const DescriptionFile&) = delete;
+  DescriptionFile& operator=(const DescriptionFile&) = delete;
+};
+
+} // namespace
 
 std::vector<std::string> RecordedSweep::args() const {
   std::string list;
@@ -21,20 +51,22 @@ std::vector<std::string> RecordedSweep::args() const {
     else one = std::to_string(s.count) + "x" + std::to_string(s.length);
     list += (list.empty() ? "" : ",") + one;
   }
-  return {"--problem", std::string(name(problem)), "--dtypes", std::string(name(dtype)), "--ops",
-          std::string(name(op)),       problem == Problem::array ? "--sizes" : "--shapes", list};
+  std::vector<std::string> out = {"--problem", std::string(name(problem)), "--dtypes", std::string(name(dtype))};
+  if (!user) out.insert(out.end(), {"--ops", std::string(name(op))});
+  out.insert(out.end(), {problem == Problem::array ? "--sizes" : "--shapes", list});
+  return out;
 }
 
 std::vector<RecordedSweep> recorded_sweeps(const std::vector<db::RecordedPoint>& points, const std::string& uuid,
                                            const std::string& model, std::vector<db::RecordedPoint>* unsweepable) {
-  std::map<std::tuple<Problem, DType, Op>, std::vector<Shape>> groups;
+  std::map<std::tuple<Problem, DType, db::OpKey>, std::vector<Shape>> groups;
   for (const db::RecordedPoint& p : points) {
     if (p.device_uuid != uuid && p.device_name != model) continue;
     if (p.shape.length == 0) {
       if (unsweepable) unsweepable->push_back(p);
       continue;
     }
-    auto& shapes = groups[{p.problem, p.dtype, p.op}];
+    auto& shapes = groups[{p.problem, p.dtype, p.op_key()}];
     const Shape s = p.problem == Problem::array ? Shape{1, p.shape.length} : p.shape;
     if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
   }
@@ -44,7 +76,7 @@ std::vector<RecordedSweep> recorded_sweeps(const std::vector<db::RecordedPoint>&
     std::sort(shapes.begin(), shapes.end(), [](Shape a, Shape b) {
       return std::tuple(a.elements(), a.length) < std::tuple(b.elements(), b.length);
     });
-    out.push_back({problem, dtype, op, shapes});
+    out.push_back({problem, dtype, op.builtin().value_or(Op::sum), op.hash(), shapes});
   }
   return out;
 }
@@ -76,7 +108,8 @@ int tune_recorded(const std::vector<std::string>& args, const std::vector<int>& 
       const db::Store store(path);
       // Points tuned since they were recorded are done.
       for (db::RecordedPoint& p : store.recorded())
-        if (!store.best(info.uuid, p.dtype, p.op, p.problem, p.problem == Problem::array ? Shape{1, p.shape.length} : p.shape))
+        if (!store.best(info.uuid, p.dtype, p.op_key(), p.problem,
+                        p.problem == Problem::array ? Shape{1, p.shape.length} : p.shape))
           points.push_back(std::move(p));
     }
     std::vector<db::RecordedPoint> unsweepable;
@@ -84,7 +117,7 @@ int tune_recorded(const std::vector<std::string>& args, const std::vector<int>& 
     for (const db::RecordedPoint& p : unsweepable)
       std::fprintf(stderr, "reduce-tune: GPU %d: %s %s segments x %llu recorded without their lengths: "
                    "tune it with --problem segments --shapes SEGMENTSxMEAN\n", d,
-                   std::string(name(p.dtype)).c_str(), std::string(name(p.op)).c_str(),
+                   std::string(name(p.dtype)).c_str(), p.op_key().name().c_str(),
                    (unsigned long long)p.shape.count);
     if (sweeps.empty()) {
       std::fprintf(stderr, "reduce-tune: GPU %d (%s): no recorded point left to tune\n", d, info.name.c_str());
@@ -93,7 +126,21 @@ int tune_recorded(const std::vector<std::string>& args, const std::vector<int>& 
     for (const RecordedSweep& s : sweeps) {
       std::vector<std::string> a = common;
       a.insert(a.end(), {"--device", std::to_string(d)});
-      const std::vector<std::string> selection = s.args();
+      std::vector<std::string> selection = s.args();
+      std::optional<DescriptionFile> file;
+      if (s.user) {
+        // The description the program's calls stored beside their points.
+        const std::optional<db::ReductionRecord> kept = db::Store(path).reduction(*s.user);
+        const std::string who = db::OpKey::user(*s.user).name();
+        if (!kept) {
+          std::fprintf(stderr, "reduce-tune: GPU %d: %s: the store keeps no description of it: skipped\n", d,
+                       who.c_str());
+          worst = std::max(worst, 1);
+          continue;
+        }
+        file.emplace(kept->text);
+        selection.insert(selection.end(), {"--reduction", file->path});
+      }
       a.insert(a.end(), selection.begin(), selection.end());
       std::string shown;
       for (const auto& x : selection) shown += " " + x;

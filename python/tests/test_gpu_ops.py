@@ -236,3 +236,30 @@ def test_autotune_tunes_the_point_on_first_use(torch, tmp_path):
                        "problem = 'array' AND n = 8192").fetchone()[0]
     runs = con.execute("SELECT status FROM runs WHERE options LIKE '%autotune-worker%'").fetchall()
     assert best == 1 and runs == [("done",)], (best, runs)
+
+
+def test_autotune_tunes_a_user_reductions_point_under_its_name(torch, tmp_path):
+    db = tmp_path / "store.db"
+    code = ("import torch, reduce_tune as rt\n"
+            "assert rt.autotune(True)\n"
+            "sq = rt.Reduction(map='x * x')\n"
+            "x = torch.rand(12345, device='cuda', dtype=torch.float32)\n"
+            "want = (x.double() ** 2).sum().item()\n"
+            "for _ in range(2):\n"
+            "    s = sq(x); torch.cuda.synchronize()\n"
+            "    assert abs(s.item() - want) <= 1e-5 * want, (s.item(), want)\n"
+            "print(sq.name)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("REDUCE_TUNE_RECORD", "REDUCE_TUNE_AUTOTUNE")}
+    env["REDUCE_TUNE_DB"] = str(db)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    name = out.stdout.strip().splitlines()[-1]
+    assert name.startswith("user:"), out.stdout
+    con = sqlite3.connect(db)
+    # Tuned at its bucket, 2^13, under the reduction's name, its description kept; once.
+    best = con.execute("SELECT count(*) FROM best WHERE dtype = 'float32' AND op = ? AND "
+                       "problem = 'array' AND n = 8192", (name,)).fetchone()[0]
+    kept = con.execute("SELECT count(*) FROM reductions WHERE name = ?", (name,)).fetchone()[0]
+    runs = con.execute("SELECT status FROM runs WHERE options LIKE '%autotune-worker%'").fetchall()
+    assert best == 1 and kept == 1 and runs == [("done",)], (best, kept, runs)
