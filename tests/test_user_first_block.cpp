@@ -16,6 +16,7 @@
 #include "runtime/user_lookup.h"
 #include "tests/store_fixture.h"
 #include "tests/user_reductions.h"
+#include "tuner/sweep_search.h"
 
 #include <algorithm>
 
@@ -223,6 +224,34 @@ TEST_CASE("user first-block finish: a built-in op's atomic finish is taken as it
   db::Store ints(":memory:");
   add(ints, {stored_row(kDataAtomic, DType::i32, Op::sum, 5.0)});
   CHECK(key(lookup_user(&ints, nullptr, h100(), *sumsq, DType::i32, Problem::array, {1, k20}, {}).config) == kDataFirst);
+}
+
+TEST_CASE("user first-block finish: a user reduction's guided search starts from a sum row's atomic finish as it",
+          "[user][search]") {
+  const auto sumsq = make_user_op(sum_of_squares());
+  db::Store s(":memory:");
+  add(s, {stored_row(kDataAtomic, DType::f32, Op::sum, 5.0)});
+  const PointId p{DType::f32, Op::sum, Problem::array, Shape{1, k20}};
+  // The sweep's candidates for the reduction: its space, valid for it.
+  std::vector<Config> candidates;
+  for (const char* v : {"vectorized", "streaming"})
+    for (const Config& c : space(*find_variant(v), true))
+      if (!invalid_reason(c, target(*sumsq, DType::f32))) candidates.push_back(c);
+  const auto first_measured = [&](std::shared_ptr<const UserOp> user) {
+    SweepSearch search = sweep_search(Strategy::guided, Budget{5}, {{p, candidates.size()}}, &s, h100(), user);
+    std::vector<std::string> measured;
+    search.run(p, candidates, [&](std::size_t i) {
+      measured.push_back(key(candidates[i]));
+      return 10.0;
+    });
+    REQUIRE_FALSE(measured.empty());
+    return measured.front();
+  };
+  // Seeded as its calls look up: the sum's row with the first-block finish, measured first. As a
+  // built-in sum's search would be seeded (no user), the row is no candidate of the reduction's,
+  // and the nearest candidate is another.
+  CHECK(first_measured(sumsq) == kDataFirst);
+  CHECK(first_measured(nullptr) != kDataFirst);
 }
 
 TEST_CASE("user first-block finish: the defaults a user reduction takes are valid for it", "[user][defaults]") {
