@@ -275,6 +275,9 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   const auto strategy = parse_strategy(search);
   if (!strategy) throw Usage("--search: unknown strategy '" + search + "' (exhaustive, guided or random)");
   o.search = *strategy;
+  // --recorded searches guided unless --search says otherwise (tuner/recorded.h), so its budget is
+  // judged as the guided search's.
+  if (t.recorded && !t.search_given) o.search = Strategy::guided;
   if (!budget.empty()) {
     if (o.search == Strategy::exhaustive) throw Usage("--budget is for --search guided or random");
     std::string why;
