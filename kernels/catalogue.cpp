@@ -168,23 +168,6 @@ std::optional<std::string> reorders(const Config& c, const Variant& v) {
          " keep it";
 }
 
-// Why a user reduction may not finish `c` atomically, as ": <reason>", or nullopt. Its blocks
-// combine into the result with a compare-and-swap loop on the accumulator's bits (it has no
-// native atomic). Only the first-block finish, which sets the result to the identity on the device:
-// the atomic finish has the host set it (set_identity), which cannot evaluate the identity
-// expression. The array problem only: the segmented atomic finishes and their post pass are the
-// built-in ops'.
-std::optional<std::string> user_atomic_unsupported(const Config& c, const Variant& v, const UserOp& u,
-                                                   DType dtype) {
-  if (c.finish == Finish::atomic)
-    return " has no atomic finish: it starts from the identity the host writes, which cannot "
-           "evaluate the reduction's identity; the firstblock finish sets it on the device";
-  if (v.problem != Problem::array)
-    return " finishes atomically on the array problem only, not " + std::string(name(v.problem));
-  if (auto why = u.atomic_unsupported(dtype)) return " has no atomic finish: " + *why;
-  return std::nullopt;
-}
-
 } // namespace
 
 std::span<const Variant> variants(Problem problem) {
@@ -281,7 +264,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   const bool atomic = atomic_finish(c.finish);
   // The post pass makes the result's type and post-map irrelevant to the atomic: only the
   // accumulator's atomic and the device's support for it below remain. A user reduction has no
-  // post pass (and `t.op` is not its op).
+  // atomic (and `t.op` is not its op).
   const bool post_pass = atomic && !t.user && atomic_post_pass(t.op, t.dtype, v.problem);
   if (t.wide_result && !is_half(t.dtype))
     return "a float32 result is for bf16 and f16 reductions; " + std::string(name(t.dtype)) +
@@ -316,9 +299,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (op.traits.two_inputs && v.one_input)
     return op_name + " reads two inputs; " + std::string(v.name) +
            " stages one input's elements in shared memory";
-  if (atomic && t.user) {
-    if (auto why = user_atomic_unsupported(c, v, *t.user, t.dtype)) return op_name + *why;
-  } else if (atomic && !post_pass) {
+  if (atomic && !post_pass) {
     if (op.traits.atomic == OpAtomic::none || !op.traits.plain_post)
       return op_name + " has no atomic combine into its result (its post-map needs the count or rounds)";
     if (result != acc && !is_half(result))
@@ -354,13 +335,8 @@ bool valid_wide_only(const Config& c, const Target& t) {
   return !invalid_reason(c, wide);
 }
 
-std::vector<Config> space(const Variant& v, bool user) {
+std::vector<Config> space(const Variant& v) {
   if (v.problem != Problem::array) return segmented_space(v);
-  // A user reduction has no atomic finish (its identity is not the host's to write): its
-  // data-sized grids take the first-block one in its place.
-  constexpr Finish kUserDataGridFinishes[] = {Finish::lastblock, Finish::firstblock};
-  const std::span<const Finish> data_grid_finishes =
-      user ? std::span<const Finish>(kUserDataGridFinishes) : std::span<const Finish>(kSweptDataGridFinishes);
   const int smallest[] = {v.min_block}; // a registered variant: its smallest block only
   const std::span<const int> blocks =
       takes(v, P_VEC)      ? std::span<const int>(kVectorBlocks)
@@ -379,27 +355,15 @@ std::vector<Config> space(const Variant& v, bool user) {
         for (int g : grids)
           for (Tail tail : v.tails)
             for (Finish f : !takes(v, P_VEC) ? v.finishes
-                            : g == 0         ? data_grid_finishes
+                            : g == 0         ? std::span<const Finish>(kSweptDataGridFinishes)
                                              : std::span<const Finish>(kSweptStrideGridFinishes))
               out.push_back(Config{std::string(v.name), b, u, x, takes(v, P_GRID) ? g : 0, tail, f});
   return out;
 }
 
-Config for_user(const Config& c, const Target& t) {
-  if (!t.user || c.finish != Finish::atomic) return c;
-  Config first = c;
-  first.finish = Finish::firstblock;
-  return invalid_reason(first, t) ? c : first;
-}
-
 bool deterministic(const Config& c, DType dtype) {
   // Integer arithmetic is associative; floating-point atomics combine in arrival order.
   return !(is_float(dtype) && atomic_finish(c.finish));
-}
-
-bool deterministic(const Config& c, const Target& t) {
-  if (!t.user) return deterministic(c, t.dtype);
-  return deterministic(c, t.user->accumulator_dtype(t.dtype).value_or(DType::f32));
 }
 
 LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {

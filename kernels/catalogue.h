@@ -101,21 +101,11 @@ bool valid_wide_only(const Config& c, const Target& t);
 /// reported with their reason). For `vectorized` and `streaming` it is a subset of what the
 /// validity rules admit (v1, b1024 and the host and two-pass finishes are valid but never won on
 /// the GPUs measured; the atomic finish is tried with data-sized grids, the first-block finish
-/// with grid-stride ones). `user`: the space of a user reduction, whose data-sized grids try the
-/// first-block finish in place of the atomic one (which it has not).
-std::vector<Config> space(const Variant& v, bool user = false);
-
-/// `c` as a user reduction (t.user) takes it from a built-in op's tuning or defaults: the atomic
-/// finish, whose identity the host writes, becomes the first-block finish (the same combine of a
-/// block's value into the result, the identity written on the device) where `t` admits that;
-/// anything else, or for a built-in op, `c` itself.
-Config for_user(const Config& c, const Target& t);
+/// with grid-stride ones).
+std::vector<Config> space(const Variant& v);
 
 /// Whether the same input always gives the same bits (no floating-point atomics).
 bool deterministic(const Config& c, DType dtype);
-/// The same for a call's target: a user reduction's atomic finish combines its accumulator, which
-/// may be floating-point for integer elements (a struct counts as floating-point).
-bool deterministic(const Config& c, const Target& t);
 
 /// How a configuration of the array problem is launched for n elements.
 struct LaunchPlan {

@@ -213,12 +213,7 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
              CUstream s, CUdeviceptr out, CUdeviceptr in2) {
   if (!out || p.host_finish) out = w.out();
   CUdeviceptr partials = w.partials(), work = w.scratch(), counter = w.counter();
-  if (p.init_out) {
-    // A user reduction's identity is an expression only the device evaluates: the catalogue
-    // admits no atomic finish for it (its first-block finish writes the identity itself).
-    if (k.user) throw std::logic_error(key(k.config) + ": the atomic finish of a user reduction");
-    set_identity(out, k.result_dtype(), k.op, s);
-  }
+  if (p.init_out) set_identity(out, k.result_dtype(), k.op, s);
   unsigned long long count = n;
   // in2 is the last parameter of the kernels of an op of two inputs (templates/common.cuh); the
   // others have one parameter fewer and never read the last entry.

@@ -165,34 +165,6 @@ std::size_t UserOp::accumulator_bytes(DType dtype) const {
 
 DType UserOp::result_dtype(DType dtype) const { return description.result_dtype(dtype); }
 
-std::optional<DType> UserOp::accumulator_dtype(DType dtype) const {
-  const std::string acc = trimmed(description.accumulator);
-  if (acc.empty()) return accumulator_of(dtype);
-  static constexpr std::pair<const char*, DType> kScalars[] = {
-      {"float", DType::f32}, {"double", DType::f64}, {"int", DType::i32}, {"unsigned", DType::u32},
-      {"unsigned int", DType::u32}, {"long long", DType::i64}};
-  for (const auto& [spelling, d] : kScalars)
-    if (acc == spelling) return d;
-  return std::nullopt;
-}
-
-std::optional<std::string> UserOp::atomic_unsupported(DType dtype) const {
-  if (ordered()) return "its combine is not commutative: blocks combine into the result in the order they arrive";
-  if (const std::string post = trimmed(description.post); post != "a")
-    return "its post-map '" + post + "' is not the plain 'a': blocks combine accumulators into the result";
-  const std::size_t bytes = accumulator_bytes(dtype);
-  if (bytes != 4 && bytes != 8)
-    return "its accumulator of " + std::to_string(bytes) +
-           " bytes is not one a compare-and-swap loop combines (4 or 8 bytes)";
-  const std::optional<DType> acc = accumulator_dtype(dtype);
-  const DType result = result_dtype(dtype);
-  if (acc != result)
-    return "its " + std::string(reduce_tune::name(result)) + " result is not its accumulator (" +
-           (acc ? std::string(reduce_tune::name(*acc)) : "'" + trimmed(description.accumulator) + "'") +
-           "): blocks combine accumulators into the result";
-  return std::nullopt;
-}
-
 bool UserOp::reads_index() const {
   // The identifier `i` anywhere in the map or the preamble (a macro there may expand to it): a
   // token test, so a string or comment that spells it counts too, which only errs towards

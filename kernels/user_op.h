@@ -38,15 +38,6 @@ struct UserOp {
   bool reads_index() const;
   /// Why it does not reduce `dtype`, or nullopt.
   std::optional<std::string> unsupported(DType dtype) const;
-  /// Why blocks of a reduction of `dtype` may not combine their values into the result with a
-  /// compare-and-swap loop on the accumulator's bits (an atomic finish), or nullopt: the combine
-  /// must be commutative (blocks arrive in any order), the post-map the plain `a` and the result
-  /// of the accumulator's own type (the result is the accumulator), 4 or 8 bytes (the loop's
-  /// sizes). The finish and the problem are the catalogue's to check.
-  std::optional<std::string> atomic_unsupported(DType dtype) const;
-  /// The accumulator's dtype for elements of `dtype` where it is a scalar one (empty: the wide
-  /// element type; float, double, int, unsigned, long long), else nullopt.
-  std::optional<DType> accumulator_dtype(DType dtype) const;
   /// Bytes of one accumulator for elements of `dtype`.
   std::size_t accumulator_bytes(DType dtype) const;
   DType result_dtype(DType dtype) const;

@@ -43,7 +43,7 @@ Target target_for(Problem problem, DType dtype, Op op, const Requirements& req,
 /// unknown) needs no mean length.
 bool serves(const Config& c, const Target& t, const Requirements& req, Shape at) {
   if (invalid_reason(c, t)) return false;
-  if (req.deterministic && !deterministic(c, t)) return false;
+  if (req.deterministic && !deterministic(c, t.dtype)) return false;
   if (req.device_result && c.finish == Finish::host) return false;
   if (!req.allow_in_place && find_variant(c.variant)->in_place) return false;
   if (t.problem == Problem::segments && at.length == 0 && needs_mean(c)) return false;
@@ -60,7 +60,7 @@ std::optional<Config> fitted(const char* key, const Target& t) {
     c->block = int(std::bit_floor(unsigned(t.max_block)));
   const Config scaled = translated(*c, DType::f32, t.dtype);
   if (!invalid_reason(scaled, t)) c = scaled;
-  return for_user(*c, t); // a user reduction's first-block finish for the table's atomic one
+  return c;
 }
 
 /// The last resort, chosen by what each mapping is for rather than measured: a vectorized
@@ -93,9 +93,8 @@ Config safe_config(Problem problem, DType dtype, const Target& t) {
 /// (docs/PERFORMANCE.md), where 4-byte min/max (integer atomics) kept the sums' gains.
 bool serialised_atomics(const Config& c, const Target& t) {
   const bool atomic = c.finish == Finish::atomic || c.finish == Finish::firstblock;
-  // A user reduction's atomic is a compare-and-swap loop, whatever its combine.
   const bool slow_combine =
-      t.user || (combine_kind(t.op) != OpAtomic::add && (size_of(t.dtype) == 8 || (is_half(t.dtype) && !t.wide_result)));
+      combine_kind(t.op) != OpAtomic::add && (size_of(t.dtype) == 8 || (is_half(t.dtype) && !t.wide_result));
   return t.problem == Problem::array && c.grid == 0 && atomic && slow_combine;
 }
 

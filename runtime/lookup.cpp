@@ -63,8 +63,6 @@ std::optional<std::string> unusable(const db::Measurement& m, const Target& t,
     const Config scaled = translated(*c, m.dtype, t.dtype);
     if (!(scaled == *c) && !invalid_reason(scaled, t)) c = scaled;
   }
-  // A built-in op's atomic finish, taken by a user reduction: the first-block one.
-  c = for_user(*c, t);
   if (auto why = config_unusable(*c, t, req)) return why;
   *out = *c;
   return std::nullopt;
@@ -232,7 +230,7 @@ std::optional<std::string> config_unusable(const Config& c, const Target& t, con
     return "measured with a float32 result (an atomic finish of a " + std::string(name(t.dtype)) +
            " sum); this call's result has the element type";
   if (auto reason = invalid_reason(c, t)) return "invalid on this device: " + *reason;
-  if (req.deterministic && !deterministic(c, t))
+  if (req.deterministic && !deterministic(c, t.dtype))
     return "not deterministic (floating-point atomic finish)";
   if (!req.allow_in_place && find_variant(c.variant)->in_place)
     return "works in place (in-place variants not allowed)";

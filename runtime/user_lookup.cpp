@@ -86,7 +86,6 @@ Choice lookup_user(const db::Store* store, const db::Store* shipped, const Devic
     c.match = Match::related;
   }
   const Target t = target_of(device, dtype, Op::sum, problem, req);
-  c.config = for_user(c.config, t); // the lookup and the defaults map an atomic finish already
   if (auto why = invalid_reason(c.config, t)) {
     const std::optional<Config> fallback = in_order(problem, c.config, t);
     if (!fallback)

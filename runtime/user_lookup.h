@@ -20,11 +20,9 @@ std::optional<Op> related_op(const UserOp& u, DType dtype);
 /// The graded choice for `u` on (dtype, problem, shape): its own rows (lookup_own: exact,
 /// nearest_size, shipped, same_arch; the note names the reduction), else the related op's rows
 /// by lookup() (graded `related` for the reduction, the note naming the op and the GPU), else
-/// the built-in default. A row or default with the atomic finish, whose identity the host writes,
-/// is taken with the first-block finish where the reduction's rules admit it (for_user); a choice
-/// they refuse (an atomic finish they do not admit, a non-commutative combine's reordering) falls
-/// back to the ordered finish (partials combined in block order), else a lane per row or segment
-/// in order. `req.user` is set to `u` here. Throws
+/// the built-in default; a choice the reduction's rules refuse (an atomic finish, a non-commutative
+/// combine's reordering) falls back to the ordered finish (partials combined in block order), else
+/// a lane per row or segment in order. `req.user` is set to `u` here. Throws
 /// ReductionError where no variant serves the problem; a store that cannot be read is passed over
 /// for the defaults, the note says why.
 Choice lookup_user(const db::Store* store, const db::Store* shipped, const DeviceKey& device, const UserOp& u,

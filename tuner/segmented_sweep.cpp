@@ -155,7 +155,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                             })));
   SweepSearch search = [&] {
     PhaseTimer t(res.times.seeds_s);
-    return sweep_search(o.search, o.budget, points, &setup.store, device_key(info), o.user);
+    return sweep_search(o.search, o.budget, points, &setup.store, device_key(info));
   }();
   seed_first(search, o, points);
   const double seeds_before = res.times.seeds_s;

@@ -102,7 +102,7 @@ std::vector<Config> selected_configs(const SweepOptions& o) {
   }
   for (const Variant& v : variants(o.problem)) {
     if (!in(o.variants, std::string(v.name))) continue;
-    for (const Config& c : space(v, o.user != nullptr))
+    for (const Config& c : space(v))
       if (in(o.blocks, c.block) && in(o.unrolls, c.unroll) && in(o.tails, c.tail) &&
           in(o.finishes, c.finish))
         out.push_back(c);
@@ -324,7 +324,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
                             })));
   SweepSearch search = [&] {
     PhaseTimer t(res.times.seeds_s);
-    return sweep_search(o.search, o.budget, points, &store, device_key(info), o.user);
+    return sweep_search(o.search, o.budget, points, &store, device_key(info));
   }();
   seed_first(search, o, points);
   auto planned_of = [&](const PointId& p, std::size_t candidates) { return search.limit(p, candidates); };

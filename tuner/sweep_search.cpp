@@ -4,7 +4,6 @@
 #include "runtime/defaults.h"
 #include "runtime/lookup.h"
 #include "runtime/shipped.h"
-#include "runtime/user_lookup.h"
 
 #include <algorithm>
 #include <chrono>
@@ -104,7 +103,7 @@ std::shared_ptr<db::Store> snapshot(const db::Store& store, const std::vector<Pr
 
 SweepSearch sweep_search(Strategy strategy, const Budget& budget,
                          const std::vector<std::pair<PointId, std::size_t>>& points, const db::Store* store,
-                         const DeviceKey& device, std::shared_ptr<const UserOp> user) {
+                         const DeviceKey& device) {
   SweepSearch s(strategy, budget, points);
   if (strategy == Strategy::exhaustive) return s;
   std::string why;
@@ -120,23 +119,16 @@ SweepSearch sweep_search(Strategy strategy, const Budget& budget,
       before = nullptr; // seeds the less; the sweep itself reports a store it cannot write
     }
   }
-  s.known([before, shipped, device, user](const PointId& p) -> std::optional<Config> {
+  s.known([before, shipped, device](const PointId& p) -> std::optional<Config> {
     try {
-      const Choice c = user ? lookup_user(before.get(), shipped.get(), device, *user, p.dtype, p.problem, p.shape, {})
-                            : lookup(before.get(), shipped.get(), device, p.dtype, p.op, p.problem, p.shape, {});
+      const Choice c = lookup(before.get(), shipped.get(), device, p.dtype, p.op, p.problem, p.shape, {});
       if (c.match == Match::builtin) return std::nullopt;
       return c.config;
     } catch (const db::StoreError&) {
       return std::nullopt; // a seed the less; the sweep itself reports a store it cannot write
-    } catch (const ReductionError&) {
-      return std::nullopt; // no variant serves the reduction here: the sweep reports its points
     }
   });
-  s.seeds().defaults([device, user](const PointId& p) {
-    Requirements req;
-    req.user = user.get();
-    return builtin_config(p.problem, p.dtype, p.op, p.shape, req, device);
-  });
+  s.seeds().defaults([device](const PointId& p) { return builtin_config(p.problem, p.dtype, p.op, p.shape, {}, device); });
   return s;
 }
 

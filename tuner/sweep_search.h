@@ -11,7 +11,6 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <vector>
 
@@ -52,17 +51,13 @@ private:
 };
 
 struct DeviceKey;
-struct UserOp;
 namespace db { class Store; }
 
 /// The search of a sweep with strategy `strategy` and `budget` over `points` on `device`: the
 /// runtime's lookup over `store` (the user's, may be null) and the shipped tuning seeds each point
-/// (unless it gives the built-in default, which is a seed of its own). `user`: the sweep's user
-/// reduction (its points' op is the sum it is rendered in place of), seeded as its calls would
-/// look up (runtime/user_lookup.h: a related op's rows, an atomic finish as the first-block one)
-/// and with the defaults its rules admit.
+/// (unless it gives the built-in default, which is a seed of its own).
 SweepSearch sweep_search(Strategy strategy, const Budget& budget,
                          const std::vector<std::pair<PointId, std::size_t>>& points, const db::Store* store,
-                         const DeviceKey& device, std::shared_ptr<const UserOp> user = nullptr);
+                         const DeviceKey& device);
 
 } // namespace reduce_tune

@@ -47,13 +47,8 @@ private:
 /// those that combine the elements of each result in their order (kernels/catalogue.cpp says
 /// which), so some problems may then have no variant at all (the calls throw ReductionError).
 ///
-/// No host finish, __reduce_*_sync or in-place variant is used for a user reduction: the library
-/// cannot know which of them give the same result. On the 1-D problem, a commutative reduction
-/// whose post is `a` and whose result has the accumulator's type (float, double, int, unsigned or
-/// long long) may also finish with the blocks' values combined into the result by a
-/// compare-and-swap loop on the accumulator's bits, the result first set to the identity by the
-/// kernel itself (the `firstblock` finish); floating-point results then depend on the blocks'
-/// order of arrival.
+/// No atomic finish, host finish, __reduce_*_sync or in-place variant is used for a user
+/// reduction: the library cannot know which of them give the same result.
 struct Reduction {
   std::string map = "x";
   std::string combine = "a + b";
