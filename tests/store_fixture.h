@@ -4,6 +4,7 @@
 
 #include "db/store.h"
 #include "kernels/driver.h"
+#include "runtime/lookup.h"
 
 #include <string>
 #include <vector>
@@ -35,6 +36,25 @@ inline void write_gpu_store(const std::string& path, const cuda::DeviceInfo& inf
   db::RunRecord run;
   run.device_uuid = info.uuid, run.tool_version = "test", run.nvrtc_version = "13.0";
   run.timing_method = "fixture";
+  const auto id = s.begin_run(run);
+  s.add_measurements(id, rows);
+  s.end_run(id, "done");
+}
+
+/// An H100 (132 SMs, sm_90) as the lookup knows a GPU, with `uuid`.
+inline DeviceKey h100(const std::string& uuid) {
+  DeviceKey k;
+  k.uuid = uuid, k.name = "NVIDIA H100 80GB HBM3", k.cc_major = 9, k.sm_count = 132;
+  return k;
+}
+
+/// `rows` as one finished run of the H100 `uuid` (h100) in `s`.
+inline void add(db::Store& s, const std::string& uuid, const std::vector<db::Measurement>& rows) {
+  db::DeviceRecord d;
+  d.uuid = uuid, d.name = "NVIDIA H100 80GB HBM3", d.cc_major = 9, d.sm_count = 132;
+  s.upsert_device(d);
+  db::RunRecord run;
+  run.device_uuid = uuid, run.tool_version = "test", run.nvrtc_version = "13.0";
   const auto id = s.begin_run(run);
   s.add_measurements(id, rows);
   s.end_run(id, "done");

@@ -28,6 +28,8 @@ namespace {
 
 using testing::EnvVar;
 using testing::stored_row;
+using testing::add;
+using testing::h100;
 
 /// A description whose text holds what a line protocol must carry safely: a preamble of several
 /// lines (a `<<` block) with tabs, a line that reads like a block's end tag, and `<<` itself.
@@ -56,23 +58,6 @@ std::string hex(const std::string& bytes) {
 /// A request line for `op` with `description` as its last field.
 std::string line_of(const std::string& op, const std::string& description, const std::string& dtype = "float32") {
   return "tune\tGPU-1\t" + dtype + "\t" + op + "\trows\t1024\t4096\tdevice\t0\t0\t300\ts.db\t\t" + description;
-}
-
-DeviceKey h100(const std::string& uuid) {
-  DeviceKey k;
-  k.uuid = uuid, k.name = "NVIDIA H100 80GB HBM3", k.cc_major = 9, k.sm_count = 132;
-  return k;
-}
-
-void add(db::Store& s, const std::string& uuid, const std::vector<db::Measurement>& rows) {
-  db::DeviceRecord d;
-  d.uuid = uuid, d.name = "NVIDIA H100 80GB HBM3", d.cc_major = 9, d.sm_count = 132;
-  s.upsert_device(d);
-  db::RunRecord run;
-  run.device_uuid = uuid, run.tool_version = "test", run.nvrtc_version = "13.0";
-  const auto id = s.begin_run(run);
-  s.add_measurements(id, rows);
-  s.end_run(id, "done");
 }
 
 } // namespace

@@ -11,6 +11,8 @@
 
 using namespace reduce_tune;
 using reduce_tune::testing::stored_row;
+using reduce_tune::testing::add;
+using reduce_tune::testing::h100;
 
 namespace {
 
@@ -29,23 +31,6 @@ db::Measurement user_row(const std::string& key, std::uint64_t hash, double us, 
   db::Measurement m = stored_row(key, DType::f32, Op::sum, us, Problem::array, {1, n});
   m.user = hash;
   return m;
-}
-
-DeviceKey h100(const std::string& uuid) {
-  DeviceKey k;
-  k.uuid = uuid, k.name = "NVIDIA H100 80GB HBM3", k.cc_major = 9, k.sm_count = 132;
-  return k;
-}
-
-void add(db::Store& s, const std::string& uuid, const std::vector<db::Measurement>& rows) {
-  db::DeviceRecord d;
-  d.uuid = uuid, d.name = "NVIDIA H100 80GB HBM3", d.cc_major = 9, d.sm_count = 132;
-  s.upsert_device(d);
-  db::RunRecord run;
-  run.device_uuid = uuid, run.tool_version = "test", run.nvrtc_version = "13.0";
-  const auto id = s.begin_run(run);
-  s.add_measurements(id, rows);
-  s.end_run(id, "done");
 }
 
 } // namespace
