@@ -3,18 +3,7 @@
 # Run as: cmake -DCLI=path/to/reduce-tune -DWORK=dir -P cli_tune_reduction.cmake
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
-function(run out_var code)
-  execute_process(COMMAND ${CLI} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
-  if(NOT rc STREQUAL "${code}")
-    message(SEND_ERROR "reduce-tune ${ARGN}: exit ${rc} (expected ${code}):\n${out}${err}")
-  endif()
-  set(${out_var} "${out}${err}" PARENT_SCOPE)
-endfunction()
-function(expect text pattern)
-  if(NOT "${text}" MATCHES "${pattern}")
-    message(SEND_ERROR "output does not match '${pattern}':\n${text}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
 
 # A store with something in it (the published figures), to check that nothing refused touches it.
 set(db "${WORK}/store.db")
