@@ -21,6 +21,17 @@ __device__ __forceinline__ void rt_count(bool bad, rt_u64 base, rt_u64* verdict)
   }
 }
 
+// Every result i < n, a warp's 32 consecutive results at a time (so rt_count sees whole warps):
+// bad_at(i) says whether result i fails.
+template <typename BadAt>
+__device__ __forceinline__ void rt_check_all(rt_u64 n, rt_u64* verdict, BadAt bad_at) {
+  const rt_u64 stride = (rt_u64)gridDim.x * blockDim.x;
+  for (rt_u64 base = (rt_u64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n; base += stride) {
+    const rt_u64 i = base + (threadIdx.x & 31u);
+    rt_count(i < n && bad_at(i), base, verdict);
+  }
+}
+
 #if defined(RT_CHECK_F32) || defined(RT_CHECK_F64) || defined(RT_CHECK_BF16) || defined(RT_CHECK_F16)
 #define RT_CHECK_FLOAT 1
 
@@ -58,24 +69,26 @@ __device__ __forceinline__ bool rt_isnan(double x) {
 __device__ __forceinline__ bool rt_isinf(double x) {
   return ((rt_u64)__double_as_longlong(x) & 0x7fffffffffffffffull) == 0x7ff0000000000000ull;
 }
+
+// Whether a NaN or an infinity decides the comparison of g with e (*bad then says how): NaN matches
+// NaN only, an infinity the same infinity, and a finite e no infinity.
+__device__ __forceinline__ bool rt_nonfinite(double g, double e, bool* bad) {
+  if (rt_isnan(e) || rt_isnan(g)) return *bad = !(rt_isnan(e) && rt_isnan(g)), true;
+  if (rt_isinf(e) || rt_isinf(g)) return *bad = e != g, true;
+  return false;
+}
 #endif
 
 // Exact results (integers, min and max, counts, argmax's index, any and all): the same bits, or
 // for floats both NaN (whatever their payloads), as the CPU check compares them.
 extern "C" __global__ void rt_check_exact(const B* got, const B* want, rt_u64 n, rt_u64* verdict) {
-  const rt_u64 stride = (rt_u64)gridDim.x * blockDim.x;
-  for (rt_u64 base = (rt_u64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n; base += stride) {
-    const rt_u64 i = base + (threadIdx.x & 31u);
-    bool bad = false;
-    if (i < n) {
-      const B g = got[i], w = want[i];
-      bad = g != w;
+  rt_check_all(n, verdict, [&](rt_u64 i) {
+    const B g = got[i], w = want[i];
 #if defined(RT_CHECK_FLOAT)
-      if (bad && rt_nan_bits(g) && rt_nan_bits(w)) bad = false;
+    if (g != w && rt_nan_bits(g) && rt_nan_bits(w)) return false;
 #endif
-    }
-    rt_count(bad, base, verdict);
-  }
+    return g != w;
+  });
 }
 
 #if defined(RT_CHECK_FLOAT)
@@ -85,18 +98,12 @@ extern "C" __global__ void rt_check_exact(const B* got, const B* want, rt_u64 n,
 // does), and a finite `want` no infinity.
 extern "C" __global__ void rt_check_bound(const B* got, const double* want, const float* scale, rt_u64 n,
                                           double a, double b, double c, rt_u64* verdict) {
-  const rt_u64 stride = (rt_u64)gridDim.x * blockDim.x;
-  for (rt_u64 base = (rt_u64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n; base += stride) {
-    const rt_u64 i = base + (threadIdx.x & 31u);
-    bool bad = false;
-    if (i < n) {
-      const double g = rt_to_double(got[i]), e = want[i];
-      if (rt_isnan(e) || rt_isnan(g)) bad = !(rt_isnan(e) && rt_isnan(g));
-      else if (rt_isinf(e) || rt_isinf(g)) bad = e != g;
-      else bad = !(fabs(g - e) <= a * (double)scale[i] + b * fabs(e) + c);
-    }
-    rt_count(bad, base, verdict);
-  }
+  rt_check_all(n, verdict, [&](rt_u64 i) {
+    const double g = rt_to_double(got[i]), e = want[i];
+    bool bad;
+    if (rt_nonfinite(g, e, &bad)) return bad;
+    return !(fabs(g - e) <= a * (double)scale[i] + b * fabs(e) + c);
+  });
 }
 
 // std: `want` the standard deviation, v = want^2 its variance, whose bound is e = a scale + b v;
@@ -106,25 +113,15 @@ extern "C" __global__ void rt_check_bound(const B* got, const double* want, cons
 extern "C" __global__ void rt_check_root(const B* got, const double* want, const float* scale, rt_u64 n,
                                          double a, double b, double u, double uh, double sub,
                                          rt_u64* verdict) {
-  const rt_u64 stride = (rt_u64)gridDim.x * blockDim.x;
-  for (rt_u64 base = (rt_u64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n; base += stride) {
-    const rt_u64 i = base + (threadIdx.x & 31u);
-    bool bad = false;
-    if (i < n) {
-      const double g = rt_to_double(got[i]), e = want[i];
-      if (rt_isnan(e) || rt_isnan(g)) {
-        bad = !(rt_isnan(e) && rt_isnan(g));
-      } else if (rt_isinf(e) || rt_isinf(g)) {
-        bad = e != g;
-      } else {
-        const double v = e * e, ev = a * (double)scale[i] + b * v;
-        const double hi = sqrt(v + ev), lo = sqrt(fmax(0.0, v - ev));
-        double bound = fmax(0.0, hi - lo + u * hi - 0x1p-50 * hi);
-        bound += uh * (fabs(e) + bound) + sub;
-        bad = !(fabs(g - e) <= bound * (1.0 - 1e-9));
-      }
-    }
-    rt_count(bad, base, verdict);
-  }
+  rt_check_all(n, verdict, [&](rt_u64 i) {
+    const double g = rt_to_double(got[i]), e = want[i];
+    bool bad;
+    if (rt_nonfinite(g, e, &bad)) return bad;
+    const double v = e * e, ev = a * (double)scale[i] + b * v;
+    const double hi = sqrt(v + ev), lo = sqrt(fmax(0.0, v - ev));
+    double bound = fmax(0.0, hi - lo + u * hi - 0x1p-50 * hi);
+    bound += uh * (fabs(e) + bound) + sub;
+    return !(fabs(g - e) <= bound * (1.0 - 1e-9));
+  });
 }
 #endif
