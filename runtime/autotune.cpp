@@ -353,8 +353,7 @@ private:
     try {
       db::Store store(r.store_path);
       if (run_id > 0 && !key.empty()) {
-        const db::OpKey op = r.user ? db::OpKey::user(r.user->hash) : db::OpKey(r.op);
-        const auto held = store.measured_keys(r.device_uuid, r.dtype, op, r.problem, r.shape, run_id);
+        const auto held = store.measured_keys(r.device_uuid, r.dtype, r.op_key(), r.problem, r.shape, run_id);
         if (std::find(held.begin(), held.end(), key) == held.end()) {
           db::Measurement m;
           m.key = key;
@@ -459,11 +458,12 @@ std::vector<std::string> split_tabs(const std::string& line) {
   }
 }
 
+db::OpKey TuneRequest::op_key() const { return user ? db::OpKey::user(user->hash) : db::OpKey(op); }
+
 std::string request_line(const TuneRequest& r) {
   std::ostringstream line;
   line.precision(6);
-  const std::string op = r.user ? r.user->name : std::string(name(r.op));
-  line << std::fixed << "tune\t" << r.device_uuid << '\t' << name(r.dtype) << '\t' << op << '\t'
+  line << std::fixed << "tune\t" << r.device_uuid << '\t' << name(r.dtype) << '\t' << r.op_key().name() << '\t'
        << name(r.problem) << '\t' << r.shape.count << '\t' << r.shape.length << '\t'
        << (r.wide_result ? "wide" : r.device_result ? "device" : "host") << '\t' << int(r.deterministic) << '\t'
        << int(r.allow_in_place) << '\t' << r.budget_ms << '\t' << r.store_path << '\t' << r.nvrtc_path << '\t'

@@ -7,6 +7,7 @@
 // dies or takes too long, the call runs with what the lookup has. Not installed.
 #pragma once
 
+#include "db/op_key.h"
 #include "reduce_tune/reducer.h"
 
 #include <cstddef>
@@ -65,6 +66,9 @@ struct TuneRequest {
   double budget_ms = 300;
   std::string store_path;
   std::string nvrtc_path;
+
+  /// The op as the store names it: the built-in op's, or the user reduction's under its hash.
+  db::OpKey op_key() const;
 };
 
 /// The protocol's fields of a line, split at its tabs.

@@ -116,8 +116,7 @@ public:
         // A user reduction's own rows, under its hash, as the library's lookup_user takes them.
         Requirements own = req;
         own.user = r.user.get();
-        const auto c = lookup_own(store.get(), nullptr, device, r.dtype, db::OpKey::user(r.user->hash), r.problem,
-                                  r.shape, own);
+        const auto c = lookup_own(store.get(), nullptr, device, r.dtype, r.op_key(), r.problem, r.shape, own);
         return c && c->match == Match::exact;
       };
       owner = db::claim_owner(long(getpid()));
