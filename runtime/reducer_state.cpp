@@ -40,7 +40,7 @@ Reducer::Impl::Impl(int gpu, Options opts)
   shipped = open_shipped_store(&no_shipped, options.shipped_path);
   if (!shipped) no_store += "; " + no_shipped;
   record = options.record || record_from_env();
-  autotune = options.autotune || autotune_from_env();
+  autotune = options.autotune || (options.autotune_from_env && autotune_from_env());
 }
 
 } // namespace reduce_tune

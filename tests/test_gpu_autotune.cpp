@@ -311,6 +311,30 @@ TEST_CASE("autotune: no worker: the call runs with what the lookup has and recor
   detail::stop_autotune_worker();
 }
 
+TEST_CASE("autotune: $REDUCE_TUNE_AUTOTUNE=1 leaves a Reducer with autotune_from_env false untuned", "[gpu][autotune]") {
+  const reduce_tune::testing::GpuContext g;
+  const reduce_tune::testing::TempDir dir;
+  const WorkerEnv env;
+  const EnvVar on("REDUCE_TUNE_AUTOTUNE", "1");
+  const std::string path = (dir.path / "tuning.db").string();
+  const std::uint64_t n = 1ull << 18;
+  const Input in(n, 11);
+  Options o;
+  o.store_path = path;
+  o.autotune_from_env = false; // the Python package's reducer for the reductions it tunes itself
+  {
+    Reducer r(0, o);
+    CHECK(close(r.sum(in.ptr(), n), in.sum, n));
+    CHECK(r.config_for(DType::f32, Op::sum, n).match != Match::exact);
+  }
+  CHECK_FALSE(std::filesystem::exists(path)); // nothing searched, nothing recorded
+  // The same options, the environment heard: the call tunes its point.
+  o.autotune_from_env = true;
+  Reducer tuned(0, o);
+  CHECK(close(tuned.sum(in.ptr(), n), in.sum, n));
+  CHECK(tuned.config_for(DType::f32, Op::sum, n).match == Match::exact);
+}
+
 TEST_CASE("autotune: a user reduction's first call tunes its point under its hash, and the next is served exact",
           "[gpu][autotune][user]") {
   const reduce_tune::testing::GpuContext g;

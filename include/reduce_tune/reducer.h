@@ -85,6 +85,9 @@ struct Options {
   /// point then takes the search's time (autotune_ms) and the worker holds a CUDA context of its
   /// own while it lives (docs/LIBRARY.md).
   bool autotune = false;
+  /// Whether $REDUCE_TUNE_AUTOTUNE=1 turns `autotune` on. False for a Reducer whose calls are
+  /// tuned by their caller (the Python package tunes a user reduction with a NumPy check itself).
+  bool autotune_from_env = true;
   /// The time a point's search may take, in milliseconds ($REDUCE_TUNE_AUTOTUNE_MS wins).
   double autotune_ms = 300;
 };
