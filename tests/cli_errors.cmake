@@ -28,6 +28,10 @@ expect(2 "--search: unknown strategy 'annealing'" --search annealing)
 expect(2 "--budget is for --search guided or random" --budget 5%)
 expect(2 "--budget '0': expected" --search guided --budget 0)
 expect(2 "--budget '101%': expected" tune --search random --budget 101%)
+# A time limit (first-use tuning's) is a search's too, and a positive one.
+expect(2 "--deadline-ms is for --search guided or random" --deadline-ms 300)
+expect(2 "--deadline-ms must be positive" --search guided --deadline-ms 0)
+expect(2 "--deadline-ms must be positive" tune --search random --deadline-ms=-5)
 # tune --recorded selects its own points.
 expect(2 "--recorded tunes the recorded points: it takes no --sizes" tune --recorded --sizes 2^20)
 expect(2 "--recorded tunes the recorded points: it takes no --problem" --recorded --problem rows)

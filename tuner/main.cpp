@@ -119,6 +119,7 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   std::string device = "0", dtypes = "int32,float32", ops = "sum", sizes, vars, blocks, unrolls,
               tails, finishes, keys, format = "md", problem = "array", shapes, search = "exhaustive", budget,
               reduction, check_data;
+  double deadline_ms = 0;
   TuneCommand t;
   SweepOptions& o = t.sweep;
   desc.add_options()
@@ -151,6 +152,10 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
      "exhaustive (every valid configuration), guided or random (within --budget)")
     ("budget", po::value(&budget), "guided and random: measurements a point (e.g. 40), or the run's share of "
                                    "all its points' configurations (e.g. 5%; the default)")
+    ("deadline-ms", po::value(&deadline_ms), "guided and random: milliseconds from the start of the measuring "
+                                             "process after which a point's search starts no new measurement once "
+                                             "it holds 3, one valid (first-use tuning's budget); each configuration "
+                                             "is compiled when measured")
     ("recorded", po::bool_switch(&t.recorded), "tune the call points programs recorded on the GPU "
                                                "(REDUCE_TUNE_RECORD=1), guided unless --search says otherwise")
     ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions (median)")
@@ -286,6 +291,15 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
     o.budget = *b;
   } else if (o.search != Strategy::exhaustive) {
     o.budget.percent = 5;
+  }
+  if (vm.count("deadline-ms")) {
+    if (o.search == Strategy::exhaustive) throw Usage("--deadline-ms is for --search guided or random");
+    if (!(deadline_ms > 0)) throw Usage("--deadline-ms must be positive");
+    // Counted from this parse, in the process that measures (a worker parses its arguments again):
+    // the first-use tuning's time budget, which counts its own start too.
+    o.deadline_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() +
+                   deadline_ms / 1e3;
+    o.lazy_compile = true; // a search measures few of the candidates: compile those only
   }
   if (o.reps < 1) throw Usage("--reps must be at least 1");
   if (t.timeout_s <= 0) throw Usage("--timeout must be positive");
