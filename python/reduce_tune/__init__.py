@@ -62,6 +62,7 @@ from ._api import dot as _dot
 from ._api import reduce as _reduce
 from ._api import segment_reduce as _segment_reduce
 from ._arrays import DeviceArray
+from ._first_use import ReductionWarning
 from ._reduction import Reduction
 from ._tune import TuneError
 from ._dtypes import OPS as _OPS
@@ -81,7 +82,7 @@ _ext.set_nvrtc_candidates(_nvrtc.candidates())
 __all__ = ["sum", "min", "max", "mean", "sumsq", "norm", "count_nonzero", "any", "all",
            "argmax", "argmin", "logsumexp", "var", "std", "dot", "segment_sum", "segment_min",
            "segment_max", "config_for", "devices", "gpu_available", "dtypes", "nvrtc_info", "record",
-           "autotune", "DeviceArray", "Reduction", "TuneError", "__version__"]
+           "autotune", "DeviceArray", "Reduction", "ReductionWarning", "TuneError", "__version__"]
 
 
 def sum(x: Any, dim: Optional[int] = None, keepdim: bool = False, *, out: Any = None,  # noqa: A001
@@ -302,7 +303,10 @@ def autotune(on: Optional[bool] = None) -> bool:
     ``autotune(False)`` switch it for the calls from then on (the per-GPU reducers are made anew);
     ``autotune()`` only asks. Returns whether it is on: the setting, or ``$REDUCE_TUNE_AUTOTUNE=1``.
     Off by default: a first call at a new point takes the search's time, and the worker holds a
-    CUDA context of its own on the GPU while it lives."""
+    CUDA context of its own on the GPU while it lives. A :class:`Reduction`'s call is tuned under
+    its name: checked by its ``check`` where it has one (the package tunes the point itself, as
+    :meth:`Reduction.tune` does, within the same budget; a failure warns once with
+    :class:`ReductionWarning`), else by the worker, whose measurements are then not checked."""
     if on is not None:
         _ext.set_autotune(bool(on))
     mine, env = _ext.autotune()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _arrays, _dtypes, _ext, _ops
+from . import _arrays, _dtypes, _ext, _first_use, _ops
 from ._arrays import Array, Shape
 
 Dim = Optional[int]
@@ -476,9 +476,22 @@ def user_reduce(r: Any, x: Any, dim: Dim = None, *, out: Any = None, stream: Str
     if plan.count == 0:
         return res
     args = tuple(plan.args) + (0,) * (3 - len(plan.args))
+    own = _first_use.STATE.own_tuning(r, a.dtype.name, *_user_point(r, plan), dev, s) \
+        if r.check is not None else False
     _ext.reduce_user(dev, r._fields, a.dtype.value, _PROBLEMS[plan.kind], a.ptr, *args, 0,
-                     rptr, s)
+                     rptr, s, own)
     return res
+
+
+def _user_point(r: Any, plan: Plan) -> Tuple[str, int, int]:
+    """(problem, results, elements each) of a user reduction's call as the library looks it up:
+    a single dense row or column of a commutative reduction is its 1-D problem
+    (runtime/reducer_user.cpp)."""
+    if plan.kind in ("rows", "columns") and plan.count == 1 and r.commutative:
+        rows, cols, stride = plan.args
+        if stride == cols or rows == 1:
+            return "array", 1, plan.length
+    return plan.kind, plan.count, plan.length
 
 
 def user_segment_reduce(r: Any, x: Any, offsets: Any, *, out: Any = None,
@@ -507,21 +520,27 @@ def config_for(dtype: Any, op: str, n: Union[int, Tuple[int, int]], *, problem: 
     """See reduce_tune.config_for."""
     dt = _dtypes.from_any(dtype)
     opv = _dtypes.op_value(op)
+    p, count, length = shape_of(problem, n)
+    d = _ext.config_for(device, dt.value, opv, p, count, length)
+    d["dtype"], d["op"], d["device"] = dt.name, op, device
+    return d
+
+
+def shape_of(problem: str, n: Union[int, Tuple[int, int]]) -> Tuple[int, int, int]:
+    """(the Problem value, results, elements each) of config_for's `problem` and `n`; ValueError
+    or TypeError where they are not one."""
     p = _PROBLEMS.get(problem)
     if p is None:
         raise ValueError(f"reduce_tune: unknown problem {problem!r}; one of {', '.join(_PROBLEMS)}")
     if problem == "array":
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise TypeError(f"reduce_tune: n must be a non-negative int for the array problem, not {n!r}")
-        count, length = 1, n
-    else:
-        if not (isinstance(n, tuple) and len(n) == 2 and all(isinstance(v, int) and v >= 0 for v in n)):
-            raise TypeError(f"reduce_tune: n must be a pair of non-negative ints for {problem}: "
-                            "(rows, cols), or (segments, mean length)")
-        count, length = n if problem in ("rows", "segments") else (n[1], n[0])
-    d = _ext.config_for(device, dt.value, opv, p, count, length)
-    d["dtype"], d["op"], d["device"] = dt.name, op, device
-    return d
+        return p, 1, n
+    if not (isinstance(n, tuple) and len(n) == 2 and all(isinstance(v, int) and v >= 0 for v in n)):
+        raise TypeError(f"reduce_tune: n must be a pair of non-negative ints for {problem}: "
+                        "(rows, cols), or (segments, mean length)")
+    count, length = n if problem in ("rows", "segments") else (n[1], n[0])
+    return p, count, length
 
 
 def devices() -> List[Dict[str, Any]]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import _api, _dtypes, _ext, _tune
+from . import _api, _dtypes, _ext, _first_use, _tune
 from ._api import StreamLike
 
 
@@ -23,7 +23,14 @@ class Reduction:
     before the functions, for structs and helpers). ``dtype`` is the result's dtype (None: the
     element type), ``inputs`` the element dtypes it takes (None: all). ``commutative=False`` keeps
     each result's elements in order (rows and segments only). ``check`` is an optional NumPy
-    function ``check(array, axis=None or int) -> array`` for :meth:`verify` and :meth:`tune`.
+    function ``check(array, axis=None or int) -> array`` for :meth:`verify`, :meth:`tune` and
+    first-use tuning: with ``reduce_tune.autotune(True)`` (or ``$REDUCE_TUNE_AUTOTUNE=1``), the
+    first call at a point (dtype, problem, size bucket, GPU) with no exact tuning first tunes it as
+    :meth:`tune` does, every result checked against ``check``, within the first-use budget
+    (``$REDUCE_TUNE_AUTOTUNE_MS``, 300 ms, and 5% of the point's candidates), once a point per
+    process; where that fails the call runs with what the lookup has and a
+    :class:`ReductionWarning` says so (:meth:`first_use_report` tells what each point came to).
+    Without a ``check`` the library's own first-use tuning searches the point, unchecked.
 
     A description that does not compile raises ValueError carrying NVRTC's log (at the first call,
     or at :meth:`compile`, which needs no GPU). :attr:`name` is ``user:`` and a stable hash of the
@@ -126,6 +133,28 @@ class Reduction:
         of the wrong shape."""
         return _tune.tune(self, shapes, dtype, dim, search=search, budget=budget, db=db, device=device,
                           seed=seed, timeout=timeout)
+
+    def config_for(self, dtype: Any, n: Any, *, problem: str = "array", device: int = 0) -> Dict[str, Any]:
+        """The configuration a call of this reduction uses, and why, as :func:`reduce_tune.config_for`
+        (``match`` "exact" where its own rows of this GPU are at the point's size bucket; the
+        note names the reduction). ``n``: elements for the array problem, ``(rows, cols)`` for
+        "rows" and "columns", ``(segments, mean length)`` for "segments". A lookup only: nothing
+        is compiled or tuned. RuntimeError without a GPU."""
+        dt = _dtypes.from_any(dtype)
+        p, count, length = _api.shape_of(problem, n)
+        own = self.check is not None and _first_use.autotune_on()
+        d = _ext.config_for_user(device, self._fields, dt.value, p, count, length, own)
+        d["dtype"], d["op"], d["device"] = dt.name, self.name, device
+        return d
+
+    def first_use_report(self) -> List[Dict[str, Any]]:
+        """What first-use tuning (see the class) came to at each point this process called the
+        reduction at with autotune on and a ``check``, in order: ``problem``, ``dtype``, ``shape``
+        (the point's input: (n,), or (rows, cols) of the matrix), ``device``, ``outcome``
+        ("exact": tuned before, not searched; "tuned": searched and now exact; "failed"),
+        ``checked`` (every measurement was checked against ``check``), ``summary`` (as
+        :meth:`tune` returns; None where nothing was searched) and ``error`` (why it failed)."""
+        return _first_use.STATE.reports(self)
 
     def __repr__(self) -> str:
         return (f"Reduction(map={self.map!r}, combine={self.combine!r}, identity={self.identity!r}, "

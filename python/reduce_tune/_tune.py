@@ -20,6 +20,10 @@ from . import _dtypes, _ext
 
 ShapeLike = Union[int, Tuple[int, int]]
 
+#: The first-use search's budget at a point, as the C++ first-use worker's: 5% of its candidates
+#: (the replay's figures, docs/PERFORMANCE.md), within the time limit that comes first.
+FIRST_USE_BUDGET = "5%"
+
 #: NumPy's dtype of each element dtype's input file (bfloat16 has none: its values go as float32).
 _NUMPY_DTYPES = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "bfloat16": "<f4",
                  "int32": "<i4", "int64": "<i8", "uint32": "<u4"}
@@ -133,8 +137,9 @@ def _summary(tables: List[Dict[str, Any]], checked: bool) -> List[Dict[str, Any]
 def tune(reduction: Any, shapes: Sequence[ShapeLike], dtype: Any = "float32", dim: Optional[int] = None, *,
          search: str = "guided", budget: Optional[Union[int, str]] = None,
          db: Optional[Union[str, os.PathLike]] = None, device: int = 0, seed: int = 0,
-         timeout: Optional[float] = None) -> List[Dict[str, Any]]:
-    """See Reduction.tune."""
+         timeout: Optional[float] = None, time_ms: Optional[float] = None) -> List[Dict[str, Any]]:
+    """See Reduction.tune. ``time_ms``: the search's time limit (``tune --deadline-ms``; first-use
+    tuning's budget), counted from the start of the process that measures."""
     dt = _dtypes.from_any(dtype).name
     points = points_of(shapes, dim)
     if not points:
@@ -152,6 +157,8 @@ def tune(reduction: Any, shapes: Sequence[ShapeLike], dtype: Any = "float32", di
                     "--search", search, "--format", "json"]
             if budget is not None:
                 args += ["--budget", str(budget)]
+            if time_ms is not None:
+                args += ["--deadline-ms", f"{float(time_ms):g}"]
             if db is not None:
                 args += ["--db", os.fspath(db)]
             if reduction.check is not None:

@@ -2,7 +2,8 @@
 // Python ints; the Python package (python/reduce_tune) reads the array protocols and calls these.
 // One Reducer per GPU, created on first use and kept for the life of the process (never destroyed:
 // at interpreter exit the CUDA driver may already be shutting down; set_record replaces them with
-// new ones and keeps the old).
+// new ones and keeps the old). A second one per GPU, never tuning on first use, serves the user
+// reductions whose first-use tuning the package does itself (checked by their NumPy check).
 #include "reduce_tune/reducer.h"
 
 #include "kernels/driver.h"
@@ -113,14 +114,19 @@ constexpr int kFastGpus = 64;
 std::atomic<Reducer*> g_fast[kFastGpus]; // the same reducers, read without the lock by every call
 bool g_record = false; // Options::record of the reducers (set_record); g_reducers_mu held
 bool g_autotune = false; // Options::autotune of the reducers (set_autotune); g_reducers_mu held
+/// Per GPU, the reducer without first-use tuning (own_reducer); made on first use, leaked as the
+/// others. g_reducers_mu held.
+std::vector<Reducer*> g_own;
 
-/// A Reducer of GPU `ordinal` with the package's options. g_reducers_mu held.
-Reducer* new_reducer(int ordinal) {
+/// A Reducer of GPU `ordinal` with the package's options; `own_tuning`: never tuning on first use
+/// (the package tunes those calls itself). g_reducers_mu held.
+Reducer* new_reducer(int ordinal, bool own_tuning = false) {
   Options o;
   o.shipped_path = g_shipped_path;
   o.nvrtc_path = nvrtc_path();
   o.record = g_record;
-  o.autotune = g_autotune;
+  o.autotune = own_tuning ? false : g_autotune;
+  o.autotune_from_env = !own_tuning;
   Reducer* r = nullptr;
   try {
     r = new Reducer(ordinal, o);
@@ -128,7 +134,7 @@ Reducer* new_reducer(int ordinal) {
     rethrow_nvrtc(e);
   }
   g_stats.reducers.fetch_add(1, std::memory_order_relaxed);
-  if (ordinal < kFastGpus) g_fast[ordinal].store(r, std::memory_order_release);
+  if (!own_tuning && ordinal < kFastGpus) g_fast[ordinal].store(r, std::memory_order_release);
   return r;
 }
 
@@ -153,6 +159,25 @@ inline Reducer& reducer(int ordinal) {
   if (unsigned(ordinal) < unsigned(kFastGpus))
     if (Reducer* r = g_fast[ordinal].load(std::memory_order_acquire)) return *r;
   return create_reducer(ordinal);
+}
+
+/// GPU `ordinal`'s reducer that never tunes on first use, for the user reductions the package
+/// tunes itself; created on first use (after reducer(ordinal), whose checks it shares).
+Reducer& own_reducer(int ordinal) {
+  reducer(ordinal);
+  std::lock_guard lock(g_reducers_mu);
+  if (g_own.size() <= std::size_t(ordinal)) g_own.resize(std::size_t(ordinal) + 1, nullptr);
+  if (!g_own[ordinal]) g_own[ordinal] = new_reducer(ordinal, true);
+  return *g_own[ordinal];
+}
+
+/// A new own_reducer for GPU `ordinal` (the old one kept alive, as set_record keeps its): it opens
+/// the store again, which a tuning that created the store after the old one was made needs.
+void renew_own_reducer(int ordinal) {
+  reducer(ordinal);
+  std::lock_guard lock(g_reducers_mu);
+  if (g_own.size() <= std::size_t(ordinal)) g_own.resize(std::size_t(ordinal) + 1, nullptr);
+  g_own[ordinal] = new_reducer(ordinal, true);
 }
 
 // ---- calls with or without the GIL -------------------------------------------------------------
@@ -204,6 +229,8 @@ void set_record(bool on) {
   g_record = on;
   for (std::size_t i = 0; i < g_reducers.size(); ++i)
     if (g_reducers[i]) g_reducers[i] = new_reducer(int(i));
+  for (std::size_t i = 0; i < g_own.size(); ++i)
+    if (g_own[i]) g_own[i] = new_reducer(int(i), true);
   g_warm.clear();
 }
 
@@ -624,9 +651,9 @@ void bind_reductions(nb::module_& m) {
   // problem: a Problem value. array: a = n; rows and columns: a = rows, b = cols, c = row_stride;
   // segments: a = segments, b = elements, offsets.
   m.def("reduce_user", [](int dev, const Fields& f, int dtype, int problem, Ptr in, std::uint64_t a,
-                          std::uint64_t b, std::uint64_t c, Ptr offsets, Ptr out, Ptr stream) {
+                          std::uint64_t b, std::uint64_t c, Ptr offsets, Ptr out, Ptr stream, bool own_tuning) {
     const Reduction r = to_reduction(f);
-    Reducer& red = reducer(dev);
+    Reducer& red = own_tuning ? own_reducer(dev) : reducer(dev);
     nb::gil_scoped_release nogil;
     const DType d = to_dtype(dtype);
     switch (static_cast<Problem>(problem)) {
@@ -640,7 +667,26 @@ void bind_reductions(nb::module_& m) {
     default: throw std::invalid_argument("reduce_tune: unknown problem " + std::to_string(problem));
     }
   }, "device"_a, "fields"_a, "dtype"_a, "problem"_a, "d_in"_a, "a"_a, "b"_a, "c"_a, "d_offsets"_a,
-     "d_out"_a, "stream"_a, "A user reduction's call (Reducer::reduce_async, reduce_rows, reduce_columns, reduce_segments).");
+     "d_out"_a, "stream"_a, "own_tuning"_a = false,
+     "A user reduction's call (Reducer::reduce_async, reduce_rows, reduce_columns, reduce_segments); "
+     "own_tuning: on the reducer that never tunes on first use (the package tuned the point).");
+  // count, length: as Shape's (results, elements each; the array problem: 1, n).
+  m.def("config_for_user", [](int dev, const Fields& f, int dtype, int problem, std::uint64_t count,
+                              std::uint64_t length, bool own_tuning) {
+    const Reduction r = to_reduction(f);
+    Reducer& red = own_tuning ? own_reducer(dev) : reducer(dev);
+    Choice c;
+    {
+      nb::gil_scoped_release nogil;
+      c = red.config_for(r, to_dtype(dtype), static_cast<Problem>(problem), Shape{count, length});
+    }
+    return choice_dict(c);
+  }, "device"_a, "fields"_a, "dtype"_a, "problem"_a, "count"_a, "length"_a, "own_tuning"_a = false,
+     "Reducer::config_for of a user reduction: the Choice its call of that shape would take, as a "
+     "dict; a lookup only (nothing loaded or tuned).");
+  m.def("renew_own_reducer", &renew_own_reducer, "device"_a,
+        "Replaces the GPU's reducer that never tunes on first use by a new one, which opens the store "
+        "again.");
 }
 
 } // namespace
@@ -825,6 +871,12 @@ NB_MODULE(_ext, m) {
     nb::gil_scoped_release nogil;
     stream_wait(dev, consumer, producer);
   }, "device"_a, "consumer"_a, "producer"_a, "Orders consumer after producer's work so far.");
+  m.def("stream_capturing", [](int dev, Ptr stream) {
+    const InPrimary ctx(dev);
+    return capture::state(to_stream(stream)).active;
+  }, "device"_a, "stream"_a,
+     "Whether the stream (of the GPU's primary context) is being captured into a CUDA graph; "
+     "RuntimeError where its capture was invalidated.");
   m.def("dlpack_view", &dlpack_view, "capsule"_a,
         "(ptr, shape, strides or None, (code, bits, lanes), (device type, id)) of a DLPack capsule.");
   m.def("alloc", &alloc, "device"_a, "nbytes"_a, "Device memory (cuMemAlloc) on the GPU.");
