@@ -113,7 +113,8 @@ std::vector<DeviceOutcome> supervise(const SweepOptions& o, const SupervisorOpti
     store.upsert_device(d.device);
     const cuda::DeviceInfo info = cuda::device_info(ordinal);
     // One compile per architecture, before any worker starts: the workers find it all cached.
-    if (compiled_ccs.insert(info.cc()).second)
+    // A lazy sweep (a time-limited search) compiles only what it measures, in the worker.
+    if (!o.lazy_compile && compiled_ccs.insert(info.cc()).second)
       precompile(o, info.cc(), info.max_threads_per_block, info.sm_count,
                  [&](const Progress& p) { if (progress) progress(ordinal, p); });
     out.push_back(d);
