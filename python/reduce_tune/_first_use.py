@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from . import _ext
 

@@ -11,7 +11,6 @@ import sqlite3
 import stat
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 
