@@ -872,7 +872,12 @@ NB_MODULE(_ext, m) {
     stream_wait(dev, consumer, producer);
   }, "device"_a, "consumer"_a, "producer"_a, "Orders consumer after producer's work so far.");
   m.def("stream_capturing", [](int dev, Ptr stream) {
-    const InPrimary ctx(dev);
+    if (stream == 0 || stream == 1) return false; // the legacy default stream is never captured
+    if (stream == 2) { // the per-thread default stream: the current context's
+      const InPrimary ctx(dev);
+      return capture::state(to_stream(stream)).active;
+    }
+    reducer(dev); // the driver loaded; a stream handle needs no current context
     return capture::state(to_stream(stream)).active;
   }, "device"_a, "stream"_a,
      "Whether the stream (of the GPU's primary context) is being captured into a CUDA graph; "

@@ -297,3 +297,24 @@ def test_first_use_with_a_wrong_check_warns_once_and_serves(autotuned, torch):
         unchecked = db.execute("SELECT COUNT(*) FROM measurements WHERE op = ? AND expected LIKE 'not checked%'",
                                (r.name,)).fetchone()[0]
     assert unchecked == 0
+
+
+@pytest.mark.gpu
+def test_a_call_captured_into_a_graph_is_not_tuned(autotuned, torch):
+    r = sumsq()
+    host = np.random.default_rng(7).uniform(-1, 1, 3000).astype(np.float32)
+    x = torch.from_numpy(host).cuda()
+    side = torch.cuda.Stream()
+    assert not rt._ext.stream_capturing(0, side.cuda_stream)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=side):
+        assert rt._ext.stream_capturing(0, torch.cuda.current_stream().cuda_stream)
+        y = r(x)
+    assert r.first_use_report() == []  # nothing searched inside the capture
+    g.replay()
+    torch.cuda.synchronize()
+    want = float(sumsq_check(host.astype(np.float64)))
+    assert float(y) == pytest.approx(want, rel=1e-5)
+    # the next call outside the capture tunes the point
+    assert float(r(x)) == pytest.approx(want, rel=1e-5)
+    assert [p["outcome"] for p in r.first_use_report()] == ["tuned"]
