@@ -142,6 +142,12 @@ def autotune_on() -> bool:
     return bool(mine or env)
 
 
+def first_use_on() -> bool:
+    """Autotune on, and not turned off by an empty $REDUCE_TUNE_WORKER, which turns the library's
+    first-use tuning off (runtime/autotune.h: find_worker)."""
+    return autotune_on() and os.environ.get("REDUCE_TUNE_WORKER") != ""
+
+
 def _grade(r: Any, dtype: str, problem: str, at: Tuple[int, int], dev: int) -> Dict[str, Any]:
     from ._dtypes import BY_NAME
     return _ext.config_for_user(dev, r._fields, BY_NAME[dtype].value, _PROBLEMS[problem], at[0], at[1], True)
@@ -155,5 +161,5 @@ def _tune_point(r: Any, dtype: str, problem: str, at: Tuple[int, int], dev: int)
                       budget=_tune.FIRST_USE_BUDGET, device=dev, time_ms=budget_ms())
 
 
-STATE = FirstUse(autotune_on, lambda dev, stream: bool(_ext.stream_capturing(dev, stream)), _grade,
+STATE = FirstUse(first_use_on, lambda dev, stream: bool(_ext.stream_capturing(dev, stream)), _grade,
                  _tune_point, _ext.renew_own_reducer)

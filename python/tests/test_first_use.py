@@ -61,6 +61,16 @@ def test_autotune_off_tunes_nothing():
     assert s.graded == [] and s.tuned == [] and f.reports(sumsq()) == []
 
 
+def test_an_empty_worker_variable_turns_it_off(monkeypatch):
+    monkeypatch.setattr(_first_use, "autotune_on", lambda: True)
+    monkeypatch.setenv("REDUCE_TUNE_WORKER", "")
+    assert not _first_use.first_use_on()
+    monkeypatch.setenv("REDUCE_TUNE_WORKER", "/opt/reduce-tune")
+    assert _first_use.first_use_on()
+    monkeypatch.delenv("REDUCE_TUNE_WORKER")
+    assert _first_use.first_use_on()
+
+
 def test_without_a_check_the_library_tunes():
     s = Stand()
     f = s.first_use()
