@@ -89,7 +89,7 @@ class FirstUse:
         report: Dict[str, Any] = {"problem": problem, "dtype": dtype, "shape": input_shape(problem, at),
                                   "device": dev, "outcome": "exact", "checked": False, "summary": None,
                                   "error": None}
-        before = self._grade(r, dtype, problem, at, dev)
+        before = serving = self._grade(r, dtype, problem, at, dev)
         if before.get("match") == "exact":
             return report
         try:
@@ -104,6 +104,7 @@ class FirstUse:
                 # The reducer may predate the store the tuner just made: it opens it again.
                 self._renew(dev)
                 after = self._grade(r, dtype, problem, at, dev)
+            serving = after
             if after.get("match") == "exact":
                 report["outcome"] = "tuned"
             else:
@@ -112,7 +113,7 @@ class FirstUse:
         if report["outcome"] == "failed":
             where = f"{problem} {'x'.join(map(str, report['shape']))} {dtype}"
             warnings.warn(f"reduce_tune: first-use tuning of {r.name} at {where} failed; the call runs "
-                          f"with the {before.get('match')} configuration and the point is not tuned "
+                          f"with the {serving.get('match')} configuration and the point is not tuned "
                           f"again in this process: {report['error']}", ReductionWarning, stacklevel=5)
         return report
 
