@@ -328,3 +328,13 @@ def test_a_call_captured_into_a_graph_is_not_tuned(autotuned, torch):
     # the next call outside the capture tunes the point
     assert float(r(x)) == pytest.approx(want, rel=1e-5)
     assert [p["outcome"] for p in r.first_use_report()] == ["tuned"]
+
+
+def test_config_for_checks_its_arguments_before_the_gpu():
+    r = sumsq()
+    with pytest.raises(ValueError, match="unknown problem 'diagonal'"):
+        r.config_for("float32", 4096, problem="diagonal")
+    with pytest.raises(TypeError, match="pair of non-negative ints for rows"):
+        r.config_for("float32", 4096, problem="rows")
+    with pytest.raises(TypeError, match="non-negative int for the array problem"):
+        r.config_for("float32", (4, 4))
