@@ -243,6 +243,9 @@ TEST_CASE("fast check: the compare template compiles with NVRTC for every result
     CHECK(ptx.image.find(".entry rt_check_exact") != std::string::npos);
     CHECK((ptx.image.find(".entry rt_check_bound") != std::string::npos) == is_float(d));
     CHECK((ptx.image.find(".entry rt_check_root") != std::string::npos) == is_float(d));
+    // Offsets segments' bounds by length class.
+    CHECK((ptx.image.find(".entry rt_check_bound_classes") != std::string::npos) == is_float(d));
+    CHECK((ptx.image.find(".entry rt_check_root_classes") != std::string::npos) == is_float(d));
     // And cubins for the oldest and a current architecture.
     for (int cc : {75, 90}) CHECK_FALSE(nvrtc.compile(source, "compare.cu", nvrtc.target_for(cc)).image.empty());
   }
