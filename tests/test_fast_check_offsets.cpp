@@ -137,6 +137,9 @@ TEST_CASE("fast check offsets: the host's share of the fast pass at 2^20 and 2^2
     s.problem = Problem::segments;
     s.offsets = skewed_offsets(std::uint64_t(1) << e, std::uint64_t(1) << 24, 1);
     s.shape = {std::uint64_t(1) << e, std::uint64_t(1) << (24 - e)};
+    const auto tl = std::chrono::steady_clock::now(); // a baseline: one pass over the offsets
+    const std::uint64_t longest = longest_segment(s.offsets);
+    const double pass_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tl).count();
     const auto t0 = std::chrono::steady_clock::now();
     const std::optional<LengthClasses> classes = length_classes(s, s.shape.count / 32);
     const double classify_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -151,6 +154,6 @@ TEST_CASE("fast check offsets: the host's share of the fast pass at 2^20 and 2^2
     REQUIRE(b);
     WARN("2^" << e << " segments over 2^24: " << classes->lengths.size() << " distinct lengths, classes " << classify_ms
               << " ms a point, bounds " << bounds_ms << " ms a measurement (" << std::thread::hardware_concurrency()
-              << " threads)");
+              << " threads); longest_segment (" << longest << ") " << pass_ms << " ms on one thread");
   }
 }
