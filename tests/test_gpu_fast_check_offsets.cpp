@@ -107,8 +107,8 @@ TEST_CASE("fast check on the GPU: offsets segments' right results pass, a wrong 
   }
 }
 
-TEST_CASE("fast check on the GPU: a user reduction on offsets segments; too many distinct lengths stay with "
-          "the CPU",
+TEST_CASE("fast check on the GPU: a user reduction on offsets segments, and too many distinct lengths stay "
+          "with the CPU",
           "[gpu][fast_check]") {
   Gpu& g = gpu();
   FastCheck fast(g.nvrtc, g.cache, g.loader.target(), 1);

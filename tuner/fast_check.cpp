@@ -1,11 +1,12 @@
 // reduce-tune: the GPU's fast pass of a segmented sweep's checked launch (tuner/fast_check.h).
 #include "tuner/fast_check.h"
 
+#include "tuner/parallel.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 namespace reduce_tune {
 namespace {
@@ -73,22 +74,14 @@ std::string render_compare(DType result) {
   return s;
 }
 
-// Calls at(i) for i in [0, n) on one thread a core from 2^20 results on (16M references take
-// a core the better part of a second); returns whether every call returned true.
+// Calls at(i) for i in [0, n) on one thread a core, 2^15 results a thread at least (16M references
+// take a core the better part of a second); returns whether every call returned true.
 template <typename F> bool FastCheck::fill(std::uint64_t n, F&& at) {
-  const unsigned threads = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<bool> ok{true};
-  auto run = [&](std::uint64_t lo, std::uint64_t hi) {
+  parallel_for(n, std::uint64_t(1) << 15, [&](std::uint64_t lo, std::uint64_t hi) {
     for (std::uint64_t i = lo; i < hi && ok.load(std::memory_order_relaxed); ++i)
       if (!at(i)) ok = false;
-  };
-  if (threads == 1) {
-    run(0, n);
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(run, n * t / threads, n * (t + 1) / threads);
-    for (std::thread& th : pool) th.join();
-  }
+  });
   return ok;
 }
 
