@@ -243,6 +243,9 @@ TEST_CASE("fast check: the compare template compiles with NVRTC for every result
     CHECK(ptx.image.find(".entry rt_check_exact") != std::string::npos);
     CHECK((ptx.image.find(".entry rt_check_bound") != std::string::npos) == is_float(d));
     CHECK((ptx.image.find(".entry rt_check_root") != std::string::npos) == is_float(d));
+    // Offsets segments' bounds by length class.
+    CHECK((ptx.image.find(".entry rt_check_bound_classes") != std::string::npos) == is_float(d));
+    CHECK((ptx.image.find(".entry rt_check_root_classes") != std::string::npos) == is_float(d));
     // And cubins for the oldest and a current architecture.
     for (int cc : {75, 90}) CHECK_FALSE(nvrtc.compile(source, "compare.cu", nvrtc.target_for(cc)).image.empty());
   }
@@ -285,7 +288,7 @@ TEST_CASE("fast check: the CPU check's time per measurement at 2^20 and 2^24 res
     const auto depth = [](std::uint64_t) { return std::uint64_t(2); };
     {
       // What the fast pass stages once a point (FastCheck::prepare, before its upload of 12
-      // bytes a result), on one thread here (it takes every core from 2^20 results on).
+      // bytes a result), on one thread here (it takes a thread a core, 2^15 results each at least).
       std::vector<double> want(count);
       std::vector<float> scale(count);
       const auto t0 = std::chrono::steady_clock::now();

@@ -189,15 +189,9 @@ TEST_CASE("fast check on the GPU: a user reduction's results, and where the fast
   CHECK_FALSE(cpu.ok);
   CHECK_THAT(cpu.expected, Catch::StartsWith("result 1234:"));
 
-  // The CPU alone: offsets segments (lengths, so depths, vary), a float32 result of a bf16
-  // reduction, and fewer results than the fast pass's minimum.
+  // The CPU alone: a float32 result of a bf16 reduction, and fewer results than the fast pass's
+  // minimum (offsets segments: tests/test_gpu_fast_check_offsets.cpp).
   const HostArray f = make_input(DType::f32, seg.input_elements(), 1);
-  Segmentation offsets;
-  offsets.problem = Problem::segments;
-  offsets.offsets = skewed_offsets(3000, seg.input_elements(), 2);
-  offsets.shape = {3000, seg.input_elements() / 3000};
-  CHECK_FALSE(fast.prepare(segmented_reference(f, offsets, Op::sum), offsets, Op::sum, DType::f32));
-  CHECK_FALSE(fast.ready());
   const HostArray h = make_input(DType::bf16, seg.input_elements(), 1);
   CHECK_FALSE(fast.prepare(segmented_reference(h, seg, Op::sum), seg, Op::sum, DType::f32));
   FastCheck few(g.nvrtc, g.cache, g.loader.target());

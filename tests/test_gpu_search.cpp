@@ -73,7 +73,8 @@ TEST_CASE("search: segmented sums checked against the references from prefix sum
       CHECK(m.valid); // every result matched its CPU reference
     }
     CHECK(r.times.points == 8);
-    CHECK(r.times.input_checks == 4);  // two inputs a dtype, each read back once
+    CHECK(r.times.input_checks == 4);  // two inputs a dtype, each checked once
+    CHECK(r.times.inputs_hashed == 4); // by the GPU's hash: none was read back
     CHECK(r.times.inputs_ahead == 3);  // all but the first made while the one before was measured
     CHECK(r.times.prefix_points == (problem == Problem::columns ? 0u : 6u));
     std::filesystem::remove_all(std::filesystem::path(o.db_path).parent_path());

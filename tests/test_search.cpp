@@ -262,4 +262,6 @@ TEST_CASE("profile: the counts of inputs made ahead, references from prefix sums
   CHECK(counted.find("19 generated ahead, while the one before was measured") != std::string::npos);
   CHECK(counted.find("(100 from their input's prefix sums)") != std::string::npos);
   CHECK(counted.find("20 input(s) read back and compared") != std::string::npos);
+  t.inputs_hashed = 18; // the GPU's hash matched the host's for 18 of them
+  CHECK_THAT(profile_text(t), Catch::Contains("20 input(s) checked: 18 by their hash on the GPU, the rest read back"));
 }

@@ -4,9 +4,11 @@
 // constant; tests/test_fast_check.cpp compares them with the CPU check's bound.
 #include "tuner/fast_bound.h"
 
+#include "tuner/parallel.h"
 #include "tuner/user_check.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -134,6 +136,26 @@ std::optional<FastBound> fast_bound(Op op, DType d, std::uint64_t depth, double 
   }
   default: return std::nullopt;
   }
+}
+
+std::optional<std::vector<FastBound>> bounds_by_length(
+    const std::vector<std::uint64_t>& lengths, const std::function<std::optional<FastBound>(std::uint64_t)>& at) {
+  std::vector<FastBound> out(lengths.size());
+  std::atomic<bool> all{true};
+  parallel_for(lengths.size(), 256, [&](std::uint64_t lo, std::uint64_t hi) {
+    for (std::uint64_t k = lo; k < hi && all.load(std::memory_order_relaxed); ++k) {
+      const std::optional<FastBound> b = at(lengths[k]);
+      if (!b) return all.store(false);
+      out[k] = *b;
+    }
+  });
+  if (!all) return std::nullopt;
+  return out;
+}
+
+std::optional<std::vector<FastBound>> fast_bounds(Op op, DType d, const std::vector<std::uint64_t>& lengths,
+                                                  const std::function<std::uint64_t(std::uint64_t)>& depth) {
+  return bounds_by_length(lengths, [&](std::uint64_t len) { return fast_bound(op, d, depth(len), double(len)); });
 }
 
 std::optional<FastBound> fast_user_bound(const UserOp& u, DType dtype, std::uint64_t depth) {

@@ -12,7 +12,9 @@
 #include "tuner/reference.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <vector>
 
 namespace reduce_tune {
 
@@ -44,6 +46,15 @@ double fast_want(const Reference& r);
 /// roundings is `depth`, over segments of `count` elements each. nullopt where the form is not
 /// a bound.
 std::optional<FastBound> fast_bound(Op op, DType result, std::uint64_t depth, double count);
+/// at(length) for each of `lengths`, on the host's cores where they are many (a depth costs the
+/// host a catalogue lookup); nullopt where one is nullopt. `at` is called from several threads.
+std::optional<std::vector<FastBound>> bounds_by_length(
+    const std::vector<std::uint64_t>& lengths, const std::function<std::optional<FastBound>(std::uint64_t)>& at);
+/// fast_bound at each of `lengths` (offsets segments of that many elements: the count, and the
+/// rounding depth `depth(length)` of a measurement's configuration). nullopt where one is not a
+/// bound (the CPU decides the measurement).
+std::optional<std::vector<FastBound>> fast_bounds(Op op, DType result, const std::vector<std::uint64_t>& lengths,
+                                                  const std::function<std::uint64_t(std::uint64_t)>& depth);
 /// The same for a user reduction's results (tuner/user_check.h, check_user) on elements of
 /// `dtype`: scale |check(|x|)|, want check(x); integer results have the bound 0 (equal). nullopt
 /// where the CPU's bound has no such form (a depth past the model).

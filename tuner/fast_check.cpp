@@ -1,11 +1,12 @@
 // reduce-tune: the GPU's fast pass of a segmented sweep's checked launch (tuner/fast_check.h).
 #include "tuner/fast_check.h"
 
+#include "tuner/parallel.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 namespace reduce_tune {
 namespace {
@@ -73,26 +74,34 @@ std::string render_compare(DType result) {
   return s;
 }
 
-// Calls at(i) for i in [0, n) on one thread a core from 2^20 results on (16M references take
-// a core the better part of a second); returns whether every call returned true.
+// Calls at(i) for i in [0, n) on one thread a core, 2^15 results a thread at least (16M references
+// take a core the better part of a second); returns whether every call returned true.
 template <typename F> bool FastCheck::fill(std::uint64_t n, F&& at) {
-  const unsigned threads = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<bool> ok{true};
-  auto run = [&](std::uint64_t lo, std::uint64_t hi) {
+  parallel_for(n, std::uint64_t(1) << 15, [&](std::uint64_t lo, std::uint64_t hi) {
     for (std::uint64_t i = lo; i < hi && ok.load(std::memory_order_relaxed); ++i)
       if (!at(i)) ok = false;
-  };
-  if (threads == 1) {
-    run(0, n);
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(run, n * t / threads, n * (t + 1) / threads);
-    for (std::thread& th : pool) th.join();
-  }
+  });
   return ok;
 }
 
+bool FastCheck::classify(const Segmentation& s) {
+  by_class_ = s.problem == Problem::segments;
+  length_ = s.shape.length;
+  if (!by_class_) return true;
+  std::optional<LengthClasses> c =
+      length_classes(s, std::size_t(std::max<std::uint64_t>(1, s.shape.count / kResultsPerLength)));
+  if (!c) return false;
+  classes_ = std::move(*c);
+  return true;
+}
+
 void FastCheck::upload(DType result, FastForm form) {
+  if (by_class_ && form != FastForm::exact) {
+    const std::size_t bytes = n_ * sizeof(std::uint32_t);
+    if (class_.size() < bytes) class_ = cuda::Buffer(), class_ = cuda::Buffer(bytes);
+    cuda::upload_sync(class_.get(), classes_.of.data(), bytes);
+  }
   const std::size_t want_bytes = n_ * (form == FastForm::exact ? size_of(result) : sizeof(double));
   if (want_.size() < want_bytes) want_ = cuda::Buffer(), want_ = cuda::Buffer(want_bytes);
   cuda::upload_sync(want_.get(), want_host_.data(), want_bytes);
@@ -100,20 +109,23 @@ void FastCheck::upload(DType result, FastForm form) {
     if (scale_.size() < n_ * sizeof(float)) scale_ = cuda::Buffer(), scale_ = cuda::Buffer(n_ * sizeof(float));
     cuda::upload_sync(scale_.get(), scale_host_.data(), n_ * sizeof(float));
   }
-  function(result, form); // compiled and loaded here, not in a measurement
+  function(result, form, by_class_); // compiled and loaded here, not in a measurement
   ready_ = true;
 }
 
 bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result) {
   ready_ = false;
-  // Rows and columns only: every result has one length, so one depth a measurement.
-  if (s.problem != Problem::rows && s.problem != Problem::columns) return false;
+  // Rows and columns: every result has one length, so one depth a measurement; offsets segments:
+  // one a distinct length.
+  if (s.problem == Problem::array) return false;
   const std::uint64_t n = s.shape.count;
   if (n < std::max<std::uint64_t>(min_results_, 1) || refs.size() != n) return false;
   // A float32 result of a bf16 or f16 reduction has another bound and min/max rule.
   if (refs.front().value.dtype != result) return false;
   const FastForm form = fast_form(op, result);
   if (form == FastForm::none) return false;
+  if (form != FastForm::exact && !classify(s)) return false;
+  if (form == FastForm::exact) by_class_ = false; // the bits alone decide
   form_ = form, op_ = op, result_ = result, user_ = nullptr, n_ = n;
   count_ = refs.front().count;
   const std::size_t rs = size_of(result);
@@ -130,8 +142,10 @@ bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& 
     staged(scale_host_, n, scale_pin_);
     auto* want = reinterpret_cast<double*>(want_host_.data());
     filled = fill(n, [&](std::uint64_t i) {
-      // The bound's count (mean, var, float64 sumsq) is one for the measurement: every segment's.
-      if (refs[i].count != count_ || refs[i].value.dtype != result) return false;
+      // The bound's count (mean, var, float64 sumsq) is one for the measurement (rows, columns) or
+      // its length class's (offsets): every segment's.
+      const double count = by_class_ ? double(classes_.lengths[classes_.of[i]]) : count_;
+      if (refs[i].count != count || refs[i].value.dtype != result) return false;
       want[i] = fast_want(refs[i]);
       scale_host_[i] = scale_down(fast_scale(op, refs[i]));
       return true;
@@ -144,13 +158,15 @@ bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& 
 
 bool FastCheck::prepare(const UserOp& u, DType dtype, const UserExpected& e, const Segmentation& s) {
   ready_ = false;
-  if (!e.checked || (s.problem != Problem::rows && s.problem != Problem::columns)) return false;
+  if (!e.checked || s.problem == Problem::array) return false;
   const std::uint64_t n = s.shape.count;
   if (n < std::max<std::uint64_t>(min_results_, 1) || e.value.size() != n || e.magnitude.size() != n)
     return false;
   const DType result = u.result_dtype(dtype);
   const bool floats = is_float(result);
   form_ = floats ? FastForm::bound : FastForm::exact;
+  if (floats && !classify(s)) return false;
+  if (!floats) by_class_ = false;
   op_ = Op::sum, result_ = result, dtype_ = dtype, user_ = &u, n_ = n;
   count_ = double(s.shape.length);
   const std::size_t rs = size_of(result);
@@ -179,35 +195,59 @@ bool FastCheck::prepare(const UserOp& u, DType dtype, const UserExpected& e, con
   return true;
 }
 
-CUfunction FastCheck::function(DType result, FastForm form) {
+CUfunction FastCheck::function(DType result, FastForm form, bool classes) {
   auto it = modules_.find(result);
   if (it == modules_.end()) {
     const Compiled c = cache_.get(nvrtc_, render_compare(result), target_);
     it = modules_.emplace(result, std::make_unique<cuda::Module>(c.image)).first;
   }
-  return it->second->function(form == FastForm::exact  ? "rt_check_exact"
-                              : form == FastForm::root ? "rt_check_root"
-                                                       : "rt_check_bound");
+  if (form == FastForm::exact) return it->second->function("rt_check_exact");
+  if (form == FastForm::root) return it->second->function(classes ? "rt_check_root_classes" : "rt_check_root");
+  return it->second->function(classes ? "rt_check_bound_classes" : "rt_check_bound");
 }
 
-std::optional<FastVerdict> FastCheck::run(CUdeviceptr results, std::uint64_t depth, CUstream s) {
+std::optional<FastVerdict> FastCheck::run(CUdeviceptr results,
+                                          const std::function<std::uint64_t(std::uint64_t)>& depth, CUstream s) {
   if (!ready_) return std::nullopt;
   FastBound b;
-  if (form_ != FastForm::exact) {
-    const std::optional<FastBound> f = user_ ? fast_user_bound(*user_, dtype_, depth)
-                                             : fast_bound(op_, result_, depth, count_);
+  const bool classes = by_class_ && form_ != FastForm::exact;
+  if (classes) {
+    // Each distinct length's coefficients, (a, b, c) a class (std: the dtype's u, uh and sub are
+    // every class's).
+    const std::optional<std::vector<FastBound>> bounds =
+        user_ ? bounds_by_length(classes_.lengths,
+                                 [&](std::uint64_t len) { return fast_user_bound(*user_, dtype_, depth(len)); })
+              : fast_bounds(op_, result_, classes_.lengths, depth);
+    if (!bounds || bounds->empty()) return std::nullopt;
+    b = bounds->front();
+    coef_host_.resize(3 * bounds->size());
+    for (std::size_t k = 0; k < bounds->size(); ++k)
+      coef_host_[3 * k] = (*bounds)[k].a, coef_host_[3 * k + 1] = (*bounds)[k].b, coef_host_[3 * k + 2] = (*bounds)[k].c;
+    const std::size_t bytes = coef_host_.size() * sizeof(double);
+    if (coef_.size() < bytes) coef_ = cuda::Buffer(), coef_ = cuda::Buffer(bytes);
+    RT_CU(cuMemcpyHtoDAsync(coef_.get(), coef_host_.data(), bytes, s)); // pageable: copied before it returns
+  } else if (form_ != FastForm::exact) {
+    const std::uint64_t d = depth(length_);
+    const std::optional<FastBound> f = user_ ? fast_user_bound(*user_, dtype_, d) : fast_bound(op_, result_, d, count_);
     if (!f) return std::nullopt;
     b = *f;
   }
-  const CUfunction f = function(result_, form_);
+  const CUfunction f = function(result_, form_, classes);
   if (!verdict_.get()) verdict_ = cuda::Buffer(2 * sizeof(std::uint64_t));
   RT_CU(cuMemsetD32Async(verdict_.get(), 0, 2, s));
   RT_CU(cuMemsetD32Async(verdict_.get() + 8, 0xffffffffu, 2, s));
-  CUdeviceptr want = want_.get(), scale = scale_.get(), verdict = verdict_.get();
+  CUdeviceptr want = want_.get(), scale = scale_.get(), cls = class_.get(), coef = coef_.get(),
+              verdict = verdict_.get();
   std::uint64_t n = n_;
   constexpr unsigned kBlock = 256;
   const auto grid = unsigned(std::min<std::uint64_t>((n + kBlock - 1) / kBlock, 4096));
-  if (form_ == FastForm::bound) {
+  if (classes && form_ == FastForm::bound) {
+    void* args[] = {&results, &want, &scale, &cls, &coef, &n, &verdict};
+    cuda::launch(f, grid, kBlock, 0, s, args);
+  } else if (classes) {
+    void* args[] = {&results, &want, &scale, &cls, &coef, &n, &b.u, &b.uh, &b.sub, &verdict};
+    cuda::launch(f, grid, kBlock, 0, s, args);
+  } else if (form_ == FastForm::bound) {
     void* args[] = {&results, &want, &scale, &n, &b.a, &b.b, &b.c, &verdict};
     cuda::launch(f, grid, kBlock, 0, s, args);
   } else if (form_ == FastForm::root) {

@@ -3,19 +3,23 @@
 // each checked launch is then followed by a compare kernel (templates/check/compare.cu) that
 // counts the results outside their bounds, and the host reads back two words instead of every
 // result. Where the count is not 0 the caller reads the results back and the CPU check decides,
-// as it does where the fast pass does not apply (offsets segments, whose lengths and so depths
-// vary; a float32 result of a bf16 or f16 reduction; few results, where reading them back
-// is as quick; a reduction without a CPU evaluation). Every result of every measurement is
+// as it does where the fast pass does not apply (a float32 result of a bf16 or f16 reduction; few
+// results, where reading them back is as quick; offsets segments of more distinct lengths than
+// the bounds of a measurement are cheap to make for; a reduction without a CPU evaluation).
+// Offsets segments' results differ in length and so in depth and count: their bounds are made a
+// measurement for each distinct length (tuner/length_classes.h) and looked up by class. Every result of every measurement is
 // checked either way, and only the CPU check ever names a wrong result.
 #pragma once
 
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
 #include "tuner/fast_bound.h"
+#include "tuner/length_classes.h"
 #include "tuner/reference.h"
 #include "tuner/user_check.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,6 +47,9 @@ public:
   /// Below this many results reading them back and checking them on the CPU (one thread, tens of
   /// ns a result) costs about what a compare launch, its wait and the point's upload do.
   static constexpr std::uint64_t kMinResults = 1 << 12;
+  /// Offsets segments: at most one distinct length in this many results (each costs the host a
+  /// depth and a bound a measurement, the CPU check tens of ns a result).
+  static constexpr std::uint64_t kResultsPerLength = 32;
   /// Compiles with `nvrtc` for `target` through `cache` (as the sweep's kernels) and loads into
   /// the current context, on first use of each result dtype.
   FastCheck(const Nvrtc& nvrtc, CompileCache& cache, ArchTarget target, std::uint64_t min_results = kMinResults)
@@ -59,13 +66,22 @@ public:
   bool ready() const { return ready_; }
 
   /// Compares the prepared point's results at `results` (device memory), written by a
-  /// configuration whose rounding depth at the point's segment length is `depth`, on `s`, and
-  /// waits for the verdict. nullopt where that depth has no linear bound (the CPU decides).
-  std::optional<FastVerdict> run(CUdeviceptr results, std::uint64_t depth, CUstream s);
+  /// configuration whose rounding depth at a segment length `len` is `depth(len)`, on `s`, and
+  /// waits for the verdict. nullopt where a depth has no linear bound (the CPU decides). `depth`
+  /// may be called from several threads at once.
+  std::optional<FastVerdict> run(CUdeviceptr results, const std::function<std::uint64_t(std::uint64_t)>& depth,
+                                 CUstream s);
+  /// The same with one depth for every length (rows and columns have one length).
+  std::optional<FastVerdict> run(CUdeviceptr results, std::uint64_t depth, CUstream s) {
+    return run(results, [depth](std::uint64_t) { return depth; }, s);
+  }
 
 private:
-  CUfunction function(DType result, FastForm form);
+  CUfunction function(DType result, FastForm form, bool classes);
   template <typename F> bool fill(std::uint64_t n, F&& at);
+  // The length classes of `s` where its results differ in length (into classes_), else none;
+  // false where there are too many of them for the fast pass.
+  bool classify(const Segmentation& s);
   // Uploads the staged point (n_ results of `result`, in `form`) and makes it ready.
   void upload(DType result, FastForm form);
 
@@ -80,14 +96,18 @@ private:
   Op op_ = Op::sum;
   DType result_ = DType::f32, dtype_ = DType::f32;
   const UserOp* user_ = nullptr;
-  double count_ = 0; // elements a result
+  double count_ = 0; // elements a result (rows, columns)
+  std::uint64_t length_ = 0; // the segment length (rows, columns)
+  bool by_class_ = false; // offsets segments: bounds by length class
+  LengthClasses classes_;
   std::uint64_t n_ = 0;
   // Host staging and device copies: the expected results (their bits for exact results, doubles
   // for bounded ones) and the bounds' scales.
   std::vector<unsigned char> want_host_;
   std::vector<float> scale_host_;
   std::unique_ptr<cuda::HostRegistration> want_pin_, scale_pin_;
-  cuda::Buffer want_, scale_, verdict_;
+  std::vector<double> coef_host_; // a measurement's (a, b, c) a class
+  cuda::Buffer want_, scale_, class_, coef_, verdict_;
 };
 
 } // namespace reduce_tune

@@ -1,6 +1,7 @@
 // reduce-tune: inputs made ahead.
 #include "tuner/input_ahead.h"
 
+#include "tuner/input_hash.h"
 #include "tuner/measure.h"
 
 namespace reduce_tune {
@@ -9,6 +10,8 @@ PreparedInput prepare_input(const InputSpec& spec) {
   PreparedInput in;
   in.data = spec.supplied ? load_check_input(*spec.supplied) : make_input(spec.dtype, spec.elements, spec.seed);
   if (spec.two) in.data2 = make_input(spec.dtype, spec.elements, second_input_seed(spec.seed));
+  in.hash = input_hash(in.data.bytes.data(), in.data.bytes.size());
+  if (spec.two) in.hash2 = input_hash(in.data2.bytes.data(), in.data2.bytes.size());
   if (spec.sum_prefix) in.prefix = SumPrefix(in.data), in.prefix_built = true;
   for (Op op : spec.references) in.references.emplace_back(op, reference(in.data, op));
   return in;

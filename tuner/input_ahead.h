@@ -21,6 +21,7 @@ struct PreparedInput {
   HostArray data, data2;
   SumPrefix prefix;
   bool prefix_built = false;
+  std::uint64_t hash = 0, hash2 = 0; ///< input_hash of data and data2 (the input check's)
   std::vector<std::pair<Op, Reference>> references;
   /// reference(data, op), made with the input where it was asked for, else nullopt.
   std::optional<Reference> reference_of(Op op) const;

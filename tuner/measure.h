@@ -5,6 +5,7 @@
 #include "db/store.h"
 #include "kernels/driver.h"
 #include "kernels/ops.h"
+#include "tuner/input_hash.h"
 #include "tuner/reference.h"
 #include "tuner/sweep.h"
 #include "tuner/sweep_search.h"
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -79,23 +81,41 @@ private:
   std::chrono::steady_clock::time_point t0_;
 };
 
-/// Reads an input back after a sweep reduced it and throws unless the device still holds it: no
-/// configuration may modify the caller's input. Reads into one page-locked host buffer, grown to
-/// the largest input and kept, so a check costs the copy at full speed and the comparison, not an
-/// allocation, a pageable copy and the page faults of a fresh buffer each time. The comparison
-/// runs in parallel chunks: a 1 GiB input took longer to compare on one core than to copy.
+/// Checks an input after a sweep reduced it and throws unless the device still holds it: no
+/// configuration may modify the caller's input. Given the input's host hash (tuner/input_hash.h),
+/// the device hashes its copy and a match ends the check; else, or on a mismatch, it is read back
+/// into one page-locked host buffer, grown to the largest input and kept, so a check costs the
+/// copy at full speed and the comparison, not an allocation, a pageable copy and the page faults of
+/// a fresh buffer each time. The comparison runs in parallel chunks: a 1 GiB input took longer to
+/// compare on one core than to copy.
 class InputCheck {
 public:
-  /// `what` names the problem in the message.
-  void operator()(CUdeviceptr d_in, const HostArray& data, const std::string& what) {
+  /// Reads every input back.
+  InputCheck() = default;
+  /// Hashes inputs on the device (compiled as the sweep's kernels), on `s`, where their host hash
+  /// is given.
+  InputCheck(const Nvrtc& nvrtc, CompileCache& cache, ArchTarget target, CUstream s)
+      : hash_(std::make_unique<DeviceHash>(nvrtc, cache, std::move(target))), stream_(s) {}
+  /// `what` names the problem in the message; `host_hash`: input_hash of `data`, where known.
+  void operator()(CUdeviceptr d_in, const HostArray& data, const std::string& what,
+                  std::optional<std::uint64_t> host_hash = std::nullopt) {
     const std::size_t bytes = data.bytes.size();
+    ++count_;
+    if (hash_ && host_hash) {
+      try {
+        if ((*hash_)(d_in, bytes, stream_) == *host_hash) return void(++hashed_);
+      } catch (const cuda::CudaError&) {
+        throw;
+      } catch (const std::exception&) { // the hash kernel does not build: read every input back
+        hash_.reset();
+      }
+    }
     if (bytes > host_.size()) {
       pin_.reset();
       host_ = std::vector<unsigned char>(bytes);
       pin_ = std::make_unique<cuda::HostRegistration>(host_.data(), host_.size());
     }
     if (bytes) RT_CU(cuMemcpyDtoH(host_.data(), d_in, bytes));
-    ++count_;
     if (!same_bytes(host_.data(), data.bytes.data(), bytes))
       throw std::runtime_error("the input buffer was modified during the sweep of " + what);
   }
@@ -117,11 +137,14 @@ public:
     return std::none_of(differs.begin(), differs.end(), [](char d) { return d != 0; });
   }
 
-  /// Inputs read back so far.
+  /// Inputs checked so far; of them, those the device's hash passed (not read back).
   std::size_t count() const { return count_; }
+  std::size_t hashed() const { return hashed_; }
 
 private:
-  std::size_t count_ = 0;
+  std::size_t count_ = 0, hashed_ = 0;
+  std::unique_ptr<DeviceHash> hash_;
+  CUstream stream_ = nullptr;
   std::vector<unsigned char> host_;
   std::unique_ptr<cuda::HostRegistration> pin_;
 };

@@ -2,6 +2,7 @@
 #include "tuner/reference.h"
 
 #include "kernels/ops.h"
+#include "tuner/mix.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,16 +18,9 @@
 namespace reduce_tune {
 namespace {
 
-// Counter-based generator: element i depends only on (seed, i), so chunks fill in parallel.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-template <typename F> void parallel_chunks(std::uint64_t n, F&& f) {
-  const unsigned threads = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
+// Chunks of n items on `threads` threads (0: one below 2^20 items, else one a core).
+template <typename F> void parallel_chunks(std::uint64_t n, F&& f, unsigned threads = 0) {
+  if (!threads) threads = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t)
     pool.emplace_back([&, t] { f(n * t / threads, n * (t + 1) / threads, t); });
@@ -225,7 +219,7 @@ Reference reduce_host(const T* x, std::uint64_t n, Op op, const T* y = nullptr) 
 
 } // namespace
 
-HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed) {
+HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed, unsigned threads) {
   HostArray a;
   a.dtype = dtype;
   a.n = n;
@@ -248,7 +242,7 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed) {
           x[i] = v == 0 ? T(1) : v;
         }
       }
-    });
+    }, threads);
     if constexpr (is_float_like_v<T>) {
       auto spike = [&](std::uint64_t i, T s) {
         if (i < n) x[i] = s;
@@ -408,36 +402,6 @@ std::vector<Reference> segmented_reference(const HostArray& x, const HostArray& 
   std::vector<Reference> out;
   segmented_host(x, &y, s, op, out);
   return out;
-}
-
-std::uint64_t longest_segment(const std::vector<std::int64_t>& offsets) {
-  std::int64_t longest = 0;
-  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) longest = std::max(longest, offsets[i + 1] - offsets[i]);
-  return std::uint64_t(longest);
-}
-
-std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t total,
-                                         std::uint64_t seed) {
-  std::vector<std::int64_t> off(segments + 1, 0);
-  if (segments == 0) return off;
-  // Pareto lengths (shape 1.2: the mean is 6x the scale, 88 % of the segments are shorter than
-  // the mean, and the longest of N is about N^(1/1.2) times the scale), scaled to the total and
-  // rounded down, so short segments come out empty.
-  std::vector<double> len(segments);
-  double sum = 0;
-  for (std::uint64_t i = 0; i < segments; ++i) {
-    const double u = double((mix(seed * 0x2545f4914f6cdd1dull + i) >> 11) + 1) / double(1ull << 53);
-    len[i] = std::pow(u, -1 / 1.2) - 1;
-    sum += len[i];
-  }
-  const double scale = sum > 0 ? double(total) / sum : 0;
-  std::uint64_t at = 0;
-  for (std::uint64_t i = 0; i < segments; ++i) {
-    at = std::min<std::uint64_t>(total, at + std::uint64_t(len[i] * scale));
-    off[i + 1] = std::int64_t(at);
-  }
-  off[segments] = std::int64_t(total); // rounding leftovers go to the last segment
-  return off;
 }
 
 double float_bound(DType dtype, std::uint64_t depth, double abs_sum, double exact) {

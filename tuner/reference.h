@@ -17,8 +17,9 @@ namespace reduce_tune {
 /// and f16: rounded to the type, a value that rounds to zero becomes 0.5) plus
 /// spikes of +-1024 at the first and last element and on both sides of every power-of-two
 /// boundary (block and tile edges), so a dropped or double-counted edge element moves the sum far
-/// past the rounding bound.
-HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed);
+/// past the rounding bound. Made on `threads` threads (0: one a core from 2^20 elements on); the
+/// data is the same on any number.
+HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed, unsigned threads = 0);
 
 /// The reference result and what the float bound needs.
 struct Reference {
@@ -63,9 +64,10 @@ std::vector<Reference> segmented_reference(const HostArray& x, const HostArray& 
                                            const Segmentation& s, Op op);
 /// Offsets of `segments` segments that together hold `total` elements, from `seed`: Pareto
 /// lengths (shape 1.2), so most are shorter than the mean (empty ones too) and a few are hundreds
-/// of times longer; the last offset is `total`.
+/// of times longer; the last offset is `total`. Made on `threads` threads (0: one a core from 2^16
+/// segments on); the offsets are the same on any number.
 std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t total,
-                                         std::uint64_t seed);
+                                         std::uint64_t seed, unsigned threads = 0);
 /// The length of the longest segment of `offsets` (0 for none; decreasing pairs count as empty).
 std::uint64_t longest_segment(const std::vector<std::int64_t>& offsets);
 

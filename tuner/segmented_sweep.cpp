@@ -198,7 +198,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   HostArray got;
   got.bytes.resize(out_bytes);
   std::unique_ptr<cuda::HostRegistration> pinned; // each check copies into it
-  InputCheck input_check;
+  InputCheck input_check(setup.nvrtc, setup.loader.cache(), setup.loader.target(), s);
   std::vector<Reference> refs;
   UserExpected user_ref; // a user reduction's, in place of refs
   // The GPU's fast pass of the checked launches (off for the rest of the sweep if its kernels
@@ -213,6 +213,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   for (DType d : o.dtypes) {
     const std::size_t es = size_of(d);
     HostArray data;                    // the input of the shapes of `data_elements` elements
+    std::uint64_t hash = 0, hash2 = 0; // its input_hash (and data2's)
     std::uint64_t data_elements = 0;
     Shape data_shape;                  // with supplied inputs, the one shape it serves
     bool loaded = false;
@@ -230,8 +231,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       if (covered.empty()) return;
       PhaseTimer t(res.times.input_check_s);
       const std::string what = std::string(name(d)) + " " + covered;
-      input_check(d_in.get(), data, what);
-      if (two) input_check(d_in2.get(), data2, what + " (y)");
+      input_check(d_in.get(), data, what, hash);
+      if (two) input_check(d_in2.get(), data2, what + " (y)", hash2);
       if (last) covered.clear();
     };
     for (const Shape& shape : shapes) {
@@ -269,6 +270,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           PreparedInput in = ahead.take(spec_of(d, shape));
           data = std::move(in.data), data2 = std::move(in.data2);
           prefix = std::move(in.prefix), prefix_built = in.prefix_built;
+          hash = in.hash, hash2 = in.hash2;
         }
         // The next input (of this dtype, else the next one's first) is made while this one is
         // measured.
@@ -454,7 +456,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             queue_timed(0);
             const auto depth = [&](std::uint64_t len) { return segment_depth(j.config, t, shape, len); };
             const std::optional<FastVerdict> fv =
-                fast.ready() ? fast.run(d_out.get(), depth(shape.length), s) : std::nullopt;
+                fast.ready() ? fast.run(d_out.get(), depth, s) : std::nullopt;
             Check chk;
             if (fv && fv->passed()) {
               chk.ok = true; // as the CPU check's pass: no texts
@@ -532,6 +534,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
   res.times.input_checks = input_check.count();
+  res.times.inputs_hashed = input_check.hashed();
   res.times.inputs_ahead = ahead.ahead();
 }
 

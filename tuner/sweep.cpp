@@ -254,8 +254,8 @@ std::string profile_text(const SweepTimes& t) {
   if (t.check_setups || t.check_setup_s > 0) row("check setup", t.check_setup_s, per(t.check_setup_s, t.check_setups, "point") + " (the GPU check's data)");
   row("timing", t.timing_s, per(t.timing_s, t.measured, "measurement"));
   row("store", t.store_s, per(t.store_s, t.points, "point") + " (one transaction a point)");
-  row("input check", t.input_check_s,
-      (t.input_checks ? std::to_string(t.input_checks) + " " : std::string()) + "input(s) read back and compared");
+  row("input check", t.input_check_s, (t.input_checks ? std::to_string(t.input_checks) + " " : std::string()) + "input(s) " +
+      (t.inputs_hashed ? "checked: " + std::to_string(t.inputs_hashed) + " by their hash on the GPU, the rest read back" : "read back and compared"));
   row("other", std::max(0.0, t.total_s - accounted), "progress, plans, the search itself");
   return out;
 }
@@ -349,7 +349,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   const std::size_t flush_bytes = std::size_t(std::max<std::int64_t>(info.l2_bytes, 1 << 24));
   cuda::Buffer flush(o.hot ? 0 : flush_bytes);
   Workspace ws;
-  InputCheck input_check;
+  InputCheck input_check(nvrtc, cache, loader.target(), s);
   const double seeds_before = res.times.seeds_s;
 
   // Each size's input, and its references for the ops of one input, are made on a thread while
@@ -593,14 +593,14 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         if (res.interrupted) break;
       }
       PhaseTimer t(res.times.input_check_s);
-      input_check(d_in.get(), data, std::string(name(d)) + " n=" + format_size(n));
-      if (two) input_check(d_in2.get(), data2, std::string(name(d)) + " n=" + format_size(n) + " (y)");
+      input_check(d_in.get(), data, std::string(name(d)) + " n=" + format_size(n), input.hash);
+      if (two) input_check(d_in2.get(), data2, std::string(name(d)) + " n=" + format_size(n) + " (y)", input.hash2);
     }
   }
   if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
-  res.times.input_checks = input_check.count();
+  res.times.input_checks = input_check.count(), res.times.inputs_hashed = input_check.hashed();
   res.times.inputs_ahead = ahead.ahead();
   res.times.total_s = seconds_since(t_start);
   return res;

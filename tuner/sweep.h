@@ -114,10 +114,11 @@ struct SweepTimes {
   double reference_s = 0;   ///< the CPU reference of every point
   double load_s = 0;        ///< kernels loaded into the context (module loads, cache reads)
   double store_s = 0;       ///< measurements written to the store
-  double input_check_s = 0; ///< each input read back and compared once it served its shapes or
-                            ///< size (segmented: also at once after a wrong result)
+  double input_check_s = 0; ///< each input checked once it served its shapes or size
+                            ///< (segmented: also at once after a wrong result)
   std::size_t inputs = 0;   ///< inputs generated and uploaded
-  std::size_t input_checks = 0;  ///< inputs read back and compared
+  std::size_t input_checks = 0;  ///< inputs checked: hashed on the GPU, or read back and compared
+  std::size_t inputs_hashed = 0; ///< of them, those whose GPU hash matched the host's
   std::size_t inputs_ahead = 0;  ///< inputs made on a thread while the one before was measured
   std::size_t prefix_points = 0; ///< points whose references came from their input's prefix sums
   std::size_t points = 0, measured = 0;

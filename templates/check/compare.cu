@@ -92,36 +92,61 @@ extern "C" __global__ void rt_check_exact(const B* got, const B* want, rt_u64 n,
 }
 
 #if defined(RT_CHECK_FLOAT)
-// Bounded results (float sums and what is bounded like them): |got - want| <= a scale + b |want| +
-// c, the host's coefficients already a hair below the CPU check's bound. NaN matches NaN only, an
-// infinity the same infinity (`want` holds the infinity a finite exact value rounds to, where it
-// does), and a finite `want` no infinity.
-extern "C" __global__ void rt_check_bound(const B* got, const double* want, const float* scale, rt_u64 n,
-                                          double a, double b, double c, rt_u64* verdict) {
-  rt_check_all(n, verdict, [&](rt_u64 i) {
-    const double g = rt_to_double(got[i]), e = want[i];
-    bool bad;
-    if (rt_nonfinite(g, e, &bad)) return bad;
-    return !(fabs(g - e) <= a * (double)scale[i] + b * fabs(e) + c);
-  });
+// Whether a bounded result g fails |g - e| <= a scale + b |e| + c, the host's coefficients already
+// a hair below the CPU check's bound. NaN matches NaN only, an infinity the same infinity (`e` is
+// the infinity a finite exact value rounds to, where it does), and a finite `e` no infinity.
+__device__ __forceinline__ bool rt_bound_bad(double g, double e, float scale, double a, double b, double c) {
+  bool bad;
+  if (rt_nonfinite(g, e, &bad)) return bad;
+  return !(fabs(g - e) <= a * (double)scale + b * fabs(e) + c);
 }
 
-// std: `want` the standard deviation, v = want^2 its variance, whose bound is e = a scale + b v;
-// the bound is the spread of the square root over [v - e, v + e] plus the root's rounding u
-// sqrt(v + e), less 2^-50 sqrt(v + e) for the two roots' cancellation (the CPU's and these), plus
-// a bf16 or f16 result's rounding (uh, sub: 0 for the others), times 1 - 1e-9.
+// std: `e` the standard deviation, v = e^2 its variance, whose bound is ev = a scale + b v; the
+// bound is the spread of the square root over [v - ev, v + ev] plus the root's rounding u
+// sqrt(v + ev), less 2^-50 sqrt(v + ev) for the two roots' cancellation (the CPU's and these),
+// plus a bf16 or f16 result's rounding (uh, sub: 0 for the others), times 1 - 1e-9.
+__device__ __forceinline__ bool rt_root_bad(double g, double e, float scale, double a, double b, double u,
+                                            double uh, double sub) {
+  bool bad;
+  if (rt_nonfinite(g, e, &bad)) return bad;
+  const double v = e * e, ev = a * (double)scale + b * v;
+  const double hi = sqrt(v + ev), lo = sqrt(fmax(0.0, v - ev));
+  double bound = fmax(0.0, hi - lo + u * hi - 0x1p-50 * hi);
+  bound += uh * (fabs(e) + bound) + sub;
+  return !(fabs(g - e) <= bound * (1.0 - 1e-9));
+}
+
+// Bounded results of one segment length (rows, columns): one (a, b, c) for all.
+extern "C" __global__ void rt_check_bound(const B* got, const double* want, const float* scale, rt_u64 n,
+                                          double a, double b, double c, rt_u64* verdict) {
+  rt_check_all(n, verdict, [&](rt_u64 i) { return rt_bound_bad(rt_to_double(got[i]), want[i], scale[i], a, b, c); });
+}
+
 extern "C" __global__ void rt_check_root(const B* got, const double* want, const float* scale, rt_u64 n,
                                          double a, double b, double u, double uh, double sub,
                                          rt_u64* verdict) {
+  rt_check_all(n, verdict,
+               [&](rt_u64 i) { return rt_root_bad(rt_to_double(got[i]), want[i], scale[i], a, b, u, uh, sub); });
+}
+
+// Offsets segments, whose lengths (so depths and counts) differ: result i's coefficients are
+// coef[3 k], coef[3 k + 1], coef[3 k + 2] for k = cls[i], its length's class (std: a and b; u, uh
+// and sub are the dtype's).
+extern "C" __global__ void rt_check_bound_classes(const B* got, const double* want, const float* scale,
+                                                  const unsigned* cls, const double* coef, rt_u64 n,
+                                                  rt_u64* verdict) {
   rt_check_all(n, verdict, [&](rt_u64 i) {
-    const double g = rt_to_double(got[i]), e = want[i];
-    bool bad;
-    if (rt_nonfinite(g, e, &bad)) return bad;
-    const double v = e * e, ev = a * (double)scale[i] + b * v;
-    const double hi = sqrt(v + ev), lo = sqrt(fmax(0.0, v - ev));
-    double bound = fmax(0.0, hi - lo + u * hi - 0x1p-50 * hi);
-    bound += uh * (fabs(e) + bound) + sub;
-    return !(fabs(g - e) <= bound * (1.0 - 1e-9));
+    const double* k = coef + 3 * (rt_u64)cls[i];
+    return rt_bound_bad(rt_to_double(got[i]), want[i], scale[i], k[0], k[1], k[2]);
+  });
+}
+
+extern "C" __global__ void rt_check_root_classes(const B* got, const double* want, const float* scale,
+                                                 const unsigned* cls, const double* coef, rt_u64 n, double u,
+                                                 double uh, double sub, rt_u64* verdict) {
+  rt_check_all(n, verdict, [&](rt_u64 i) {
+    const double* k = coef + 3 * (rt_u64)cls[i];
+    return rt_root_bad(rt_to_double(got[i]), want[i], scale[i], k[0], k[1], u, uh, sub);
   });
 }
 #endif
