@@ -1,4 +1,4 @@
-# Stubs of reduce_tune._ext, the C++ extension (python/src/ext.cpp). Private: use reduce_tune.
+# Stubs of reduce_tune._ext, the C++ extension (python/src/). Private: use reduce_tune.
 from typing import Any, Dict, List, Optional, Tuple
 
 version: str

@@ -1,0 +1,80 @@
+// The eager torch call's entry, _ext.hot: a METH_FASTCALL function of nine ints, and the table of
+// warm calls that it and the bindings share (ext.h).
+#include "python/src/ext.h"
+
+#include "kernels/ops.h"
+
+namespace reduce_tune::pyext {
+
+WarmCalls g_warm;
+
+namespace {
+
+/// _ext.hot(kind, device, dtype, op, d_in, a, b, d_out, stream): reduce_async of a = n elements
+/// (kind 0; b unused), or reduce_rows (1) or reduce_columns (2) of a dense a x b matrix, results
+/// of the op's result dtype (result_dtype). The eager torch call's entry (reduce_tune._torch_fast):
+/// a METH_FASTCALL function of nine ints, with no more parsing than their conversion (nanobind's
+/// dispatch of the same call costs more). Errors as nanobind gives them: ValueError for InvalidArgument and other
+/// std::invalid_argument, RuntimeError for the rest.
+PyObject* hot(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 9) {
+    PyErr_SetString(PyExc_TypeError, "reduce_tune._ext.hot takes 9 ints: kind, device, dtype, op, "
+                                     "d_in, a, b, d_out, stream");
+    return nullptr;
+  }
+  const long long kind = PyLong_AsLongLong(args[0]), dev = PyLong_AsLongLong(args[1]),
+                  dtype = PyLong_AsLongLong(args[2]), op = PyLong_AsLongLong(args[3]);
+  const unsigned long long in = PyLong_AsUnsignedLongLong(args[4]),
+                           a = PyLong_AsUnsignedLongLong(args[5]),
+                           b = PyLong_AsUnsignedLongLong(args[6]),
+                           out = PyLong_AsUnsignedLongLong(args[7]),
+                           stream = PyLong_AsUnsignedLongLong(args[8]);
+  if (PyErr_Occurred()) return nullptr; // a conversion failed: TypeError or OverflowError set
+  if (kind < 0 || kind > 2 || dev < 0 || dev > 0xffff || dtype < 0 || dtype > 0xff || op < 0 ||
+      op > 0xff) {
+    PyErr_SetString(PyExc_ValueError, "reduce_tune._ext.hot: kind, device, dtype or op out of range");
+    return nullptr;
+  }
+  try {
+    Reducer& r = reducer(int(dev));
+    const DType dt = to_dtype(int(dtype));
+    const Op o = to_op(int(op));
+    if (kind == kArray) {
+      const DType rdt = result_dtype(o, dt);
+      g_warm.run(WarmCalls::key(kArray, int(dev), int(dtype), int(op), a, 0, int(rdt)), [&] {
+        r.reduce_async(dt, o, in_ptr(in), a, out_ptr(out), rdt, to_stream(stream));
+      });
+    } else if (kind == kRows) {
+      g_warm.run(WarmCalls::key(kRows, int(dev), int(dtype), int(op), a, b, 0), [&] {
+        r.reduce_rows(dt, o, in_ptr(in), a, b, out_ptr(out), to_stream(stream), b);
+      });
+    } else {
+      g_warm.run(WarmCalls::key(kColumns, int(dev), int(dtype), int(op), a, b, 0), [&] {
+        r.reduce_columns(dt, o, in_ptr(in), a, b, out_ptr(out), to_stream(stream), b);
+      });
+    }
+  } catch (const std::invalid_argument& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+    return nullptr;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef g_hot_def = {"hot", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&hot)),
+                         METH_FASTCALL,
+                         "hot(kind, device, dtype, op, d_in, a, b, d_out, stream): reduce_async "
+                         "(kind 0: a = n), reduce_rows (1) or reduce_columns (2) of a dense a x b "
+                         "matrix; the eager torch call's entry."};
+
+} // namespace
+
+void add_hot(nb::module_& m) {
+  PyObject* hot_function = PyCFunction_NewEx(&g_hot_def, nullptr, nullptr);
+  if (!hot_function) throw nb::python_error();
+  m.attr("hot") = nb::steal(hot_function);
+}
+
+} // namespace reduce_tune::pyext
