@@ -104,7 +104,7 @@ std::optional<std::string> not_additive(const Reduction& r) {
   const std::string acc = trimmed(r.accumulator);
   if (!r.commutative) return std::string("its combine is declared not commutative");
   if (!scalar_accumulator(acc, DType::f32))
-    return "its accumulator '" + acc + "' is not a scalar (float, double, int, unsigned, long long, ...)";
+    return "its accumulator '" + acc + "' is not a scalar spelling";
   const std::string combine = bare(r.combine, true);
   if (combine != "a+b" && combine != "b+a")
     return "its combine '" + trimmed(r.combine) + "' is not a + b";

@@ -23,7 +23,7 @@ expect("${out}" "^user:[0-9a-f]+ \\(")
 foreach(d float32 bfloat16 float16)
   expect("${out}" "\n  ${d} +-> ${d} +compiles")
 endforeach()
-expect("${out}" "\n  not additive: its combine 'lse_merge\\(a, b\\)' is not a \\+ b")
+expect("${out}" "\n  not additive \\(its accumulator 'lse' is not a scalar spelling\\): no atomic finish\n")
 
 # A sum of squares: additive, so the atomic finishes apply.
 file(WRITE "${WORK}/sumsq.txt" "map = x * x\ncombine = (a + b)\nidentity = 0.0f\ninputs = float32\n")

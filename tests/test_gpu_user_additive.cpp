@@ -110,7 +110,7 @@ TEST_CASE("additive user reductions: served the float32 sum's atomic-finish rows
     const HostArray x = make_input(DType::f32, at.n, 7 + at.n);
     cuda::Buffer in(x.bytes.size()), out(16);
     reduce_tune::cuda::upload_sync(in.get(), x.bytes.data(), x.bytes.size());
-    RT_CU(cuMemsetD8(out.get(), 0xA5, 16));
+    RT_CU(cuMemsetD8Async(out.get(), 0xA5, 16, nullptr)); // the call must write its result
     reducer.reduce_async(r, DType::f32, reinterpret_cast<const void*>(in.get()), at.n,
                          reinterpret_cast<void*>(out.get()));
     RT_CU(cuCtxSynchronize());

@@ -44,7 +44,7 @@ int cmd_reduction(const std::vector<std::string>& args) {
   const Reduction r = parse_reduction(text.str());
   std::printf("%s (%s)\n", r.name().c_str(), file.c_str());
   // Whether its combine reads as an addition (kernels/additive.h): the atomic finishes then apply.
-  if (const auto why = not_additive(r)) std::printf("  not additive: %s (no atomic finish)\n", why->c_str());
+  if (const auto why = not_additive(r)) std::printf("  not additive (%s): no atomic finish\n", why->c_str());
   else if (plain_post(r)) std::printf("  additive: the sum's atomic finishes apply\n");
   else std::printf("  additive: the sum's atomic finishes apply to rows, columns and segments (post-map not `a`)\n");
   std::vector<DType> todo;
