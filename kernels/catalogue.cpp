@@ -298,9 +298,10 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
            std::to_string(accumulator_bytes(t)) + " bytes exceed 48 KiB of shared memory";
   if (t.user && t.user->ordered())
     if (auto why = reorders(c, v)) return op_name + "'s combine is not commutative: " + *why;
-  // The flat mapping does not track an element's index in its segment; its ordered finish maps
-  // with the index in the input and takes it back (rt_rebase) for the library's ops alone.
-  if (t.user && t.user->reads_index() && v.source == "segmented/flat.cu")
+  // The flat and merge mappings do not track an element's index in its segment (the flat one's
+  // ordered finish maps with the index in the input and takes it back, rt_rebase, for the
+  // library's ops alone); both take an additive reduction's atomic finish.
+  if (t.user && t.user->reads_index() && (v.source == "segmented/flat.cu" || v.source == "segmented/merge.cu"))
     return op_name + "'s map reads the index `i`, which " + std::string(v.name) +
            " does not track in its segment";
   if (c.finish == Finish::host && !op.traits.host_combine)

@@ -12,6 +12,7 @@
 #include "reduce_tune/reduction.h"
 #include "runtime/user_lookup.h"
 #include "tests/config_fixture.h"
+#include "tuner/sweep.h"
 
 #include <vector>
 
@@ -237,6 +238,18 @@ TEST_CASE("additive: the segmented atomic finishes, directly or through the post
   const std::string src = render(cfg(kSegments), DType::bf16, *u);
   CHECK_THAT(src, Catch::Contains("#define RT_POST_PASS 1"));
   CHECK_THAT(render(cfg(kRows), DType::f32, *u), !Catch::Contains("#define RT_POST_PASS 1"));
+  // A map that reads the index `i`: the merge and flat mappings, which stream elements across
+  // segments without it, are refused; the others finish atomically.
+  Reduction indexed = sumsq();
+  indexed.map = "x * float(i)";
+  indexed.inputs = {DType::f32};
+  const auto ix = make_user_op(indexed);
+  REQUIRE(ix->reads_index());
+  CHECK(why("segments_merge.b256.u4.g4.atomic", target(*u, DType::f32, Problem::segments)) == "");
+  CHECK_THAT(why("segments_merge.b256.u4.g4.atomic", target(*ix, DType::f32, Problem::segments)),
+             Catch::Contains("index"));
+  CHECK_THAT(why(kSegments, target(*ix, DType::f32, Problem::segments)), Catch::Contains("index"));
+  CHECK(why(kRows, target(*ix, DType::f32, Problem::rows)) == "");
   // Not additive: no atomic finish on any problem.
   const auto product = make_user_op(sumsq("a * b", "1"));
   CHECK_THAT(why(kRows, target(*product, DType::f32, Problem::rows)), Catch::Contains("not a + b"));
@@ -270,6 +283,29 @@ TEST_CASE("additive: a related op with a scalar accumulator, whose rows may fini
   p.accumulator = "double";
   p.result = DType::f64;
   CHECK(related_op(*make_user_op(p), DType::f32) == Op::logsumexp);
+}
+
+TEST_CASE("additive: tune --reduction sweeps the atomic finishes of an additive reduction", "[user][additive][tune]") {
+  SweepOptions o;
+  o.problem = Problem::array;
+  o.dtypes = {DType::f32};
+  o.ops = {Op::sum};
+  o.user = make_user_op(sumsq());
+  // The default space: its atomic (data-sized grids) and first-block (grid-stride) points are
+  // valid, so the sweep measures them.
+  std::size_t atomic = 0, first = 0;
+  for (const Config& c : selected_configs(o))
+    if (!invalid_reason(c, target(*o.user, DType::f32))) {
+      atomic += c.finish == Finish::atomic;
+      first += c.finish == Finish::firstblock;
+    }
+  CHECK(atomic > 0);
+  CHECK(first > 0);
+  // --keys of those finishes run for it; for a product they are refused before the GPU, with why.
+  o.keys = {kAtomic, kFirst};
+  CHECK_FALSE(refused_key(o, 90, 1024, 132));
+  o.user = make_user_op(sumsq("a * b", "1"));
+  CHECK_THAT(refused_key(o, 90, 1024, 132).value_or(""), Catch::Contains("not a + b"));
 }
 
 // NVRTC needs no GPU. PTX (compute_90) shows the atomic: red/atom.global.add, no atom.global.cas.
