@@ -12,6 +12,7 @@
 #include "tests/store_fixture.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace reduce_tune;
@@ -43,12 +44,14 @@ TEST_CASE("additive user reductions: atomic and first-block finishes against the
   for (DType d : {DType::f32, DType::f64, DType::u32}) {
     Target t = g.target(d, Op::sum);
     t.user = u.get();
-    std::vector<const char*> keys = {"streaming.b256.u4.v4.g0.shfl.atomic", "vectorized.b512.u2.v2.g0.shfl.atomic",
-                                     "streaming.b256.u4.v4.g8.shfl.firstblock",
+    // 16-byte vectors: v4 of 4-byte elements, v2 of float64.
+    const std::string v = d == DType::f64 ? "v2" : "v4";
+    std::vector<std::string> keys = {"streaming.b256.u4." + v + ".g0.shfl.atomic", "vectorized.b512.u2.v2.g0.shfl.atomic",
+                                     "streaming.b256.u4." + v + ".g8.shfl.firstblock",
                                      "vectorized.b512.u2.v2.g4.shfl.firstblock", "atomic_shared.b256.atomic"};
     if (d == DType::u32) keys.push_back("streaming.b256.u4.v4.g8.redux.firstblock"); // __reduce_add_sync
     std::vector<Config> configs;
-    for (const char* k : keys) {
+    for (const std::string& k : keys) {
       const Config c = *parse_key(k);
       INFO(k << " " << name(d) << ": " << invalid_reason(c, t).value_or(""));
       REQUIRE_FALSE(invalid_reason(c, t));

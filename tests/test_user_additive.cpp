@@ -165,7 +165,19 @@ TEST_CASE("additive: the catalogue admits sum's atomic finishes, on the 1-D prob
     CHECK_THAT(why("unrolling.b512.u8.host", target(*u, d)), Catch::Contains("host finish"));
     CHECK_THAT(why("neighbored_gmem.b256.atomic", target(*u, d)), Catch::Contains("in place"));
   }
+  // Each finish at 16-byte vectors and at v2, on a data-sized and a grid-stride grid, for 4- and
+  // 8-byte elements.
+  for (DType d : {DType::f32, DType::f64, DType::u32}) {
+    const std::string v = d == DType::f64 ? "v2" : "v4";
+    for (const std::string& k : {"streaming.b256.u4." + v + ".g0.shfl.atomic", std::string("vectorized.b512.u2.v2.g0.shfl.atomic"),
+                                 "streaming.b256.u4." + v + ".g8.shfl.firstblock",
+                                 std::string("vectorized.b512.u2.v2.g4.shfl.firstblock")}) {
+      INFO(k << " " << name(d));
+      CHECK(why(k.c_str(), target(*u, d)) == "");
+    }
+  }
   // The redux tail on 32-bit integer accumulators, as the built-in sum's.
+  CHECK(why("streaming.b256.u4.v4.g8.redux.firstblock", target(*u, DType::u32)) == "");
   CHECK(why("streaming.b256.u4.v4.g8.redux.firstblock", target(*u, DType::i32)) == "");
   CHECK_THAT(why("streaming.b256.u4.v4.g8.redux.firstblock", target(*u, DType::f32)), Catch::Contains("32-bit"));
   // A product: no atomic and no redux, with the reason.
