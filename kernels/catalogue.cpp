@@ -200,6 +200,17 @@ bool atomic_post_pass(Op op, DType dtype, Problem problem) {
   return !direct;
 }
 
+bool atomic_post_pass(const UserOp& op, DType dtype, Problem problem) {
+  const std::optional<DType> acc = op.accumulator_dtype(dtype); // additive ones only
+  if (problem == Problem::array || !acc || op.unsupported(dtype)) return false;
+  // No rounding combine is exact: a bf16 or f16 result always takes the post pass.
+  return !(op.plain_post && op.result_dtype(dtype) == *acc);
+}
+
+bool atomic_post_pass(const Target& t) {
+  return t.user ? atomic_post_pass(*t.user, t.dtype, t.problem) : atomic_post_pass(t.op, t.dtype, t.problem);
+}
+
 std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (auto why = t.user ? t.user->unsupported(t.dtype) : op_unsupported(t.op, t.dtype)) return why;
   const Variant* vp = find_variant(c.variant);
@@ -247,10 +258,14 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (c.tail == Tail::volatile_ && t.cc >= 70 && !t.allow_unsafe)
     return "the volatile warp-synchronous tail is unsafe under independent thread scheduling "
            "(sm_70+); --unsafe-tails admits it for study";
-  // The op's facts: a built-in op's description, or a user reduction's (conservative traits).
+  // The op's facts: a built-in op's description, or a user reduction's (conservative traits,
+  // sum's atomic for an additive one).
   const OpDescription op = t.user ? OpDescription{Op::sum, t.user->name, {}, t.user->traits()} : describe(t.op);
   const std::string op_name(op.name);
-  const DType acc = accumulator_dtype(t.op, t.dtype);
+  // A user reduction's accumulator as a dtype where it is additive; the others' is never read
+  // (they have no atomic and no redux).
+  const DType acc = t.user ? t.user->accumulator_dtype(t.dtype).value_or(accumulator_of(t.dtype))
+                           : accumulator_dtype(t.op, t.dtype);
   const DType own_result = t.user ? t.user->result_dtype(t.dtype) : result_dtype(t.op, t.dtype);
   const DType result = t.user ? own_result : result_dtype(t.op, t.dtype, t.wide_result);
   if (c.tail == Tail::redux) {
@@ -263,9 +278,8 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
            std::string(v.name);
   const bool atomic = atomic_finish(c.finish);
   // The post pass makes the result's type and post-map irrelevant to the atomic: only the
-  // accumulator's atomic and the device's support for it below remain. A user reduction has no
-  // atomic (and `t.op` is not its op).
-  const bool post_pass = atomic && !t.user && atomic_post_pass(t.op, t.dtype, v.problem);
+  // accumulator's atomic and the device's support for it below remain (v.problem is t.problem).
+  const bool post_pass = atomic && atomic_post_pass(t);
   if (t.wide_result && !is_half(t.dtype))
     return "a float32 result is for bf16 and f16 reductions; " + std::string(name(t.dtype)) +
            " results have the element type";
@@ -284,9 +298,10 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
            std::to_string(accumulator_bytes(t)) + " bytes exceed 48 KiB of shared memory";
   if (t.user && t.user->ordered())
     if (auto why = reorders(c, v)) return op_name + "'s combine is not commutative: " + *why;
-  // The flat mapping does not track an element's index in its segment; its ordered finish maps
-  // with the index in the input and takes it back (rt_rebase) for the library's ops alone.
-  if (t.user && t.user->reads_index() && v.source == "segmented/flat.cu")
+  // The flat and merge mappings do not track an element's index in its segment (the flat one's
+  // ordered finish maps with the index in the input and takes it back, rt_rebase, for the
+  // library's ops alone); both take an additive reduction's atomic finish.
+  if (t.user && t.user->reads_index() && (v.source == "segmented/flat.cu" || v.source == "segmented/merge.cu"))
     return op_name + "'s map reads the index `i`, which " + std::string(v.name) +
            " does not track in its segment";
   if (c.finish == Finish::host && !op.traits.host_combine)
@@ -300,6 +315,10 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     return op_name + " reads two inputs; " + std::string(v.name) +
            " stages one input's elements in shared memory";
   if (atomic && !post_pass) {
+    if (t.user && t.user->not_additive)
+      return op_name + " has no atomic combine: " + *t.user->not_additive;
+    if (t.user && !t.user->plain_post)
+      return op_name + "'s post-map is not `a`: an atomic finish adds into the result itself";
     if (op.traits.atomic == OpAtomic::none || !op.traits.plain_post)
       return op_name + " has no atomic combine into its result (its post-map needs the count or rounds)";
     if (result != acc && !is_half(result))
@@ -366,6 +385,12 @@ bool deterministic(const Config& c, DType dtype) {
   return !(is_float(dtype) && atomic_finish(c.finish));
 }
 
+bool deterministic(const Config& c, const Target& t) {
+  if (!t.user) return deterministic(c, t.dtype);
+  const std::optional<DType> acc = t.user->accumulator_dtype(t.dtype); // only additive ones have atomics
+  return !(acc && is_float(*acc) && atomic_finish(c.finish));
+}
+
 LaunchPlan plan(const Config& c, const Target& t, std::uint64_t n) {
   const Variant& v = *find_variant(c.variant);
   LaunchPlan p;
@@ -416,10 +441,11 @@ std::size_t accumulator_bytes(const Target& t) {
 namespace {
 
 // Header, element.cuh, the op's source (`op_text`), common.cuh and the variant's template;
-// `builtin`: the op, where it is one of the library's (the atomic finish's post pass applies to
-// those only; the ordered finish's to every op).
+// `atomic_post`: the atomic finish ends with the post pass (atomic_post_pass), whose atomic
+// `post_atomic` declares where the op's source does not (a built-in op whose post-map is not the
+// plain conversion).
 std::string render_with(const Config& c, DType dtype, std::string_view op_name, const std::string& op_text,
-                        std::optional<Op> builtin = std::nullopt) {
+                        bool atomic_post, const std::string& post_atomic = {}) {
   const Variant& v = *find_variant(c.variant);
   // The element type (bf16 and f16 stored as unsigned short) and its macro.
   static constexpr std::array<std::pair<const char*, const char*>, 8> kTypes{{
@@ -456,14 +482,10 @@ std::string render_with(const Config& c, DType dtype, std::string_view op_name, 
   // names, the mapping working on accumulators. Only pairs the atomic finish admitted through it
   // are rendered so; every other source is unchanged.
   // The ordered finish of a segmented problem (Finish::twopass) always ends with it, for any op.
-  const bool atomic_post = builtin && c.finish == Finish::atomic && atomic_post_pass(*builtin, dtype, v.problem);
   const bool post = atomic_post || (c.finish == Finish::twopass && v.problem != Problem::array);
   if (post) s += "#define RT_POST_PASS 1\n#define R rt_result_type\n#define rt_post rt_result_post\n";
   s += op_text;
-  if (atomic_post && !describe(*builtin).traits.plain_post) { // its atomic, which op_source declares not
-    static constexpr const char* kAtomic[] = {"", "ADD", "MIN", "MAX"};
-    s += "#define RT_ATOMIC_" + std::string(kAtomic[static_cast<int>(describe(*builtin).traits.atomic)]) + " 1\n";
-  }
+  if (atomic_post) s += post_atomic;
   if (post) s += template_source("segmented/post.cuh");
   s += template_source("common.cuh");
   if (v.problem != Problem::array) s += template_source("segmented/segmented.cuh");
@@ -476,11 +498,21 @@ std::string render_with(const Config& c, DType dtype, std::string_view op_name, 
 } // namespace
 
 std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
-  return render_with(c, dtype, name(op), op_source(op, dtype, wide_result), op);
+  const Variant& v = *find_variant(c.variant);
+  const OpTraits& traits = describe(op).traits;
+  const bool atomic_post = c.finish == Finish::atomic && atomic_post_pass(op, dtype, v.problem);
+  std::string post_atomic; // its atomic, which op_source declares not
+  if (!traits.plain_post) {
+    static constexpr const char* kAtomic[] = {"", "ADD", "MIN", "MAX"};
+    post_atomic = "#define RT_ATOMIC_" + std::string(kAtomic[static_cast<int>(traits.atomic)]) + " 1\n";
+  }
+  return render_with(c, dtype, name(op), op_source(op, dtype, wide_result), atomic_post, post_atomic);
 }
 
 std::string render(const Config& c, DType dtype, const UserOp& op) {
-  std::string s = render_with(c, dtype, op.name, op.source(dtype));
+  // An additive op's source declares its atomic whatever its post-map (UserOp::source).
+  const bool atomic_post = c.finish == Finish::atomic && atomic_post_pass(op, dtype, find_variant(c.variant)->problem);
+  std::string s = render_with(c, dtype, op.name, op.source(dtype), atomic_post);
   // Each user field is under a #line of its own (NVRTC's log names it); after it the generated
   // source takes its own line numbers again, as NVRTC names the program.
   std::size_t line = 1, counted = 0;

@@ -88,6 +88,11 @@ void register_variants(std::span<const ExtraVariant> extra);
 /// (mean, norm2), a result of another type (any/all's uint8 of a 32-bit accumulator, the bf16 and
 /// f16 sums that accumulate in float32). The validity rules, the plan and the rendering read it.
 bool atomic_post_pass(Op op, DType dtype, Problem problem);
+/// The same for a user reduction: an additive one (kernels/additive.h) whose post-map is not `a`
+/// or whose result is not of its accumulator's type.
+bool atomic_post_pass(const UserOp& op, DType dtype, Problem problem);
+/// The same for the target's op (built-in or the user's) on its problem.
+bool atomic_post_pass(const Target& t);
 
 /// Why `c` is not a valid point for `t` (its problem included), or nullopt when it is.
 std::optional<std::string> invalid_reason(const Config& c, const Target& t);
@@ -106,6 +111,9 @@ std::vector<Config> space(const Variant& v);
 
 /// Whether the same input always gives the same bits (no floating-point atomics).
 bool deterministic(const Config& c, DType dtype);
+/// The same for the target's op: a user reduction's accumulator may be a float for integer
+/// elements (a float accumulator adds in arrival order whatever the elements are).
+bool deterministic(const Config& c, const Target& t);
 
 /// How a configuration of the array problem is launched for n elements.
 struct LaunchPlan {

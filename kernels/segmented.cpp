@@ -4,6 +4,7 @@
 #include "kernels/catalogue.h"
 #include "kernels/ops.h"
 #include "kernels/segmented.h"
+#include "kernels/user_op.h"
 
 #include <algorithm>
 #include <bit>
@@ -512,9 +513,10 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   p.fill = c.finish == Finish::atomic && !lists_chunks(v);
   // The post pass: accumulators in a workspace unless they have the result's type (then the
   // results are they).
-  p.post = c.finish == Finish::atomic && !t.user && atomic_post_pass(t.op, t.dtype, t.problem);
-  if (p.post && accumulator_dtype(t.op, t.dtype) != result_dtype(t.op, t.dtype))
-    p.post_bytes = std::max<std::uint64_t>(shape.count, 1) * accumulator_bytes(t.op, t.dtype);
+  p.post = c.finish == Finish::atomic && atomic_post_pass(t);
+  const bool in_results = t.user ? t.user->accumulator_dtype(t.dtype) == t.user->result_dtype(t.dtype)
+                                 : accumulator_dtype(t.op, t.dtype) == result_dtype(t.op, t.dtype);
+  if (p.post && !in_results) p.post_bytes = std::max<std::uint64_t>(shape.count, 1) * accumulator_bytes(t);
   // The ordered finish: partials in the workspace, always a post pass (and no fill).
   const bool ordered = c.finish == Finish::twopass;
   const std::uint64_t acc_bytes = accumulator_bytes(t);

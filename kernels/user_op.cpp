@@ -1,6 +1,8 @@
 // reduce-tune: user reductions: their canonical text and hash, their checks and their CUDA source.
 #include "kernels/user_op.h"
 
+#include "kernels/additive.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -137,15 +139,27 @@ std::shared_ptr<const UserOp> make_user_op(const Reduction& r) {
     throw ReductionError("reduce_tune: accumulator_bytes " + std::to_string(r.accumulator_bytes) +
                          " is not a multiple of 4 (accumulators are shuffled as 32-bit words)");
   op->compound = !acc.empty() && !scalar;
+  op->not_additive = reduce_tune::not_additive(r);
+  op->plain_post = reduce_tune::plain_post(r);
   op->hash = r.hash();
   op->name = r.name();
   return op;
 }
 
 OpTraits UserOp::traits() const {
-  OpTraits t; // no atomic, redux, host combine, in-place; no error for nothing
+  OpTraits t; // no host combine, in-place; no error for nothing
   t.compound = compound;
+  if (additive()) {
+    t.atomic = OpAtomic::add; // as the built-in sum's; the catalogue checks the result's type
+    t.redux = true;           // __reduce_add_sync: the catalogue admits 32-bit integers only
+    t.plain_post = plain_post;
+  }
   return t;
+}
+
+std::optional<DType> UserOp::accumulator_dtype(DType dtype) const {
+  if (!additive()) return std::nullopt;
+  return scalar_accumulator(description.accumulator, dtype);
 }
 
 std::optional<std::string> UserOp::unsupported(DType dtype) const {
@@ -190,6 +204,15 @@ std::string UserOp::source(DType dtype) const {
   // A combine that is not commutative: the templates that can keep each result's elements in
   // order do (templates/segmented/columns.cu).
   if (ordered()) s += "#define RT_ORDERED 1\n";
+  // An additive combine: the atomic the atomic finishes add with, the redux tail's
+  // __reduce_add_sync, and the accumulator's type they take (templates/common.cuh). Declared
+  // whatever the post-map; the catalogue admits an atomic into the result only where it is `a`
+  // (else, on the segmented problems, through the post pass).
+  if (const std::optional<DType> acc = accumulator_dtype(dtype)) {
+    static constexpr const char* kSuffix[] = {"I32", "U32", "I64", "F32", "F64"};
+    s += "#define RT_ATOMIC_ADD 1\n#define RT_REDUX_ADD 1\n#define RT_ACC_" +
+         std::string(kSuffix[static_cast<int>(*acc)]) + " 1\n";
+  }
   // The <math.h> constants, which NVRTC has without any header only as builtins.
   s += "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
        "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n";

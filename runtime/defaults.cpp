@@ -43,7 +43,7 @@ Target target_for(Problem problem, DType dtype, Op op, const Requirements& req,
 /// unknown) needs no mean length.
 bool serves(const Config& c, const Target& t, const Requirements& req, Shape at) {
   if (invalid_reason(c, t)) return false;
-  if (req.deterministic && !deterministic(c, t.dtype)) return false;
+  if (req.deterministic && !deterministic(c, t)) return false;
   if (req.device_result && c.finish == Finish::host) return false;
   if (!req.allow_in_place && find_variant(c.variant)->in_place) return false;
   if (t.problem == Problem::segments && at.length == 0 && needs_mean(c)) return false;

@@ -230,7 +230,7 @@ std::optional<std::string> config_unusable(const Config& c, const Target& t, con
     return "measured with a float32 result (an atomic finish of a " + std::string(name(t.dtype)) +
            " sum); this call's result has the element type";
   if (auto reason = invalid_reason(c, t)) return "invalid on this device: " + *reason;
-  if (req.deterministic && !deterministic(c, t.dtype))
+  if (req.deterministic && !deterministic(c, t))
     return "not deterministic (floating-point atomic finish)";
   if (!req.allow_in_place && find_variant(c.variant)->in_place)
     return "works in place (in-place variants not allowed)";

@@ -53,7 +53,9 @@ std::optional<Op> related_op(const UserOp& u, DType dtype) {
                                   Op::any,  Op::argmax,    Op::var};
   const std::size_t bytes = u.accumulator_bytes(dtype);
   for (Op op : kOrder)
-    if (!op_unsupported(op, dtype) && accumulator_bytes(op, dtype) == bytes) return op;
+    if (!op_unsupported(op, dtype) && accumulator_bytes(op, dtype) == bytes &&
+        !(u.additive() && describe(op).traits.compound))
+      return op;
   return std::nullopt;
 }
 

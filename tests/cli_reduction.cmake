@@ -23,6 +23,12 @@ expect("${out}" "^user:[0-9a-f]+ \\(")
 foreach(d float32 bfloat16 float16)
   expect("${out}" "\n  ${d} +-> ${d} +compiles")
 endforeach()
+expect("${out}" "\n  not additive \\(its accumulator 'lse' is not a scalar spelling\\): no atomic finish\n")
+
+# A sum of squares: additive, so the atomic finishes apply.
+file(WRITE "${WORK}/sumsq.txt" "map = x * x\ncombine = (a + b)\nidentity = 0.0f\ninputs = float32\n")
+run(out 0 ${WORK}/sumsq.txt)
+expect("${out}" "\n  additive: the sum's atomic finishes apply\n")
 
 file(WRITE "${WORK}/bad.txt" "map = x * y\n")
 run(out 1 ${WORK}/bad.txt --dtype float32)

@@ -20,6 +20,7 @@ constexpr std::uint64_t k20 = std::uint64_t(1) << 20, k24 = std::uint64_t(1) << 
 const std::string kLast = "vectorized.b256.u4.v4.g0.shfl.lastblock";
 const std::string kLast512 = "vectorized.b512.u2.v4.g0.shfl.lastblock";
 const std::string kAtomic = "atomic_shared.b256.atomic";
+const std::string kHost = "unrolling.b512.u8.host";
 
 Reduction sum_of_squares() {
   Reduction r;
@@ -40,12 +41,12 @@ TEST_CASE("user lookup: its own rows first (exact, then nearest), before a faste
   db::Store s(":memory:");
   // sum's rows are faster at 2^20 than the reduction's own: its own still win.
   add(s, "GPU-a", {stored_row(kLast512, DType::f32, Op::sum, 3.0), user_row(kLast, u->hash, 9.0),
-                   user_row(kAtomic, u->hash, 1.0) /* invalid for it: passed over */});
+                   user_row(kHost, u->hash, 1.0) /* invalid for it: passed over */});
   const Choice c = lookup_user(&s, nullptr, h100("GPU-a"), *u, DType::f32, Problem::array, {1, k20}, {});
   CHECK(c.match == Match::exact);
   CHECK(key(c.config) == kLast);
   CHECK_THAT(c.note, Catch::Contains(u->name));
-  CHECK_THAT(c.note, Catch::Contains(kAtomic)); // named as passed over
+  CHECK_THAT(c.note, Catch::Contains(kHost)); // named as passed over
   // At another size: its nearest row.
   const Choice n = lookup_user(&s, nullptr, h100("GPU-a"), *u, DType::f32, Problem::array, {1, k24}, {});
   CHECK(n.match == Match::nearest_size);
@@ -76,6 +77,34 @@ TEST_CASE("user lookup: without rows of its own, the related op's, then the defa
   req.user = u.get();
   CHECK_FALSE(invalid_reason(none.config, target_of(h100("GPU-a"), DType::f32, Op::sum, Problem::array, req)));
   CHECK(related_op(*u, DType::f32) == Op::sum);
+}
+
+TEST_CASE("user lookup: an additive reduction takes the related op's atomic finishes", "[lookup][user][additive]") {
+  const auto u = make_user_op(sum_of_squares());
+  REQUIRE(u->additive());
+  Reduction product_r = sum_of_squares();
+  product_r.combine = "a * b";
+  product_r.identity = "1";
+  const auto product = make_user_op(product_r);
+  db::Store s(":memory:");
+  // sum's rows: an atomic finish fastest at 2^24 (the data-sized grid), a last-block one next.
+  add(s, "GPU-a", {stored_row(kAtomic, DType::f32, Op::sum, 2.0, Problem::array, {1, k24}),
+                   stored_row(kLast512, DType::f32, Op::sum, 3.0, Problem::array, {1, k24})});
+  const Choice c = lookup_user(&s, nullptr, h100("GPU-a"), *u, DType::f32, Problem::array, {1, k24}, {});
+  CHECK(c.match == Match::related);
+  CHECK(key(c.config) == kAtomic);
+  CHECK_THAT(c.note, !Catch::Contains("passed over"));
+  // A combine that is not additive passes over it, naming why.
+  const Choice p = lookup_user(&s, nullptr, h100("GPU-a"), *product, DType::f32, Problem::array, {1, k24}, {});
+  CHECK(p.match == Match::related);
+  CHECK(key(p.config) == kLast512);
+  CHECK_THAT(p.note, Catch::Contains(kAtomic));
+  CHECK_THAT(p.note, Catch::Contains("not a + b"));
+  // The defaults serve it too: whatever they answer is valid for it.
+  const Choice none = lookup_user(nullptr, nullptr, h100("GPU-a"), *u, DType::f32, Problem::array, {1, k24}, {});
+  Requirements req;
+  req.user = u.get();
+  CHECK_FALSE(invalid_reason(none.config, target_of(h100("GPU-a"), DType::f32, Op::sum, Problem::array, req)));
 }
 
 TEST_CASE("to_text: parse_reduction reads back the same description", "[user]") {

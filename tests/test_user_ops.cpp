@@ -30,6 +30,16 @@ Reduction sum_of_squares() {
   return r;
 }
 
+// A product: commutative, not additive (kernels/additive.h).
+Reduction product() {
+  Reduction r;
+  r.map = "x";
+  r.combine = "a * b";
+  r.identity = "1";
+  r.post = "a";
+  return r;
+}
+
 // The first non-zero element: associative, not commutative.
 Reduction first_nonzero() {
   Reduction r;
@@ -198,8 +208,9 @@ TEST_CASE("user ops: the source is the op's pieces, each field under a #line of 
   CHECK(count_of(s, "\"reduce_tune.cu\"") == 5);
 }
 
-TEST_CASE("user ops: the catalogue admits no atomic, host, in-place or redux path", "[user]") {
-  const auto u = make_user_op(sum_of_squares());
+TEST_CASE("user ops: a combine that is not additive has no atomic, host, in-place or redux path", "[user]") {
+  const auto u = make_user_op(product());
+  REQUIRE_FALSE(u->additive());
   const Target t = target(*u, DType::i32, Problem::array);
   std::size_t valid = 0;
   for (const Variant& v : variants(Problem::array))
@@ -313,13 +324,24 @@ TEST_CASE("user ops: the lookup takes the rows a user reduction's rules admit", 
   // The built-in sum takes the fastest.
   CHECK(key(lookup(store, dev, DType::f32, Op::sum, Problem::array, shape, {}).config) ==
         "atomic_shared.b256.atomic");
-  // A user reduction with the same 4-byte accumulator passes over the atomic and host finishes.
-  const auto u = make_user_op(sum_of_squares());
+  // A user reduction with the same 4-byte accumulator that is not additive passes over the atomic
+  // and host finishes.
+  const auto u = make_user_op(product());
   Requirements req;
   req.user = u.get();
   const Choice c = lookup(store, dev, DType::f32, Op::sum, Problem::array, shape, req);
   CHECK(key(c.config) == "vectorized.b256.u4.v4.g0.shfl.lastblock");
   CHECK_THAT(c.note, Catch::Contains("atomic_shared.b256.atomic"));
+  CHECK_THAT(c.note, Catch::Contains("unrolling.b512.u8.host"));
+  // An additive one (a + b, identity 0) takes the atomic finish; deterministic calls do not.
+  const auto add = make_user_op(sum_of_squares());
+  req.user = add.get();
+  CHECK(key(lookup(store, dev, DType::f32, Op::sum, Problem::array, shape, req).config) ==
+        "atomic_shared.b256.atomic");
+  req.deterministic = true;
+  CHECK(key(lookup(store, dev, DType::f32, Op::sum, Problem::array, shape, req).config) ==
+        "vectorized.b256.u4.v4.g0.shfl.lastblock");
+  req.deterministic = false;
   // A non-commutative one has no array variant: whatever the lookup answers is invalid for it,
   // which the Reducer refuses (ReductionError) rather than run.
   const auto o = make_user_op(first_nonzero());

@@ -3,6 +3,7 @@
 // known to compile before a program or a sweep uses it.
 #include "tuner/cli_reduction.h"
 
+#include "kernels/additive.h"
 #include "kernels/user_op.h"
 #include "reduce_tune/reduction.h"
 #include "tuner/check_data.h"
@@ -42,6 +43,10 @@ int cmd_reduction(const std::vector<std::string>& args) {
   text << in.rdbuf();
   const Reduction r = parse_reduction(text.str());
   std::printf("%s (%s)\n", r.name().c_str(), file.c_str());
+  // Whether its combine reads as an addition (kernels/additive.h): the atomic finishes then apply.
+  if (const auto why = not_additive(r)) std::printf("  not additive (%s): no atomic finish\n", why->c_str());
+  else if (plain_post(r)) std::printf("  additive: the sum's atomic finishes apply\n");
+  else std::printf("  additive: the sum's atomic finishes apply to rows, columns and segments (post-map not `a`)\n");
   std::vector<DType> todo;
   for (const std::string& d : dtypes) {
     const std::optional<DType> dt = parse_dtype(d);

@@ -47,8 +47,14 @@ private:
 /// those that combine the elements of each result in their order (kernels/catalogue.cpp says
 /// which), so some problems may then have no variant at all (the calls throw ReductionError).
 ///
-/// No atomic finish, host finish, __reduce_*_sync or in-place variant is used for a user
-/// reduction: the library cannot know which of them give the same result.
+/// No host finish or in-place variant is used for a user reduction, and no atomic finish or
+/// __reduce_*_sync unless the reduction is additive: its combine is `a + b` (or `b + a`; white
+/// space and enclosing parentheses aside), its accumulator a scalar spelling or empty, its
+/// identity a zero literal (`0`, `0.0`, `0.f`, `0u`, `0ll`, ...) and it is commutative. Such a
+/// combine adds as the built-in sum does, so it takes the sum's atomic add: into the result on the
+/// 1-D problem where `post` is `a` and the result has the accumulator's type, through a post pass
+/// on the segmented problems otherwise. The library cannot know what any other combine's atomic
+/// would be.
 struct Reduction {
   std::string map = "x";
   std::string combine = "a + b";
