@@ -275,6 +275,11 @@ bool is_cluster(const Config& c) {
   const Variant* v = find_variant(c.variant);
   return v && takes(*v, P_CLUSTER);
 }
+// The blocks a stripe of columns has in one kernel: the cluster's, else 1 (also for a cluster
+// size the validity rules refuse, so that no rule divides by 0).
+std::uint64_t stripe_blocks(const Config& c) {
+  return is_cluster(c) ? std::uint64_t(std::max(c.cluster, 1)) : 1;
+}
 // The cluster mapping's blocks: narrow stripes until clusters x stripes reach twice
 // kNarrowStripes (about four blocks a SM), as each stripe has c blocks.
 constexpr std::uint64_t kClusterBlocks = 2 * kNarrowStripes;
@@ -285,7 +290,7 @@ unsigned tile_width(const Config& c, std::uint64_t cols) {
       widest /= 2;
   if (is_cluster(c))
     for (widest = kNarrowWidth;
-         widest > 1 && stripe_count(widest, c.vec, cols) * std::uint64_t(c.cluster) < kClusterBlocks;)
+         widest > 1 && stripe_count(widest, c.vec, cols) * stripe_blocks(c) < kClusterBlocks;)
       widest /= 2;
   return unsigned(stripe_width(widest, c.vec, cols));
 }
@@ -303,7 +308,7 @@ std::uint64_t blocks_per_segment(const Config& c, const Target& t, Shape shape) 
 // TY * unroll rows.
 // columns_cluster: one slice per block of the cluster.
 std::uint64_t row_slices(const Config& c, const Target& t, Shape shape, std::uint64_t stripes) {
-  if (is_cluster(c)) return std::uint64_t(c.cluster);
+  if (is_cluster(c)) return stripe_blocks(c);
   if (c.finish == Finish::direct) return 1;
   const std::uint64_t ty = c.block / tile_width(c, shape.count);
   const std::uint64_t want = ceil_div(std::uint64_t(c.grid) * t.sm_count, stripes);
@@ -487,7 +492,7 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
   // most of them idle (columns_tile reads such a matrix in one block a stripe).
   if (is_cluster(c)) {
     const std::uint64_t ty = c.block / tile_width(c, shape.count);
-    const std::uint64_t rows = ceil_div(shape.length, std::uint64_t(c.cluster));
+    const std::uint64_t rows = ceil_div(shape.length, stripe_blocks(c));
     if (rows < ty)
       return "a cluster of " + std::to_string(c.cluster) + " gives each block " +
              std::to_string(rows) + " rows for " + std::to_string(ty) + " threads down them";
@@ -496,7 +501,7 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
   // u at a time, the last round predicated; where u / 2 >= q a smaller u reads them in one round
   // as well.
   if (v.problem == Problem::columns && c.finish == Finish::direct && c.unroll > 1) {
-    const std::uint64_t slice = ceil_div(shape.length, is_cluster(c) ? std::uint64_t(c.cluster) : 1);
+    const std::uint64_t slice = ceil_div(shape.length, stripe_blocks(c));
     const std::uint64_t q = ceil_div(slice, c.block / tile_width(c, shape.count));
     if (std::uint64_t(c.unroll) / 2 >= q)
       return "a thread reads " + std::to_string(q) + " rows: u" + std::to_string(c.unroll / 2) +
@@ -510,7 +515,7 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
     std::uint64_t lanes = 0;
     if (v.problem == Problem::columns)
       lanes = stripe_count(tile_width(c, shape.count), c.vec, shape.count) * std::uint64_t(c.block) *
-              (is_cluster(c) ? std::uint64_t(c.cluster) : 1);
+              stripe_blocks(c);
     else
       lanes = shape.count * std::uint64_t(takes(v, P_WIDTH) ? c.width : c.block);
     const std::uint64_t per_lane = v.problem == Problem::segments ? 1024 : 4096;
