@@ -241,6 +241,9 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     if (t.cc < 90)
       return "thread-block clusters and distributed shared memory need sm_90; sm_" +
              std::to_string(t.cc) + " has none";
+    if (!t.cluster_launch)
+      return "thread-block clusters are launched with cuLaunchKernelEx, which this driver lacks "
+             "(CUDA 12.0)";
   } else if (c.cluster != 0) {
     return std::string(v.name) + " takes no cluster size";
   }

@@ -29,6 +29,9 @@ struct Target {
   bool wide_result = false;
   /// A user reduction (kernels/user_op.h) in place of `op`; it must outlive the target.
   const UserOp* user = nullptr;
+  /// The driver launches thread-block clusters (cuLaunchKernelEx, CUDA 12.0); columns_cluster
+  /// needs it beside sm_90.
+  bool cluster_launch = true;
 };
 
 /// The parameters a variant takes (bit set).

@@ -97,6 +97,11 @@ TEST_CASE("cluster: valid on sm_90 for every op, refused below it", "[cluster][c
   // Shared memory: block x vec accumulators, as every columns mapping.
   CHECK_THAT(reason("columns_cluster.b1024.c2.u1.v4.direct", columns(90, DType::f32, Op::argmax)),
              Catch::Contains("48 KiB"));
+  // A driver without cuLaunchKernelEx launches no cluster.
+  Target old_driver = columns(90, DType::f32, Op::sum);
+  old_driver.cluster_launch = false;
+  CHECK_THAT(invalid_reason(cfg(kCluster), old_driver).value_or(""), Catch::Contains("cuLaunchKernelEx"));
+  CHECK_FALSE(invalid_reason(cfg("columns_split.b256.u2.v2.g4.twopass"), old_driver));
   // It reduces columns only.
   CHECK_THAT(reason(kCluster, sm(90, DType::f32, Op::sum, Problem::rows)), Catch::Contains("reduces columns"));
 }
