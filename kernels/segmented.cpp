@@ -280,9 +280,10 @@ bool is_cluster(const Config& c) {
 std::uint64_t stripe_blocks(const Config& c) {
   return is_cluster(c) ? std::uint64_t(std::max(c.cluster, 1)) : 1;
 }
-// The cluster mapping's blocks: narrow stripes until clusters x stripes reach twice
-// kNarrowStripes (about four blocks a SM), as each stripe has c blocks.
-constexpr std::uint64_t kClusterBlocks = 2 * kNarrowStripes;
+// The cluster mapping's blocks: stripes narrowed until clusters x stripes reach kNarrowStripes
+// (about two blocks a SM; each stripe has c blocks). At 256 columns a cluster of 8 keeps 32 bytes
+// of a row a stripe (a whole sector), 4 and 2 keep 16.
+constexpr std::uint64_t kClusterBlocks = kNarrowStripes;
 unsigned tile_width(const Config& c, std::uint64_t cols) {
   std::uint64_t widest = c.block;
   if (is_narrow(c))

@@ -163,6 +163,11 @@ TEST_CASE("cluster: the plan launches whole clusters, one kernel, no workspace",
   const SegmentedPlan tall = segmented_plan(cfg(kCluster), columns(90, DType::f32, Op::argmax), {256, 65536});
   CHECK((tall.aux & 2047) == 1);
   CHECK(tall.grid == 256 / 4 * 4);
+  // A cluster of 8: stripes of 2 threads (32 bytes of a row), 32 stripes of 8 blocks.
+  const SegmentedPlan eight =
+      segmented_plan(cfg("columns_cluster.b512.c8.u4.v4.direct"), columns(90, DType::f32, Op::var), {256, 65536});
+  CHECK((eight.aux & 2047) == 2);
+  CHECK(eight.grid == 256);
   // Other mappings launch no cluster.
   CHECK(segmented_plan(cfg("columns_split.b256.u2.v2.g4.twopass"), columns(90, DType::f32, Op::argmax),
                        {256, 65536}).cluster == 0);
@@ -177,7 +182,7 @@ TEST_CASE("cluster: what the sweep passes over, and the rounding depth", "[clust
   CHECK_FALSE(pointless(cfg(kCluster), {256, 65536}));
   CHECK_FALSE(pointless(cfg("columns_cluster.b512.c8.u4.v1.direct"), {4096, 4096}));
   // u4 where a thread reads 2 rows of its block's slice.
-  CHECK_THAT(pointless(cfg("columns_cluster.b256.c2.u4.v4.direct"), {4096, 256}).value_or(""),
+  CHECK_THAT(pointless(cfg("columns_cluster.b256.c2.u4.v4.direct"), {4096, 128}).value_or(""),
              Catch::Contains("u2 reads them"));
   // The depth: a block's rows a thread, its tree and the cluster's combine of c partials.
   const Target t = columns(90, DType::f32, Op::sum);
