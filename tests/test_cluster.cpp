@@ -12,6 +12,7 @@
 #include "kernels/runner.h"
 #include "kernels/segmented.h"
 #include "kernels/user_op.h"
+#include "runtime/lookup.h"
 #include "tests/config_fixture.h"
 #include "tests/user_reductions.h"
 #include "tuner/search.h"
@@ -102,6 +103,13 @@ TEST_CASE("cluster: valid on sm_90 for every op, refused below it", "[cluster][c
   old_driver.cluster_launch = false;
   CHECK_THAT(invalid_reason(cfg(kCluster), old_driver).value_or(""), Catch::Contains("cuLaunchKernelEx"));
   CHECK_FALSE(invalid_reason(cfg("columns_split.b256.u2.v2.g4.twopass"), old_driver));
+  // The lookup's target carries the driver's answer from the GPU's key.
+  DeviceKey gpu;
+  gpu.cc_major = 9;
+  gpu.sm_count = 132;
+  CHECK_FALSE(invalid_reason(cfg(kCluster), target_of(gpu, DType::f32, Op::argmax, Problem::columns, {})));
+  gpu.cluster_launch = false;
+  CHECK(invalid_reason(cfg(kCluster), target_of(gpu, DType::f32, Op::argmax, Problem::columns, {})));
   // It reduces columns only.
   CHECK_THAT(reason(kCluster, sm(90, DType::f32, Op::sum, Problem::rows)), Catch::Contains("reduces columns"));
 }
