@@ -144,9 +144,8 @@ bool uses_smem_warp_tail(const Config& c) {
 // segment that reads it element by element in order (the group mappings with w1, u1 and v1: a
 // group of one lane does no shuffle); the columns mappings, which a non-commutative combine
 // renders with contiguous rows a thread and a tree of neighbours (RT_ORDERED,
-// templates/segmented/columns.cu), finished directly (columns_cluster: the blocks of a cluster
-// combined in rank order, which is row order) or by the ordered finish, whose post pass combines
-// the row slices in order; and the flat mapping with the carry and the ordered finish
+// templates/segmented/columns.cu), finished directly or by the ordered finish, whose post pass
+// combines the row slices in order; and the flat mapping with the carry and the ordered finish
 // (its threads' elements, scan and carry keep the order; the blocks' pieces are combined in it).
 std::optional<std::string> reorders(const Config& c, const Variant& v) {
   const bool lane_per_result =
@@ -245,18 +244,6 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
       return "group width " + std::to_string(c.width) + " is not a power of two in 1..32";
   } else if (c.width != 0) {
     return std::string(v.name) + " takes no group width";
-  }
-  if (takes(v, P_CLUSTER)) {
-    if (c.cluster < 2 || c.cluster > 8 || !std::has_single_bit(unsigned(c.cluster)))
-      return "cluster size " + std::to_string(c.cluster) + " is not 2, 4 or 8 (the portable sizes)";
-    if (t.cc < 90)
-      return "thread-block clusters and distributed shared memory need sm_90; sm_" +
-             std::to_string(t.cc) + " has none";
-    if (!t.cluster_launch)
-      return "thread-block clusters are launched with cuLaunchKernelEx, which this driver lacks "
-             "(CUDA 12.0)";
-  } else if (c.cluster != 0) {
-    return std::string(v.name) + " takes no cluster size";
   }
   if (takes(v, P_GRID)) {
     const int lo = c.variant == "multi_seq" || v.problem != Problem::array ? 1 : 0;
@@ -483,7 +470,6 @@ std::string render_with(const Config& c, DType dtype, std::string_view op_name, 
   s += "#define RT_VEC " + std::to_string(c.vec) + "\n";
   if (v.block_compile_time) s += "#define RT_BLOCK " + std::to_string(c.block) + "\n";
   if (takes(v, P_WIDTH)) s += "#define RT_WIDTH " + std::to_string(c.width) + "\n";
-  if (takes(v, P_CLUSTER)) s += "#define RT_CLUSTER " + std::to_string(c.cluster) + "\n";
   if (v.problem != Problem::array) s += "#define RT_PROBLEM_" + upper(name(v.problem)) + " 1\n";
   for (std::string_view d = v.define; !d.empty();) { // space-separated macros
     const std::size_t end = std::min(d.find(' '), d.size());

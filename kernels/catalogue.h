@@ -29,15 +29,11 @@ struct Target {
   bool wide_result = false;
   /// A user reduction (kernels/user_op.h) in place of `op`; it must outlive the target.
   const UserOp* user = nullptr;
-  /// The driver launches thread-block clusters (cuLaunchKernelEx, CUDA 12.0); columns_cluster
-  /// needs it beside sm_90.
-  bool cluster_launch = true;
 };
 
 /// The parameters a variant takes (bit set).
 enum Param : unsigned {
-  P_BLOCK = 1, P_UNROLL = 2, P_VEC = 4, P_GRID = 8, P_TAIL = 16, P_FINISH = 32, P_WIDTH = 64,
-  P_CLUSTER = 128 ///< blocks per thread-block cluster (Config::cluster)
+  P_BLOCK = 1, P_UNROLL = 2, P_VEC = 4, P_GRID = 8, P_TAIL = 16, P_FINISH = 32, P_WIDTH = 64
 };
 
 /// One catalogue entry.
@@ -156,8 +152,6 @@ struct SegmentedPlan {
                                 ///< a column x slice, the flat mapping's a segment and two a block
   unsigned post_grid = 0;       ///< blocks of 256 of the ordered finish's rt_segmented_post; 0:
                                 ///< a thread per result (the atomic finish's post pass)
-  unsigned cluster = 0;         ///< rt_segmented's blocks per thread-block cluster (the grid is a
-                                ///< multiple), launched with that cluster dimension; 0: none
 };
 SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape);
 

@@ -83,7 +83,6 @@ std::string key(const Config& c) {
   std::string k = c.variant;
   if (p & P_BLOCK) k += ".b" + std::to_string(c.block);
   if (p & P_WIDTH) k += ".w" + std::to_string(c.width);
-  if (p & P_CLUSTER) k += ".c" + std::to_string(c.cluster);
   if (p & P_UNROLL) k += ".u" + std::to_string(c.unroll);
   if (p & P_VEC) k += ".v" + std::to_string(c.vec);
   if (p & P_GRID) k += ".g" + std::to_string(c.grid);
@@ -113,7 +112,6 @@ std::optional<Config> parse_key(std::string_view text, std::string* why) {
     unsigned param = 0;
     if (auto b = number_after(tok, 'b')) c.block = *b, param = P_BLOCK;
     else if (auto w = number_after(tok, 'w')) c.width = *w, param = P_WIDTH;
-    else if (auto n = number_after(tok, 'c')) c.cluster = *n, param = P_CLUSTER;
     else if (auto u = number_after(tok, 'u')) c.unroll = *u, param = P_UNROLL;
     else if (auto x = number_after(tok, 'v')) c.vec = *x, param = P_VEC;
     else if (auto g = number_after(tok, 'g')) c.grid = *g, param = P_GRID;

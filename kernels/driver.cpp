@@ -211,39 +211,24 @@ float Event::since(const Event& start) const {
 }
 
 void launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void** args,
-            bool programmatic, unsigned cluster) {
-  if (!programmatic && cluster == 0) {
+            bool programmatic) {
+  if (!programmatic) {
     RT_CU(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, smem, s, args, nullptr));
     return;
   }
   if (!programmatic_launch())
-    throw CudaError(std::string("cuLaunchKernelEx: the driver lacks it (") +
-                        (cluster ? "thread-block clusters" : "programmatic launch") +
-                        " need CUDA 12.0)",
+    throw CudaError("cuLaunchKernelEx: the driver lacks it (programmatic launch needs CUDA 12.0)",
                     CUDA_ERROR_NOT_SUPPORTED);
-  if (cluster && grid % cluster != 0)
-    throw CudaError("cuLaunchKernelEx: a grid of " + std::to_string(grid) +
-                        " blocks is not a multiple of the cluster of " + std::to_string(cluster),
-                    CUDA_ERROR_INVALID_VALUE);
-  CUlaunchAttribute attrs[2] = {};
-  unsigned n = 0;
-  if (programmatic) {
-    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attrs[n++].value.programmaticStreamSerializationAllowed = 1;
-  }
-  if (cluster) {
-    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attrs[n].value.clusterDim.x = cluster;
-    attrs[n].value.clusterDim.y = 1;
-    attrs[n++].value.clusterDim.z = 1;
-  }
+  CUlaunchAttribute attr = {};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
   CUlaunchConfig cfg = {};
   cfg.gridDimX = grid, cfg.gridDimY = 1, cfg.gridDimZ = 1;
   cfg.blockDimX = block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
   cfg.sharedMemBytes = smem;
   cfg.hStream = s;
-  cfg.attrs = attrs;
-  cfg.numAttrs = n;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
   RT_CU(cuLaunchKernelEx(&cfg, f, args, nullptr));
 }
 

@@ -182,13 +182,11 @@ private:
 
 /// Launches f. `programmatic`: with programmatic stream serialization (programmatic dependent
 /// launch, sm_90+), so f may start before the kernel ahead of it in `s` completes; f must then
-/// execute griddepcontrol.wait before it touches what that kernel writes. `cluster` > 0: in
-/// thread-block clusters of that many blocks (sm_90+; `grid` a multiple of it). Both need
+/// execute griddepcontrol.wait before it touches what that kernel writes. Needs
 /// programmatic_launch().
 void launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void** args,
-            bool programmatic = false, unsigned cluster = 0);
-/// Whether the driver has cuLaunchKernelEx (CUDA 12.0): launches with programmatic stream
-/// serialization or a cluster dimension.
+            bool programmatic = false);
+/// Whether the driver can launch with programmatic stream serialization (cuLaunchKernelEx).
 bool programmatic_launch();
 
 /// Copies `bytes` of host memory to `dst` and returns once they are there. A plain cuMemcpyHtoD

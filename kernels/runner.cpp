@@ -248,10 +248,8 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
   // k.programmatic: it waits in the kernel (rt_pdl_wait) for what the first wrote, so its launch
   // and its loads overlap the first.
   if (p.partition_grid) cuda::launch(k.partition, p.partition_grid, p.block, 0, s, args);
-  // The cluster mapping's blocks of a cluster read each other's shared memory: p.cluster of them
-  // launched together (never after a fill or partition: it has neither).
   cuda::launch(k.reduce, p.grid, p.block, p.smem_bytes, s, args,
-               k.programmatic && (p.partition_grid != 0 || p.fill), p.cluster);
+               k.programmatic && (p.partition_grid != 0 || p.fill));
   if (p.chunk_grid)
     cuda::launch(k.chunks, p.chunk_grid, p.block, p.chunk_smem_bytes, s, args, k.programmatic);
   if (p.post) {

@@ -28,7 +28,6 @@ constexpr Finish kAtomicOrdered[] = {Finish::atomic, Finish::twopass};
 constexpr unsigned kGroup = P_BLOCK | P_WIDTH | P_UNROLL | P_VEC | P_FINISH;
 constexpr unsigned kBlock = P_BLOCK | P_UNROLL | P_VEC | P_FINISH;
 constexpr unsigned kSplit = P_BLOCK | P_UNROLL | P_VEC | P_GRID | P_FINISH;
-constexpr unsigned kCluster = P_BLOCK | P_CLUSTER | P_UNROLL | P_VEC | P_FINISH;
 constexpr unsigned kBinned = kGroup | P_GRID;
 constexpr unsigned kMergeParams = P_BLOCK | P_UNROLL | P_GRID | P_FINISH;
 
@@ -69,16 +68,6 @@ constexpr Variant kColumnsNarrow = {
     "columns_tile with stripes of 8 threads across or fewer (256 stripes where the columns "
     "allow), the rest of the block down the rows: many blocks in one kernel",
     kBlock, kU124, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
-// The split of the rows without the post pass (sm_90+): a thread-block cluster of c blocks per
-// stripe of columns, each block a slice of the rows; the leaves of each column meet through
-// distributed shared memory and are combined in rank order (row order) by the cluster itself, one
-// kernel and no workspace: every op, the struct accumulators and non-commutative user reductions
-// included. The stripes are narrow (columns_narrow's rule, for c x stripes blocks).
-constexpr Variant kColumnsCluster = {
-    "columns_cluster",
-    "a cluster of c blocks per stripe of columns, a slice of the rows each, their partials "
-    "combined in rank order through distributed shared memory (sm_90+, one kernel)",
-    kCluster, kU124, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
 constexpr Variant kSegmentsGroup = {"segments_group", "a group of w lanes of a warp per segment",
                                     kGroup, kU124, kShfl, kDirect, true, false, 32, kContiguous,
                                     "RT_MAP_GROUP", Problem::segments};
@@ -147,10 +136,8 @@ constexpr Variant kColumns[] = {
     kColumnsTile,
     kColumnsSplit,
     kColumnsNarrow,
-    kColumnsCluster,
     evict_first(kColumnsTile, "columns_tile_streaming", "columns_tile with evict-first loads"),
     evict_first(kColumnsSplit, "columns_split_streaming", "columns_split with evict-first loads"),
-    evict_first(kColumnsCluster, "columns_cluster_streaming", "columns_cluster with evict-first loads"),
 };
 constexpr Variant kSegments[] = {
     kSegmentsGroup,
@@ -179,8 +166,6 @@ constexpr int kSplitBlocks[] = {256, 512};
 constexpr int kVecs[] = {1, 2, 4};
 constexpr int kSplitVecs[] = {2, 4};
 constexpr int kSplitGrids[] = {2, 4, 8};
-// Cluster: the portable sizes (16 needs a non-portable opt-in and fits fewer GPCs).
-constexpr int kClusterSizes[] = {2, 4, 8};
 constexpr int kBinnedWidths[] = {1, 8, 32}; // 1: a thread per segment of a mean length near 1
 constexpr int kBinnedGrids[] = {4, 8};
 constexpr int kMergeBlocks[] = {128, 256};
@@ -271,28 +256,10 @@ std::uint64_t stripe_width(std::uint64_t widest, int vec, std::uint64_t cols) {
   return std::min(widest, std::bit_ceil(stripe_count(1, vec, cols)));
 }
 bool is_narrow(const Config& c) { return c.variant == kColumnsNarrow.name; }
-// columns_cluster (and its twin): c.cluster blocks per stripe.
-bool is_cluster(const Config& c) {
-  const Variant* v = find_variant(c.variant);
-  return v && takes(*v, P_CLUSTER);
-}
-// The blocks a stripe of columns has in one kernel: the cluster's, else 1 (also for a cluster
-// size the validity rules refuse, so that no rule divides by 0).
-std::uint64_t stripe_blocks(const Config& c) {
-  return is_cluster(c) ? std::uint64_t(std::max(c.cluster, 1)) : 1;
-}
-// The cluster mapping's blocks: stripes narrowed until clusters x stripes reach kNarrowStripes
-// (about two blocks a SM; each stripe has c blocks). At 256 columns a cluster of 8 keeps 32 bytes
-// of a row a stripe (a whole sector), 4 and 2 keep 16.
-constexpr std::uint64_t kClusterBlocks = kNarrowStripes;
 unsigned tile_width(const Config& c, std::uint64_t cols) {
   std::uint64_t widest = c.block;
   if (is_narrow(c))
     for (widest = kNarrowWidth; widest > 1 && stripe_count(widest, c.vec, cols) < kNarrowStripes;)
-      widest /= 2;
-  if (is_cluster(c))
-    for (widest = kNarrowWidth;
-         widest > 1 && stripe_count(widest, c.vec, cols) * stripe_blocks(c) < kClusterBlocks;)
       widest /= 2;
   return unsigned(stripe_width(widest, c.vec, cols));
 }
@@ -308,9 +275,7 @@ std::uint64_t blocks_per_segment(const Config& c, const Target& t, Shape shape) 
 
 // Row slices of columns_split: g blocks per SM over the column stripes, each slice at least
 // TY * unroll rows.
-// columns_cluster: one slice per block of the cluster.
 std::uint64_t row_slices(const Config& c, const Target& t, Shape shape, std::uint64_t stripes) {
-  if (is_cluster(c)) return stripe_blocks(c);
   if (c.finish == Finish::direct) return 1;
   const std::uint64_t ty = c.block / tile_width(c, shape.count);
   const std::uint64_t want = ceil_div(std::uint64_t(c.grid) * t.sm_count, stripes);
@@ -359,10 +324,9 @@ std::vector<Config> segmented_space(const Variant& v) {
   const bool flat = is_flat(v);
   const bool staged = is_staged(v);
   const bool split = takes(v, P_GRID) && !binned && !merge && !flat && !staged;
-  const bool cluster = takes(v, P_CLUSTER);
   const std::span<const int> blocks = staged            ? std::span<const int>(kStagedBlocks)
                                       : group || binned ? std::span<const int>(kGroupBlocks)
-                                      : split || cluster ? std::span<const int>(kSplitBlocks)
+                                      : split        ? std::span<const int>(kSplitBlocks)
                                       : merge        ? std::span<const int>(kMergeBlocks)
                                       : flat         ? std::span<const int>(kFlatBlocks)
                                                      : std::span<const int>(kBlockBlocks);
@@ -388,21 +352,17 @@ std::vector<Config> segmented_space(const Variant& v) {
   // Each finish the variant takes over the same points, the first (atomic) ones ahead. The flat
   // carry's ordered finish adds v2: it is the load-balanced offsets mapping of the struct
   // accumulators, and 8-byte elements take no v4.
-  const std::span<const int> clusters = cluster ? std::span<const int>(kClusterSizes)
-                                                : std::span<const int>(kNone);
   std::vector<Config> out;
   for (Finish f : v.finishes)
     for (int b : blocks)
       for (int w : widths)
-        for (int n : clusters)
-          for (int u : unrolls)
-            for (int x : is_flat_carry(v) && f == Finish::twopass ? std::span<const int>(kSplitVecs) : vecs)
-              for (int g : grids) {
-                Config c{std::string(v.name), b, u, x, g, v.tails.front(), f};
-                c.width = w;
-                c.cluster = n;
-                out.push_back(c);
-              }
+        for (int u : unrolls)
+          for (int x : is_flat_carry(v) && f == Finish::twopass ? std::span<const int>(kSplitVecs) : vecs)
+            for (int g : grids) {
+              Config c{std::string(v.name), b, u, x, g, v.tails.front(), f};
+              c.width = w;
+              out.push_back(c);
+            }
   return out;
 }
 
@@ -490,21 +450,10 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
       return "columns_tile has " + std::to_string(tile_stripes) + " stripes (a block each) at " +
              std::to_string(shape.count) + " columns";
   }
-  // The cluster's blocks split the rows: a block with fewer rows than threads down them leaves
-  // most of them idle (columns_tile reads such a matrix in one block a stripe).
-  if (is_cluster(c)) {
-    const std::uint64_t ty = c.block / tile_width(c, shape.count);
-    const std::uint64_t rows = ceil_div(shape.length, stripe_blocks(c));
-    if (rows < ty)
-      return "a cluster of " + std::to_string(c.cluster) + " gives each block " +
-             std::to_string(rows) + " rows for " + std::to_string(ty) + " threads down them";
-  }
-  // Columns without row slices (or a cluster's slice a block): a thread reads q = rows / TY rows,
-  // u at a time, the last round predicated; where u / 2 >= q a smaller u reads them in one round
-  // as well.
+  // Columns without row slices: a thread reads q = rows / TY rows, u at a time, the last round
+  // predicated; where u / 2 >= q a smaller u reads them in one round as well.
   if (v.problem == Problem::columns && c.finish == Finish::direct && c.unroll > 1) {
-    const std::uint64_t slice = ceil_div(shape.length, stripe_blocks(c));
-    const std::uint64_t q = ceil_div(slice, c.block / tile_width(c, shape.count));
+    const std::uint64_t q = ceil_div(shape.length, c.block / tile_width(c, shape.count));
     if (std::uint64_t(c.unroll) / 2 >= q)
       return "a thread reads " + std::to_string(q) + " rows: u" + std::to_string(c.unroll / 2) +
              " reads them in one round as well";
@@ -516,8 +465,7 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
   if (!takes(v, P_GRID)) {
     std::uint64_t lanes = 0;
     if (v.problem == Problem::columns)
-      lanes = stripe_count(tile_width(c, shape.count), c.vec, shape.count) * std::uint64_t(c.block) *
-              stripe_blocks(c);
+      lanes = stripe_count(tile_width(c, shape.count), c.vec, shape.count) * std::uint64_t(c.block);
     else
       lanes = shape.count * std::uint64_t(takes(v, P_WIDTH) ? c.width : c.block);
     const std::uint64_t per_lane = v.problem == Problem::segments ? 1024 : 4096;
@@ -577,9 +525,8 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
     const std::uint64_t tx = tile_width(c, shape.count);
     const std::uint64_t stripes = stripe_count(tx, c.vec, shape.count);
     const std::uint64_t slices = row_slices(c, t, shape, stripes);
-    p.grid = checked_grid(c, stripes * slices, shape); // a multiple of the cluster: slices are it
+    p.grid = checked_grid(c, stripes * slices, shape);
     p.aux = slices << 11 | tx;
-    if (is_cluster(c)) p.cluster = unsigned(c.cluster);
     if (ordered) { // a partial per column and slice; a group of lanes per column, up to a warp
       p.post = true;
       p.post_bytes = results * slices * acc_bytes;

@@ -16,7 +16,6 @@ Target Reducer::Impl::target(DType dtype, Op op) const {
   t.cc = info.cc();
   t.max_block = info.max_threads_per_block;
   t.sm_count = info.sm_count;
-  t.cluster_launch = cuda::programmatic_launch();
   return t;
 }
 

@@ -205,7 +205,6 @@ DeviceKey device_key(const cuda::DeviceInfo& info) {
   k.sm_count = info.sm_count;
   k.l2_bytes = info.l2_bytes;
   k.peak_gbps = info.peak_gbps();
-  k.cluster_launch = cuda::programmatic_launch();
   return k;
 }
 
@@ -250,7 +249,6 @@ Target target_of(const DeviceKey& device, DType dtype, Op op, Problem problem, c
   t.sm_count = device.sm_count;
   t.wide_result = req.wide_result;
   t.user = req.user;
-  t.cluster_launch = device.cluster_launch;
   return t;
 }
 

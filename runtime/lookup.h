@@ -39,7 +39,6 @@ struct DeviceKey {
   int sm_count = 0;
   std::int64_t l2_bytes = 0;    ///< L2 cache size
   double peak_gbps = 0;         ///< theoretical memory bandwidth (memory clock x bus width)
-  bool cluster_launch = true;   ///< the driver launches thread-block clusters (Target's)
 };
 
 /// The lookup's key for a GPU of this machine.

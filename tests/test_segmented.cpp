@@ -87,7 +87,7 @@ TEST_CASE("segmented: the streaming mappings are their plain twins with evict-fi
     }
     CHECK(seen_twin); // every segmented problem has evict-first twins
   }
-  CHECK(twins == 12);
+  CHECK(twins == 11);
   CHECK_FALSE(evict_first_twin_of(cfg("streaming.b256.u4.v4.g2.shfl.atomic"))); // the array's own
 }
 

@@ -89,11 +89,11 @@ std::optional<Budget> parse_budget(std::string_view text, std::string* why) {
 
 namespace {
 
-constexpr std::size_t kParams = 10;
+constexpr std::size_t kParams = 9;
 
 /// A configuration's parameters as numbers, for neighbourhoods: variant (by name; an evict-first
-/// twin by its plain variant's, and parameter 8, 1, set), then the numeric ones, then tail and
-/// finish; the cluster size last (numeric).
+/// twin by its plain variant's, and a last parameter, 1, set), then the numeric ones, then tail
+/// and finish.
 struct Params {
   std::array<double, kParams> v{};
 };
@@ -112,7 +112,6 @@ Params params_of(const Config& c, const std::vector<std::string>& variants) {
   p.v[3] = std::log2(double(std::max(c.vec, 1)));
   p.v[4] = c.grid ? 1 + std::log2(double(c.grid)) : 0;
   p.v[5] = c.width ? 1 + std::log2(double(c.width)) : 0;
-  p.v[9] = c.cluster ? std::log2(double(c.cluster)) : 0;
   p.v[6] = double(int(c.tail));
   p.v[7] = double(int(c.finish));
   return p;
@@ -131,7 +130,7 @@ Difference difference(const Params& a, const Params& b) {
     if (a.v[i] != b.v[i]) {
       ++d.params;
       d.which = int(i);
-      d.size += (i == 0 || (i >= 6 && i <= 8)) ? 1.0 : std::abs(a.v[i] - b.v[i]);
+      d.size += (i == 0 || i >= 6) ? 1.0 : std::abs(a.v[i] - b.v[i]);
     }
   return d;
 }

@@ -104,19 +104,16 @@ struct Config {
   Tail tail = Tail::none;
   Finish finish = Finish::host;
   int width = 0;                ///< lanes per segment for the group mappings (1..32); 0 = n/a
-  int cluster = 0;              ///< blocks per thread-block cluster (2, 4, 8; sm_90+); 0 = n/a
 };
 // Spelled out rather than defaulted: the public headers are C++17.
 inline bool operator==(const Config& a, const Config& b) {
   return a.variant == b.variant && a.block == b.block && a.unroll == b.unroll && a.vec == b.vec &&
-         a.grid == b.grid && a.width == b.width && a.cluster == b.cluster && a.tail == b.tail &&
-         a.finish == b.finish;
+         a.grid == b.grid && a.width == b.width && a.tail == b.tail && a.finish == b.finish;
 }
 inline bool operator!=(const Config& a, const Config& b) { return !(a == b); }
 
 /// The stable text key, e.g. "unroll_warps.b512.u8.shfl.host": the variant, then the parameters
-/// it takes in a fixed order (b<block> w<width> c<cluster> u<unroll> v<vec> g<grid> <tail>), then
-/// the finish.
+/// it takes in a fixed order (b<block> w<width> u<unroll> v<vec> g<grid> <tail>), then the finish.
 std::string key(const Config&);
 /// Parses a key (parameter tokens in any order). Returns nullopt, with the reason in *why,
 /// when the text is not a key of a known variant.

@@ -12,57 +12,12 @@
 // rows, in order, and the tree over TY pairs neighbours, so each column's elements combine in row
 // order; otherwise the TY threads of a column take rows TY apart (neighbouring rows in flight
 // together) and the tree pairs halves.
-// RT_CLUSTER (columns_cluster, sm_90+): the ysplit = RT_CLUSTER slices of a stripe are the blocks
-// of one thread-block cluster (consecutive blocks, launched with that cluster dimension). Each
-// block leaves its columns' partials in its shared memory; after a cluster barrier, block k
-// combines the partials of columns k, k + RT_CLUSTER, ... of every block, in rank order (row
-// order), reading the others' shared memory (distributed shared memory), and writes the results;
-// a second barrier keeps every block's shared memory alive until the others have read it.
-
-#if defined(RT_CLUSTER)
-// Inline PTX: NVRTC is given no include path, so no cooperative_groups. Below sm_90 (which the
-// catalogue never admits) the source still compiles and the kernel stops at its first line.
-__device__ __forceinline__ unsigned rt_cluster_blocks() {
-  unsigned n = 0;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-#endif
-  return n;
-}
-// Every thread of every block of the cluster; release and acquire order the shared memory
-// written before it with the reads after it, across the cluster.
-__device__ __forceinline__ void rt_cluster_sync() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
-                   : "memory");
-#endif
-}
-// The address of *p (this block's shared memory) in block `rank` of the cluster.
-__device__ __forceinline__ const A* rt_cluster_map(const A* p, unsigned rank) {
-#if __CUDA_ARCH__ >= 900
-  unsigned long long q;
-  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(p), "r"(rank));
-  return reinterpret_cast<const A*>(q);
-#else
-  (void)rank;
-  return p;
-#endif
-}
-#endif
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED_PARAMS) {
   const unsigned tx_count = unsigned(aux & 2047u), ty_count = RT_BLOCK / tx_count;
   const rt_size ysplit = aux >> 11;
   const rt_size xblocks = (count + rt_size(tx_count) * RT_VEC - 1) / (rt_size(tx_count) * RT_VEC);
-#if defined(RT_CLUSTER)
-  // Launched without the cluster dimension, the blocks would read shared memory that is not
-  // their cluster's: stop rather than write wrong results.
-  if (rt_cluster_blocks() != RT_CLUSTER) __trap();
-  const rt_size bx = blockIdx.x / RT_CLUSTER, by = blockIdx.x % RT_CLUSTER; // by: the rank
-  (void)xblocks;
-#else
   const rt_size bx = blockIdx.x % xblocks, by = blockIdx.x / xblocks;
-#endif
   const unsigned tx = threadIdx.x % tx_count, ty = threadIdx.x / tx_count;
   const rt_size c0 = (bx * tx_count + tx) * RT_VEC;
   const rt_size slice = (length + ysplit - 1) / ysplit;
@@ -176,31 +131,6 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
     for (int e = 0; e < RT_VEC; ++e) acc[e] = smem[tx * RT_VEC + e];
   }
-#if defined(RT_CLUSTER)
-  // No thread returns before the barriers. The tree left the partials in smem's first row; a
-  // block one row tall has them in registers.
-  {
-    A* smem = rt_smem();
-    if (ty_count == 1)
-#pragma unroll
-      for (int e = 0; e < RT_VEC; ++e) smem[tx * RT_VEC + e] = acc[e];
-    rt_cluster_sync();
-    const unsigned width = tx_count * RT_VEC; // the stripe's columns
-    const rt_size first = bx * width;
-    for (unsigned j = unsigned(by) + RT_CLUSTER * threadIdx.x; j < width; j += RT_CLUSTER * RT_BLOCK) {
-      if (first + j >= count) break;
-      A p[RT_CLUSTER]; // loaded before any combine: the remote reads overlap
-#pragma unroll
-      for (int k = 0; k < RT_CLUSTER; ++k) p[k] = *rt_cluster_map(smem + j, unsigned(k));
-      A v = p[0];
-#pragma unroll
-      for (int k = 1; k < RT_CLUSTER; ++k) v = rt_combine(v, p[k]);
-      out[first + j] = rt_post(v, length);
-    }
-    rt_cluster_sync();
-  }
-  return;
-#endif
   if (ty != 0) return;
 #if defined(RT_FINISH_ATOMIC)
   rt_pdl_wait(); // launched programmatically after the fill on sm_90+: until out holds the identity
