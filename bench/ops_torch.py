@@ -17,7 +17,9 @@ reduce_tune result is checked against torch's on the same data (float results to
 1e-4 of the largest |result|, counts and booleans exactly). Data: uniform in [-1, 1) with a
 quarter of the elements set to zero (so the counts and any/all mean something; all() is false).
 Output: Markdown on stdout. Exit code: 0 all checks passed, 1 a check FAILED, 4 torch or a GPU
-not available.
+not available. `--ops` and `--shapes` pick some of them (e.g. `--ops argmax,var,logsumexp --shapes
+columns`); reduce_tune reads the store `$REDUCE_TUNE_DB` names, so one run can time a store that a
+`reduce-tune tune --db` run filled against another.
 """
 import argparse
 import os
@@ -28,6 +30,7 @@ from frameworks import Timer, gpu_figures  # noqa: E402
 
 SHAPES = (("whole array", (1 << 24,), None), ("rows, 2^20 x 16", (1 << 20, 16), -1),
           ("columns, 65536 x 256", (65536, 256), 0))
+SHAPE_NAMES = ("array", "rows", "columns")  # --shapes' names of SHAPES, in order
 
 
 def ops(torch, rt):
@@ -78,7 +81,17 @@ def main():
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--spin-us", type=float, default=100.0)
+    ap.add_argument("--ops", default="", help="comma-separated ops to time (default: all)")
+    ap.add_argument("--shapes", default="",
+                    help="comma-separated shapes to time: array, rows, columns (default: all)")
     a = ap.parse_args()
+    only_ops = set(filter(None, a.ops.split(",")))
+    only_shapes = set(filter(None, a.shapes.split(",")))
+    unknown = only_shapes - set(SHAPE_NAMES)
+    if unknown:
+        print(f"ops_torch.py: unknown shape(s) {', '.join(sorted(unknown))}; "
+              f"expected {', '.join(SHAPE_NAMES)}", file=sys.stderr)
+        return 2
     try:
         import torch
     except ImportError:
@@ -102,11 +115,19 @@ def main():
     failed = 0
     print("| op | shape | reduce_tune us | % of peak | torch us | torch / reduce_tune | check |")
     print("|---|---|---:|---:|---:|---:|---|")
-    for label, shape, dim in SHAPES:
+    known = {name for name, _, _, _ in ops(torch, rt)}
+    if only_ops - known:
+        print(f"ops_torch.py: unknown op(s) {', '.join(sorted(only_ops - known))}", file=sys.stderr)
+        return 2
+    for (label, shape, dim), short in zip(SHAPES, SHAPE_NAMES):
+        if only_shapes and short not in only_shapes:
+            continue
         x = torch.rand(shape, device="cuda", generator=g) * 2 - 1
         x[torch.rand(shape, device="cuda", generator=g) < 0.25] = 0
         y = torch.rand(shape, device="cuda", generator=g) * 2 - 1
         for name, mine, theirs, inputs in ops(torch, rt):
+            if only_ops and name not in only_ops:
+                continue
             t_rt, _, _, got = timer.time(lambda: mine(x, y, dim))
             t_th, _, _, want = timer.time(lambda: theirs(x, y, dim))
             ok = agree(torch, got, want)
