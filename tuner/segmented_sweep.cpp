@@ -10,6 +10,7 @@
 #include "tuner/sum_prefix.h"
 #include "tuner/sum_reference.h"
 #include "tuner/sweep_search.h"
+#include "tuner/upload.h"
 #include "tuner/user_check.h"
 #include "runtime/lookup.h"
 
@@ -55,14 +56,14 @@ struct ShapeData {
   cuda::Buffer offsets;
 };
 
-ShapeData layout(Problem problem, Shape shape, std::uint64_t seed) {
+ShapeData layout(Problem problem, Shape shape, std::uint64_t seed, StagedUpload& upload, CUstream after) {
   ShapeData s;
   s.seg.problem = problem;
   s.seg.shape = shape;
   if (problem == Problem::segments) {
     s.seg.offsets = skewed_offsets(shape.count, shape.elements(), seed);
     s.offsets = cuda::Buffer(s.seg.offsets.size() * sizeof(std::int64_t));
-    cuda::upload_sync(s.offsets.get(), s.seg.offsets.data(), s.seg.offsets.size() * sizeof(std::int64_t));
+    upload(s.offsets.get(), s.seg.offsets.data(), s.seg.offsets.size() * sizeof(std::int64_t), after);
   } else {
     s.seg.stride = problem == Problem::rows ? shape.length : shape.count; // dense rows
   }
@@ -188,6 +189,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     return spec;
   };
   InputAhead ahead;
+  StagedUpload upload;
   // Buffers kept across shapes: the input (grown to the largest), the results and their
   // page-locked host copy (allocated once for the most results of any shape), the input check's.
   std::uint64_t most_results = 1;
@@ -260,7 +262,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       const std::uint64_t elements = shape.elements();
       const std::uint64_t seed = o.check_data ? 0 : spec_of(d, shape).seed; // 0: a supplied input
       ShapeData sd = layout(o.problem, shape,
-                            shape_seed(o.problem, shape, seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20)));
+                            shape_seed(o.problem, shape, seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20)),
+                            upload, s);
       const std::uint64_t longest = longest_segment(sd.seg.offsets);
       if (sd.seg.input_elements() != elements)
         throw std::logic_error("a segmented shape's input is not its element count"); // Shape says it is
@@ -289,13 +292,13 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           d_in = cuda::Buffer(); // freed before the larger one is made
           d_in = cuda::Buffer(in_bytes);
         }
-        cuda::upload_sync(d_in.get(), data.bytes.data(), elements * es);
+        upload(d_in.get(), data.bytes.data(), elements * es, s);
         if (two) {
           if (d_in2.size() < in_bytes) {
             d_in2 = cuda::Buffer();
             d_in2 = cuda::Buffer(in_bytes);
           }
-          cuda::upload_sync(d_in2.get(), data2.bytes.data(), elements * es);
+          upload(d_in2.get(), data2.bytes.data(), elements * es, s);
         }
         ++res.times.inputs;
       }
@@ -536,6 +539,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   res.times.input_checks = input_check.count();
   res.times.inputs_hashed = input_check.hashed();
   res.times.inputs_ahead = ahead.ahead();
+  res.times.upload_s = upload.seconds(), res.times.upload_bytes = upload.bytes(), res.times.upload_pinned = upload.pinned();
 }
 
 } // namespace reduce_tune

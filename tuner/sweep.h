@@ -117,6 +117,9 @@ struct SweepTimes {
   double input_check_s = 0; ///< each input checked once it served its shapes or size
                             ///< (segmented: also at once after a wrong result)
   std::size_t inputs = 0;   ///< inputs generated and uploaded
+  double upload_s = 0;              ///< of input_s, the copies of inputs and offsets to the device
+  std::uint64_t upload_bytes = 0;   ///< the bytes those copies moved
+  bool upload_pinned = false;       ///< through pinned staging buffers (false: from pageable memory)
   std::size_t input_checks = 0;  ///< inputs checked: hashed on the GPU, or read back and compared
   std::size_t inputs_hashed = 0; ///< of them, those whose GPU hash matched the host's
   std::size_t inputs_ahead = 0;  ///< inputs made on a thread while the one before was measured

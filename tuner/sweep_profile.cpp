@@ -1,0 +1,61 @@
+// reduce-tune: a sweep's time, phase by phase (`tune --profile`).
+#include "tuner/sweep.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace reduce_tune {
+
+std::string profile_text(const SweepTimes& t) {
+  const double measuring = t.load_s + t.validate_s + t.timing_s;
+  const double accounted = t.setup_s + t.compile_s + t.seeds_s + t.input_s + t.reference_s + measuring +
+                           t.store_s + t.input_check_s + t.check_setup_s;
+  std::string out;
+  char line[320]; // the check row names its paths
+  const auto row = [&](const char* what, double s, const std::string& note) {
+    std::snprintf(line, sizeof line, "  %-13s %8.2f s %5.1f %%%s%s\n", what, s, t.total_s > 0 ? 100 * s / t.total_s : 0.0,
+                  note.empty() ? "" : "  ", note.c_str());
+    out += line;
+  };
+  const auto per = [](double s, std::size_t n, const char* unit) {
+    if (!n) return std::string();
+    char b[80];
+    std::snprintf(b, sizeof b, "%.2f ms a %s", 1e3 * s / double(n), unit);
+    return std::string(b);
+  };
+  std::snprintf(line, sizeof line, "profile: %.2f s, %zu points, %zu measurements, %zu inputs\n", t.total_s, t.points,
+                t.measured, t.inputs);
+  out += line;
+  row("setup", t.setup_s, "context, NVRTC, store, run");
+  row("compile", t.compile_s, "every valid configuration through the compile cache");
+  row("seeds", t.seeds_s, per(t.seeds_s, t.points, "point"));
+  std::string uploaded;
+  if (t.upload_bytes) {
+    char b[160];
+    std::snprintf(b, sizeof b, "; %.0f MiB uploaded in %.2f s, %.1f GB/s, %s", double(t.upload_bytes) / (1 << 20),
+                  t.upload_s, t.upload_s > 0 ? double(t.upload_bytes) / t.upload_s / 1e9 : 0.0,
+                  t.upload_pinned ? "through pinned staging buffers" : "from pageable memory");
+    uploaded = b;
+  }
+  row("input", t.input_s,
+      per(t.input_s, t.inputs, "input") + " (generated, uploaded, offsets" +
+          (t.inputs_ahead ? "; " + std::to_string(t.inputs_ahead) + " generated ahead, while the one before was measured" : "") +
+          uploaded + ")");
+  row("reference", t.reference_s,
+      per(t.reference_s, t.points, "point") +
+          (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : ""));
+  row("load", t.load_s, per(t.load_s, t.measured, "measurement") + " (modules, first use)");
+  const std::string paths = t.gpu_checked + t.cpu_checked == 0 ? "" :
+      ": " + std::to_string(t.gpu_checked) + " passed on the GPU, " + std::to_string(t.cpu_checked) +
+      " read back and checked on the CPU (" + std::to_string(t.cpu_after_gpu) + " after a GPU failure)";
+  row("check", t.validate_s, per(t.validate_s, t.measured, "measurement") + " (checked launch, result compared" + paths + ")");
+  if (t.check_setups || t.check_setup_s > 0) row("check setup", t.check_setup_s, per(t.check_setup_s, t.check_setups, "point") + " (the GPU check's data)");
+  row("timing", t.timing_s, per(t.timing_s, t.measured, "measurement"));
+  row("store", t.store_s, per(t.store_s, t.points, "point") + " (one transaction a point)");
+  row("input check", t.input_check_s, (t.input_checks ? std::to_string(t.input_checks) + " " : std::string()) + "input(s) " +
+      (t.inputs_hashed ? "checked: " + std::to_string(t.inputs_hashed) + " by their hash on the GPU, the rest read back" : "read back and compared"));
+  row("other", std::max(0.0, t.total_s - accounted), "progress, plans, the search itself");
+  return out;
+}
+
+} // namespace reduce_tune
