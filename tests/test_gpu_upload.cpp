@@ -96,6 +96,9 @@ TEST_CASE("upload: a sweep's inputs uploaded through the staging buffers pass th
   CHECK(r.times.inputs == 2);
   CHECK(r.times.upload_bytes == (1000 + (std::uint64_t(1) << 24) + 3) * 4);
   CHECK(r.times.upload_pinned);
+  // Both parts of the input phase, not beside it.
+  CHECK(r.times.upload_s > 0);
+  CHECK(r.times.upload_s + r.times.input_wait_s <= r.times.input_s);
   CHECK(r.times.inputs_hashed == 2); // each input's hash on the device is the host's
   std::filesystem::remove_all(dir);
 }

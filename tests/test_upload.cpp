@@ -116,7 +116,7 @@ TEST_CASE("upload: a staged copy lands every byte and refills a slot only after 
   }
 }
 
-TEST_CASE("upload: the profile's input line says what was uploaded, how fast and from what memory", "[upload][profile]") {
+TEST_CASE("upload: the profile's input line says what was uploaded, how fast, from what memory, and the wait for inputs", "[upload][profile]") {
   SweepTimes t;
   t.total_s = 10, t.input_s = 1, t.inputs = 20;
   CHECK_THAT(profile_text(t), !Catch::Contains("uploaded in")); // nothing uploaded: no figure
@@ -124,4 +124,6 @@ TEST_CASE("upload: the profile's input line says what was uploaded, how fast and
   CHECK_THAT(profile_text(t), Catch::Contains("; 3072 MiB uploaded in 0.50 s, 6.4 GB/s, through pinned staging buffers)"));
   t.upload_pinned = false;
   CHECK_THAT(profile_text(t), Catch::Contains("uploaded in 0.50 s, 6.4 GB/s, from pageable memory)"));
+  t.input_wait_s = 0.25;
+  CHECK_THAT(profile_text(t), Catch::Contains("from pageable memory; 0.25 s of it making inputs or waiting for those made ahead)"));
 }

@@ -270,7 +270,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       if (!loaded || data_elements != elements || (o.check_data && data_shape != shape)) {
         check_input(true); // the previous input's shapes are done
         {
+          const auto t_take = Clock::now();
           PreparedInput in = ahead.take(spec_of(d, shape));
+          res.times.input_wait_s += std::chrono::duration<double>(Clock::now() - t_take).count();
           data = std::move(in.data), data2 = std::move(in.data2);
           prefix = std::move(in.prefix), prefix_built = in.prefix_built;
           hash = in.hash, hash2 = in.hash2;

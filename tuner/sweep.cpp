@@ -354,6 +354,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
       const std::uint64_t seed = o.check_data ? 0 : spec_of(d, n).seed; // 0: a supplied input
       // With the second input of the ops of two (dot): other random data of the same kind.
       const PreparedInput input = ahead.take(spec_of(d, n));
+      res.times.input_wait_s += seconds_since(t_data);
       if (si + 1 < sizes.size()) ahead.start(spec_of(d, sizes[si + 1]));
       else if (di + 1 < o.dtypes.size() && !sizes.empty()) ahead.start(spec_of(o.dtypes[di + 1], sizes.front()));
       const HostArray& data = input.data;

@@ -118,6 +118,7 @@ struct SweepTimes {
                             ///< (segmented: also at once after a wrong result)
   std::size_t inputs = 0;   ///< inputs generated and uploaded
   double upload_s = 0;              ///< of input_s, the copies of inputs and offsets to the device
+  double input_wait_s = 0;          ///< of input_s, waiting for the inputs made ahead (or making them)
   std::uint64_t upload_bytes = 0;   ///< the bytes those copies moved
   bool upload_pinned = false;       ///< through pinned staging buffers (false: from pageable memory)
   std::size_t input_checks = 0;  ///< inputs checked: hashed on the GPU, or read back and compared

@@ -11,7 +11,7 @@ std::string profile_text(const SweepTimes& t) {
   const double accounted = t.setup_s + t.compile_s + t.seeds_s + t.input_s + t.reference_s + measuring +
                            t.store_s + t.input_check_s + t.check_setup_s;
   std::string out;
-  char line[320]; // the check row names its paths
+  char line[512]; // the check and input rows name their paths and figures
   const auto row = [&](const char* what, double s, const std::string& note) {
     std::snprintf(line, sizeof line, "  %-13s %8.2f s %5.1f %%%s%s\n", what, s, t.total_s > 0 ? 100 * s / t.total_s : 0.0,
                   note.empty() ? "" : "  ", note.c_str());
@@ -29,18 +29,23 @@ std::string profile_text(const SweepTimes& t) {
   row("setup", t.setup_s, "context, NVRTC, store, run");
   row("compile", t.compile_s, "every valid configuration through the compile cache");
   row("seeds", t.seeds_s, per(t.seeds_s, t.points, "point"));
-  std::string uploaded;
+  std::string figures; // of the input row
   if (t.upload_bytes) {
     char b[160];
     std::snprintf(b, sizeof b, "; %.0f MiB uploaded in %.2f s, %.1f GB/s, %s", double(t.upload_bytes) / (1 << 20),
                   t.upload_s, t.upload_s > 0 ? double(t.upload_bytes) / t.upload_s / 1e9 : 0.0,
                   t.upload_pinned ? "through pinned staging buffers" : "from pageable memory");
-    uploaded = b;
+    figures = b;
+  }
+  if (t.input_wait_s > 0) {
+    char b[80];
+    std::snprintf(b, sizeof b, "; %.2f s of it making inputs or waiting for those made ahead", t.input_wait_s);
+    figures += b;
   }
   row("input", t.input_s,
       per(t.input_s, t.inputs, "input") + " (generated, uploaded, offsets" +
           (t.inputs_ahead ? "; " + std::to_string(t.inputs_ahead) + " generated ahead, while the one before was measured" : "") +
-          uploaded + ")");
+          figures + ")");
   row("reference", t.reference_s,
       per(t.reference_s, t.points, "point") +
           (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : ""));
