@@ -1,6 +1,7 @@
 // The staged upload on the GPU (tuner/upload.h): what lands on the device is the host's bytes for
-// sizes from 1 byte to 300 MiB (whole chunks, a tail, an odd destination), after the work queued
-// on the stream it is told to follow; and a sweep whose inputs go through it passes its checks.
+// sizes from 1 byte to 300 MiB (whole chunks, a tail, an odd destination, growing buffers), after
+// the work queued on the stream it is told to follow, staged from kStageMinBytes on; and a sweep
+// whose inputs go through it passes its checks.
 #include <catch2/catch.hpp>
 
 #include "tests/gpu_fixture.h"
@@ -40,7 +41,7 @@ std::vector<unsigned char> download(CUdeviceptr p, std::size_t n) {
 
 TEST_CASE("upload: the device holds the host's bytes, 1 byte to 300 MiB", "[gpu][upload]") {
   gpu(); // the context
-  StagedUpload up;
+  StagedUpload up(kStageChunkBytes, kStageSlots, 0); // every size staged; the buffers grow with them
   std::uint64_t sent = 0;
   const std::size_t MiB = std::size_t(1) << 20;
   for (std::size_t n : {std::size_t(1), std::size_t(4099), kStageChunkBytes, 64 * MiB + 3, 300 * MiB}) {
@@ -54,16 +55,30 @@ TEST_CASE("upload: the device holds the host's bytes, 1 byte to 300 MiB", "[gpu]
       CHECK(download(b.get() + at, n) == host);
     }
   }
-  CHECK(up.pinned());
+  CHECK(up.staged_bytes() == sent);
   CHECK(up.bytes() == sent);
   CHECK(up.seconds() > 0);
   up(0, nullptr, 0); // nothing to copy: no call at all
   CHECK(up.bytes() == sent);
 }
 
+TEST_CASE("upload: below kStageMinBytes straight from pageable memory, from it on staged", "[gpu][upload]") {
+  gpu();
+  StagedUpload up;
+  for (std::size_t n : {std::size_t(1000), kStageMinBytes - 1, kStageMinBytes, 3 * kStageMinBytes + 1}) {
+    INFO(n << " bytes");
+    const std::vector<unsigned char> host = pattern(n, 3 * n);
+    cuda::Buffer b(n);
+    const std::uint64_t staged = up.staged_bytes();
+    up(b.get(), host.data(), n);
+    CHECK(download(b.get(), n) == host);
+    CHECK(up.staged_bytes() - staged == (n >= kStageMinBytes ? n : 0));
+  }
+}
+
 TEST_CASE("upload: many small chunks through two slots, after the work queued on a stream", "[gpu][upload]") {
   Gpu& g = gpu();
-  StagedUpload up(4096, 2); // 257 chunks: every slot reused many times
+  StagedUpload up(4096, 2, 0); // 257 chunks: every slot reused many times
   const std::size_t n = 256 * 4096 + 5;
   const std::vector<unsigned char> host = pattern(n, 7);
   cuda::Buffer b(n);
@@ -95,7 +110,7 @@ TEST_CASE("upload: a sweep's inputs uploaded through the staging buffers pass th
   }
   CHECK(r.times.inputs == 2);
   CHECK(r.times.upload_bytes == (1000 + (std::uint64_t(1) << 24) + 3) * 4);
-  CHECK(r.times.upload_pinned);
+  CHECK(r.times.upload_staged_bytes == ((std::uint64_t(1) << 24) + 3) * 4); // 1000 elements: directly
   // Both parts of the input phase, not beside it.
   CHECK(r.times.upload_s > 0);
   CHECK(r.times.upload_s + r.times.input_wait_s <= r.times.input_s);

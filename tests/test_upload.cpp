@@ -120,9 +120,11 @@ TEST_CASE("upload: the profile's input line says what was uploaded, how fast, fr
   SweepTimes t;
   t.total_s = 10, t.input_s = 1, t.inputs = 20;
   CHECK_THAT(profile_text(t), !Catch::Contains("uploaded in")); // nothing uploaded: no figure
-  t.upload_s = 0.5, t.upload_bytes = std::uint64_t(3) << 30, t.upload_pinned = true;
+  t.upload_s = 0.5, t.upload_bytes = std::uint64_t(3) << 30, t.upload_staged_bytes = t.upload_bytes;
   CHECK_THAT(profile_text(t), Catch::Contains("; 3072 MiB uploaded in 0.50 s, 6.4 GB/s, through pinned staging buffers)"));
-  t.upload_pinned = false;
+  t.upload_staged_bytes = std::uint64_t(3) << 29; // half of it
+  CHECK_THAT(profile_text(t), Catch::Contains("6.4 GB/s, 1536 MiB through pinned staging buffers, the rest from pageable memory)"));
+  t.upload_staged_bytes = 0;
   CHECK_THAT(profile_text(t), Catch::Contains("uploaded in 0.50 s, 6.4 GB/s, from pageable memory)"));
   t.input_wait_s = 0.25;
   CHECK_THAT(profile_text(t), Catch::Contains("from pageable memory; 0.25 s of it making inputs or waiting for those made ahead)"));

@@ -541,7 +541,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   res.times.input_checks = input_check.count();
   res.times.inputs_hashed = input_check.hashed();
   res.times.inputs_ahead = ahead.ahead();
-  res.times.upload_s = upload.seconds(), res.times.upload_bytes = upload.bytes(), res.times.upload_pinned = upload.pinned();
+  res.times.upload_s = upload.seconds(), res.times.upload_bytes = upload.bytes(), res.times.upload_staged_bytes = upload.staged_bytes();
 }
 
 } // namespace reduce_tune

@@ -561,7 +561,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   res.times.data_s = res.times.input_s + res.times.reference_s;
   res.times.input_checks = input_check.count(), res.times.inputs_hashed = input_check.hashed();
   res.times.inputs_ahead = ahead.ahead();
-  res.times.upload_s = upload.seconds(), res.times.upload_bytes = upload.bytes(), res.times.upload_pinned = upload.pinned();
+  res.times.upload_s = upload.seconds(), res.times.upload_bytes = upload.bytes(), res.times.upload_staged_bytes = upload.staged_bytes();
   res.times.total_s = seconds_since(t_start);
   return res;
 }

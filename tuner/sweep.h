@@ -120,7 +120,7 @@ struct SweepTimes {
   double upload_s = 0;              ///< of input_s, the copies of inputs and offsets to the device
   double input_wait_s = 0;          ///< of input_s, waiting for the inputs made ahead (or making them)
   std::uint64_t upload_bytes = 0;   ///< the bytes those copies moved
-  bool upload_pinned = false;       ///< through pinned staging buffers (false: from pageable memory)
+  std::uint64_t upload_staged_bytes = 0; ///< of them, through pinned staging buffers (the rest: pageable)
   std::size_t input_checks = 0;  ///< inputs checked: hashed on the GPU, or read back and compared
   std::size_t inputs_hashed = 0; ///< of them, those whose GPU hash matched the host's
   std::size_t inputs_ahead = 0;  ///< inputs made on a thread while the one before was measured

@@ -31,10 +31,14 @@ std::string profile_text(const SweepTimes& t) {
   row("seeds", t.seeds_s, per(t.seeds_s, t.points, "point"));
   std::string figures; // of the input row
   if (t.upload_bytes) {
-    char b[160];
-    std::snprintf(b, sizeof b, "; %.0f MiB uploaded in %.2f s, %.1f GB/s, %s", double(t.upload_bytes) / (1 << 20),
-                  t.upload_s, t.upload_s > 0 ? double(t.upload_bytes) / t.upload_s / 1e9 : 0.0,
-                  t.upload_pinned ? "through pinned staging buffers" : "from pageable memory");
+    const auto mib = [](std::uint64_t b) { return double(b) / (1 << 20); };
+    char how[96], b[200];
+    if (t.upload_staged_bytes == t.upload_bytes) std::snprintf(how, sizeof how, "through pinned staging buffers");
+    else if (t.upload_staged_bytes == 0) std::snprintf(how, sizeof how, "from pageable memory");
+    else std::snprintf(how, sizeof how, "%.0f MiB through pinned staging buffers, the rest from pageable memory",
+                       mib(t.upload_staged_bytes));
+    std::snprintf(b, sizeof b, "; %.0f MiB uploaded in %.2f s, %.1f GB/s, %s", mib(t.upload_bytes), t.upload_s,
+                  t.upload_s > 0 ? double(t.upload_bytes) / t.upload_s / 1e9 : 0.0, how);
     figures = b;
   }
   if (t.input_wait_s > 0) {

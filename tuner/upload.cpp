@@ -87,29 +87,39 @@ struct StagedUpload::Staging final : StagingSteps {
   const char* src = nullptr;
 };
 
-StagedUpload::StagedUpload(std::size_t chunk_bytes, unsigned slots) : chunk_bytes_(chunk_bytes), slots_(slots) {
+StagedUpload::StagedUpload(std::size_t chunk_bytes, unsigned slots, std::size_t min_bytes)
+    : chunk_bytes_(chunk_bytes), min_bytes_(min_bytes), slots_(slots) {
   stage_chunks(0, chunk_bytes, slots); // throws for a chunk of 0 bytes or no slots
 }
 
 StagedUpload::~StagedUpload() = default;
 
+StagedUpload::Staging* StagedUpload::staging(std::size_t want) {
+  if ((staging_ && staging_->chunk >= want) || out_of_pinned_) return staging_.get();
+  auto s = std::make_unique<Staging>(want, slots_);
+  if (s->host.get()) staging_ = std::move(s);
+  else out_of_pinned_ = true; // the smaller buffers, if any, serve in smaller chunks
+  return staging_.get();
+}
+
 void StagedUpload::operator()(CUdeviceptr dst, const void* src, std::size_t bytes, CUstream after) {
   if (bytes == 0) return;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!tried_) {
-    tried_ = true;
-    auto s = std::make_unique<Staging>(chunk_bytes_, slots_);
-    if (s->host.get()) staging_ = std::move(s), pinned_ = true;
-  }
-  if (staging_) {
+  constexpr std::size_t MiB = std::size_t(1) << 20;
+  // Buffers of a quarter of the upload (whole MiB, up to chunk_bytes): four chunks or more, so
+  // most of each host copy overlaps a transfer.
+  const std::size_t quarter = (bytes + 3) / 4;
+  Staging* s = bytes >= min_bytes_ ? staging(std::min(chunk_bytes_, (quarter + MiB - 1) / MiB * MiB)) : nullptr;
+  if (s) {
     // The copy stream waits for what `after` holds so far (a kernel still reading the old input).
     if (after) {
       const cuda::Event queued(false);
       queued.record(after);
-      RT_CU(cuStreamWaitEvent(staging_->stream.get(), queued.get(), 0));
+      RT_CU(cuStreamWaitEvent(s->stream.get(), queued.get(), 0));
     }
-    staging_->dst = dst, staging_->src = static_cast<const char*>(src);
-    staged_copy(bytes, chunk_bytes_, slots_, *staging_);
+    s->dst = dst, s->src = static_cast<const char*>(src);
+    staged_copy(bytes, s->chunk, slots_, *s);
+    staged_bytes_ += bytes;
   } else {
     if (after) RT_CU(cuStreamSynchronize(after));
     cuda::upload_sync(dst, src, bytes);

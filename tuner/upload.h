@@ -47,20 +47,26 @@ public:
 /// Returns after finish(); does nothing for 0 bytes.
 void staged_copy(std::size_t bytes, std::size_t chunk_bytes, unsigned slots, StagingSteps& steps);
 
-/// The staging buffers' size: a 1 GiB input is 32 chunks, so all but one chunk's host copy or
-/// transfer overlaps the other, and each chunk's copy is spread over up to 8 threads of 4 MiB.
+/// The staging buffers' largest size: a 1 GiB input is 32 chunks, so all but one chunk's host copy
+/// or transfer overlaps the other, and each chunk's copy is spread over up to 8 threads of 4 MiB.
 constexpr std::size_t kStageChunkBytes = std::size_t(32) << 20;
 constexpr unsigned kStageSlots = 2;
+/// Uploads below this go straight from pageable memory: they take microseconds either way, and a
+/// sweep of small inputs alone (a point tuned on first use) pins nothing.
+constexpr std::size_t kStageMinBytes = std::size_t(1) << 20;
 
-/// Uploads through pinned staging buffers (allocated on first use, freed with this object) on a
-/// copy stream of its own; needs a current context, which must outlive it. Where the driver
-/// cannot pin them (out of pinned memory), uploads from pageable memory as cuda::upload_sync does.
+/// Uploads through pinned staging buffers on a copy stream of its own; needs a current context,
+/// which must outlive it. The buffers are allocated at the first upload of `min_bytes` or more,
+/// each a quarter of it (in whole MiB, up to `chunk_bytes`), grown for a larger one, and freed
+/// with this object. Smaller uploads, and any where the driver cannot pin the buffers (out of pinned
+/// memory), go from pageable memory as cuda::upload_sync does.
 /// Each upload is complete when the call returns, so none runs beside a timed repetition (the next
 /// input is not uploaded during the current one's measurements: they alternate with its checks
 /// candidate by candidate, leaving no phase free of timing to hide a copy in).
 class StagedUpload {
 public:
-  explicit StagedUpload(std::size_t chunk_bytes = kStageChunkBytes, unsigned slots = kStageSlots);
+  explicit StagedUpload(std::size_t chunk_bytes = kStageChunkBytes, unsigned slots = kStageSlots,
+                        std::size_t min_bytes = kStageMinBytes);
   ~StagedUpload();
   StagedUpload(const StagedUpload&) = delete;
   StagedUpload& operator=(const StagedUpload&) = delete;
@@ -72,16 +78,18 @@ public:
   /// What has been uploaded, and the seconds the calls took (host copies, transfers and waits).
   std::uint64_t bytes() const { return bytes_; }
   double seconds() const { return seconds_; }
-  /// Whether the uploads so far went through pinned staging buffers (false: from pageable memory).
-  bool pinned() const { return pinned_; }
+  /// Of bytes(), those that went through the pinned staging buffers.
+  std::uint64_t staged_bytes() const { return staged_bytes_; }
 
 private:
   struct Staging;
-  std::size_t chunk_bytes_;
+  // Staging buffers of at least `want` bytes a slot, where the driver can pin them; else null.
+  Staging* staging(std::size_t want);
+  std::size_t chunk_bytes_, min_bytes_;
   unsigned slots_;
-  std::unique_ptr<Staging> staging_; // made on first use
-  bool tried_ = false, pinned_ = false;
-  std::uint64_t bytes_ = 0;
+  std::unique_ptr<Staging> staging_;
+  bool out_of_pinned_ = false; // an allocation failed: stay with the buffers there are, if any
+  std::uint64_t bytes_ = 0, staged_bytes_ = 0;
   double seconds_ = 0;
 };
 
