@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/nvrtc.h"
+#include "tests/result_values.h"
 #include "tests/user_reductions.h"
 #include "tuner/fast_bound.h"
 #include "tuner/fast_check.h"
@@ -21,6 +22,7 @@
 #include <vector>
 
 using namespace reduce_tune;
+using testing::as_dtype;
 
 namespace {
 
@@ -28,13 +30,6 @@ constexpr Op kBounded[] = {Op::sum,       Op::norm1, Op::mean, Op::sumsq,       
                            Op::logsumexp, Op::var,   Op::std_, Op::var_population, Op::std_population};
 constexpr DType kElements[] = {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64};
 
-// `v` in dtype `d` (rounded once).
-Scalar as_dtype(double v, DType d) {
-  return visit_value(d, [&](auto t) {
-    using R = decltype(t);
-    return Scalar::of(R(v));
-  });
-}
 
 // A reference of a result of dtype `d`: the exact value, a scale and a count that fit the op.
 Reference random_reference(std::mt19937_64& rng, Op op, DType d) {

@@ -7,6 +7,7 @@
 
 #include "kernels/catalogue.h"
 #include "tests/offsets_edges.h"
+#include "tests/result_values.h"
 #include "tuner/fast_bound.h"
 #include "tuner/length_classes.h"
 #include "tuner/measure.h"
@@ -16,16 +17,11 @@
 #include <thread>
 
 using namespace reduce_tune;
+using testing::as_dtype;
 using testing::offsets_with_edges;
 
 namespace {
 
-Scalar as_dtype(double v, DType d) {
-  return visit_value(d, [&](auto t) {
-    using R = decltype(t);
-    return Scalar::of(R(v));
-  });
-}
 
 // Each class's length is its results' length, the lengths are distinct and ascending.
 void check_classes(const LengthClasses& c, const Segmentation& s) {

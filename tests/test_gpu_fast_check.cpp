@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/gpu_fixture.h"
+#include "tests/result_values.h"
 #include "tests/user_reductions.h"
 #include "tuner/fast_check.h"
 #include "tuner/sweep.h"
@@ -16,6 +17,8 @@
 #include <filesystem>
 
 using namespace reduce_tune;
+using testing::as_dtype;
+using testing::put_result;
 using testing::Gpu;
 using testing::gpu;
 
@@ -29,17 +32,6 @@ Segmentation layout(Problem p, std::uint64_t count, std::uint64_t len) {
   return s;
 }
 
-Scalar as_dtype(double v, DType d) {
-  return visit_value(d, [&](auto t) {
-    using R = decltype(t);
-    return Scalar::of(R(v));
-  });
-}
-
-void put(HostArray& got, std::size_t i, Scalar v) {
-  const std::size_t rs = size_of(got.dtype);
-  std::memcpy(got.bytes.data() + i * rs, &v.bits, rs);
-}
 
 // The references' values as results: within every bound (one rounding of the exact value).
 HostArray right_results(const std::vector<Reference>& refs, DType result) {
@@ -47,7 +39,7 @@ HostArray right_results(const std::vector<Reference>& refs, DType result) {
   got.dtype = result;
   got.n = refs.size();
   got.bytes.resize(got.n * size_of(result));
-  for (std::size_t i = 0; i < refs.size(); ++i) put(got, i, refs[i].value);
+  for (std::size_t i = 0; i < refs.size(); ++i) put_result(got, i, refs[i].value);
   return got;
 }
 
@@ -108,7 +100,7 @@ TEST_CASE("fast check on the GPU: right results pass, one wrong result fails and
     Scalar bad = refs[kWrong].value;
     if (fast_form(c.op, rd) != FastForm::exact) bad = far_off(refs[kWrong], rd);
     else bad.bits ^= 1;
-    put(got, kWrong, bad);
+    put_result(got, kWrong, bad);
     const FastVerdict v = on_gpu(fast, got, kDepth);
     CHECK(v.failures == 1);
     CHECK(v.first == kWrong);
@@ -120,7 +112,7 @@ TEST_CASE("fast check on the GPU: right results pass, one wrong result fails and
       Scalar w = refs[i].value;
       w.bits ^= 1;
       if (fast_form(c.op, rd) != FastForm::exact) w = far_off(refs[i], rd);
-      put(got, i, w);
+      put_result(got, i, w);
     }
     const FastVerdict all = on_gpu(fast, got, kDepth);
     CHECK(all.failures == refs.size());
@@ -145,18 +137,18 @@ TEST_CASE("fast check on the GPU: NaN matches NaN whatever its payload, a number
     Scalar nan;
     nan.dtype = DType::f32;
     nan.bits = other_nan;
-    put(got, kWrong, nan);
+    put_result(got, kWrong, nan);
     CHECK(on_gpu(fast, got, kDepth).passed());
     CHECK(check_segmented(refs, got, seg, op, depth).ok);
     // A number where NaN is expected.
-    put(got, kWrong, Scalar::of(1.0f));
+    put_result(got, kWrong, Scalar::of(1.0f));
     FastVerdict v = on_gpu(fast, got, kDepth);
     CHECK(v.failures == 1);
     CHECK(v.first == kWrong);
     CHECK_THAT(check_segmented(refs, got, seg, op, depth).expected, Catch::StartsWith("result 1234 of"));
     // NaN where a number is expected.
-    put(got, kWrong, nan);
-    put(got, 7, nan);
+    put_result(got, kWrong, nan);
+    put_result(got, 7, nan);
     v = on_gpu(fast, got, kDepth);
     CHECK(v.failures == 1);
     CHECK(v.first == 7);
@@ -178,10 +170,10 @@ TEST_CASE("fast check on the GPU: a user reduction's results, and where the fast
   got.dtype = u->result_dtype(DType::f32);
   got.n = seg.shape.count;
   got.bytes.resize(got.n * size_of(got.dtype));
-  for (std::size_t i = 0; i < got.n; ++i) put(got, i, as_dtype(e.value[i], got.dtype));
+  for (std::size_t i = 0; i < got.n; ++i) put_result(got, i, as_dtype(e.value[i], got.dtype));
   CHECK(on_gpu(fast, got, kDepth).passed());
   CHECK(check_user_segmented(*u, DType::f32, e, got, seg, depth).ok);
-  put(got, kWrong, as_dtype(e.value[kWrong] + 3 * (std::fabs(e.value[kWrong]) + 1), got.dtype));
+  put_result(got, kWrong, as_dtype(e.value[kWrong] + 3 * (std::fabs(e.value[kWrong]) + 1), got.dtype));
   const FastVerdict v = on_gpu(fast, got, kDepth);
   CHECK(v.failures == 1);
   CHECK(v.first == kWrong);

@@ -7,6 +7,7 @@
 
 #include "tests/gpu_fixture.h"
 #include "tests/offsets_edges.h"
+#include "tests/result_values.h"
 #include "tests/user_reductions.h"
 #include "tuner/fast_check.h"
 #include "tuner/sweep.h"
@@ -18,23 +19,14 @@
 #include <filesystem>
 
 using namespace reduce_tune;
+using testing::as_dtype;
+using testing::put_result;
 using testing::Gpu;
 using testing::gpu;
 using testing::offsets_with_edges;
 
 namespace {
 
-Scalar as_dtype(double v, DType d) {
-  return visit_value(d, [&](auto t) {
-    using R = decltype(t);
-    return Scalar::of(R(v));
-  });
-}
-
-void put(HostArray& got, std::size_t i, Scalar v) {
-  const std::size_t rs = size_of(got.dtype);
-  std::memcpy(got.bytes.data() + i * rs, &v.bits, rs);
-}
 
 HostArray results_of(DType d, std::size_t n) {
   HostArray got;
@@ -91,7 +83,7 @@ TEST_CASE("fast check on the GPU: offsets segments' right results pass, a wrong 
     const std::vector<Reference> refs = segmented_reference(data, seg, c.op);
     REQUIRE(fast.prepare(refs, seg, c.op, rd));
     HostArray got = results_of(rd, refs.size());
-    for (std::size_t i = 0; i < refs.size(); ++i) put(got, i, refs[i].value);
+    for (std::size_t i = 0; i < refs.size(); ++i) put_result(got, i, refs[i].value);
     CHECK(on_gpu(fast, got).passed());
     CHECK(check_segmented(refs, got, seg, c.op, odd_depth).ok);
     const bool exact = fast_form(c.op, rd) == FastForm::exact;
@@ -101,7 +93,7 @@ TEST_CASE("fast check on the GPU: offsets segments' right results pass, a wrong 
       Scalar w = refs[wrong].value;
       if (exact) w.bits ^= 1;
       else w = far_off(std::isfinite(refs[wrong].exact) ? refs[wrong].exact : 0, rd);
-      put(bad, wrong, w);
+      put_result(bad, wrong, w);
       const FastVerdict v = on_gpu(fast, bad);
       CHECK(v.failures == 1);
       CHECK(v.first == wrong);
@@ -126,10 +118,10 @@ TEST_CASE("fast check on the GPU: a user reduction on offsets segments, and too 
   const UserExpected e = user_expected(*u, data, seg);
   REQUIRE(fast.prepare(*u, DType::f32, e, seg));
   HostArray got = results_of(u->result_dtype(DType::f32), seg.shape.count);
-  for (std::size_t i = 0; i < got.n; ++i) put(got, i, as_dtype(e.value[i], got.dtype));
+  for (std::size_t i = 0; i < got.n; ++i) put_result(got, i, as_dtype(e.value[i], got.dtype));
   CHECK(on_gpu(fast, got).passed());
   CHECK(check_user_segmented(*u, DType::f32, e, got, seg, odd_depth).ok);
-  put(got, bad_at, as_dtype(e.value[bad_at] + 3 * (std::fabs(e.value[bad_at]) + 1), got.dtype));
+  put_result(got, bad_at, as_dtype(e.value[bad_at] + 3 * (std::fabs(e.value[bad_at]) + 1), got.dtype));
   const FastVerdict v = on_gpu(fast, got);
   CHECK(v.failures == 1);
   CHECK(v.first == bad_at);

@@ -10,26 +10,19 @@
 #include "tests/fixtures.h"
 #include "tests/gpu_fixture.h"
 #include "tests/store_fixture.h"
+#include "tests/user_reductions.h"
 
 #include <cmath>
 #include <string>
 #include <vector>
 
 using namespace reduce_tune;
+using reduce_tune::testing::sum_of_squares;
 using reduce_tune::testing::Gpu;
 using reduce_tune::testing::TempDir;
 using reduce_tune::testing::gpu;
 
 namespace {
-
-Reduction sum_of_squares() {
-  Reduction r;
-  r.map = "x * x";
-  r.combine = "a + b";
-  r.identity = "0";
-  r.post = "a";
-  return r;
-}
 
 const std::uint64_t kSizes[] = {std::uint64_t(1) << 14, std::uint64_t(1) << 20, (std::uint64_t(1) << 24) + 17};
 

@@ -6,10 +6,12 @@
 #include "reduce_tune/reduction.h"
 #include "tests/fixtures.h"
 #include "tests/sqlite_fixture.h"
+#include "tests/user_reductions.h"
 
 #include <filesystem>
 
 using namespace reduce_tune;
+using reduce_tune::testing::sum_of_squares;
 using namespace reduce_tune::db;
 using reduce_tune::testing::raw_exec;
 namespace fs = std::filesystem;
@@ -37,12 +39,6 @@ void fill(Store& s, const std::vector<Measurement>& rows, const std::string& uui
   const auto run = s.begin_run({0, uuid, "0.1", "13.0", "", "", "", "", ""});
   s.add_measurements(run, rows);
   s.end_run(run, "done");
-}
-
-Reduction sum_of_squares() {
-  Reduction r;
-  r.map = "x * x";
-  return r;
 }
 
 } // namespace

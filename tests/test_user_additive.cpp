@@ -12,11 +12,13 @@
 #include "reduce_tune/reduction.h"
 #include "runtime/user_lookup.h"
 #include "tests/config_fixture.h"
+#include "tests/user_reductions.h"
 #include "tuner/sweep.h"
 
 #include <vector>
 
 using namespace reduce_tune;
+using reduce_tune::testing::user_target;
 using reduce_tune::testing::cfg;
 
 namespace {
@@ -28,15 +30,6 @@ Reduction sumsq(const std::string& combine = "a + b", const std::string& identit
   r.identity = identity;
   r.post = "a";
   return r;
-}
-
-Target target(const UserOp& u, DType dtype, Problem problem = Problem::array, int cc = 90) {
-  Target t;
-  t.dtype = dtype;
-  t.cc = cc;
-  t.problem = problem;
-  t.user = &u;
-  return t;
 }
 
 std::string why(const char* k, const Target& t) { return invalid_reason(cfg(k), t).value_or(""); }
@@ -158,12 +151,12 @@ TEST_CASE("additive: the catalogue admits sum's atomic finishes, on the 1-D prob
   const auto u = make_user_op(sumsq());
   for (DType d : {DType::f32, DType::f64, DType::i32, DType::i64, DType::u32}) {
     INFO(name(d));
-    CHECK(why(kAtomic, target(*u, d)) == "");
-    CHECK(why(kFirst, target(*u, d)) == "");
-    CHECK(why("atomic_shared.b256.atomic", target(*u, d)) == "");
+    CHECK(why(kAtomic, user_target(*u, d)) == "");
+    CHECK(why(kFirst, user_target(*u, d)) == "");
+    CHECK(why("atomic_shared.b256.atomic", user_target(*u, d)) == "");
     // Never the host finish or in place, whatever the combine.
-    CHECK_THAT(why("unrolling.b512.u8.host", target(*u, d)), Catch::Contains("host finish"));
-    CHECK_THAT(why("neighbored_gmem.b256.atomic", target(*u, d)), Catch::Contains("in place"));
+    CHECK_THAT(why("unrolling.b512.u8.host", user_target(*u, d)), Catch::Contains("host finish"));
+    CHECK_THAT(why("neighbored_gmem.b256.atomic", user_target(*u, d)), Catch::Contains("in place"));
   }
   // Each finish at 16-byte vectors and at v2, on a data-sized and a grid-stride grid, for 4- and
   // 8-byte elements.
@@ -173,46 +166,46 @@ TEST_CASE("additive: the catalogue admits sum's atomic finishes, on the 1-D prob
                                  "streaming.b256.u4." + v + ".g8.shfl.firstblock",
                                  std::string("vectorized.b512.u2.v2.g4.shfl.firstblock")}) {
       INFO(k << " " << name(d));
-      CHECK(why(k.c_str(), target(*u, d)) == "");
+      CHECK(why(k.c_str(), user_target(*u, d)) == "");
     }
   }
   // The redux tail on 32-bit integer accumulators, as the built-in sum's.
-  CHECK(why("streaming.b256.u4.v4.g8.redux.firstblock", target(*u, DType::u32)) == "");
-  CHECK(why("streaming.b256.u4.v4.g8.redux.firstblock", target(*u, DType::i32)) == "");
-  CHECK_THAT(why("streaming.b256.u4.v4.g8.redux.firstblock", target(*u, DType::f32)), Catch::Contains("32-bit"));
+  CHECK(why("streaming.b256.u4.v4.g8.redux.firstblock", user_target(*u, DType::u32)) == "");
+  CHECK(why("streaming.b256.u4.v4.g8.redux.firstblock", user_target(*u, DType::i32)) == "");
+  CHECK_THAT(why("streaming.b256.u4.v4.g8.redux.firstblock", user_target(*u, DType::f32)), Catch::Contains("32-bit"));
   // A product: no atomic and no redux, with the reason.
   const auto product = make_user_op(sumsq("a * b", "1"));
-  CHECK_THAT(why(kAtomic, target(*product, DType::f32)), Catch::Contains("not a + b"));
-  CHECK_THAT(why(kFirst, target(*product, DType::f32)), Catch::Contains("no atomic combine"));
-  CHECK_THAT(why("streaming.b256.u4.v4.g8.redux.lastblock", target(*product, DType::i32)),
+  CHECK_THAT(why(kAtomic, user_target(*product, DType::f32)), Catch::Contains("not a + b"));
+  CHECK_THAT(why(kFirst, user_target(*product, DType::f32)), Catch::Contains("no atomic combine"));
+  CHECK_THAT(why("streaming.b256.u4.v4.g8.redux.lastblock", user_target(*product, DType::i32)),
              Catch::Contains("__reduce"));
-  CHECK(why("streaming.b256.u4.v4.g0.shfl.lastblock", target(*product, DType::f32)) == "");
+  CHECK(why("streaming.b256.u4.v4.g0.shfl.lastblock", user_target(*product, DType::f32)) == "");
   // A post-map that is not `a`: not into the result.
   Reduction norm = sumsq();
   norm.post = "sqrt(a)";
   norm.inputs = {DType::f32};
   const auto n2 = make_user_op(norm);
   REQUIRE(n2->additive());
-  CHECK_THAT(why(kAtomic, target(*n2, DType::f32)), Catch::Contains("post-map is not `a`"));
-  CHECK_THAT(why(kFirst, target(*n2, DType::f32)), Catch::Contains("post-map"));
+  CHECK_THAT(why(kAtomic, user_target(*n2, DType::f32)), Catch::Contains("post-map is not `a`"));
+  CHECK_THAT(why(kFirst, user_target(*n2, DType::f32)), Catch::Contains("post-map"));
   // A result of another type than the accumulator: int32 elements summed in int64 into an int32.
   Reduction widened = sumsq();
   widened.accumulator = "long long";
   widened.inputs = {DType::i32};
   const auto narrow = make_user_op(widened);
-  CHECK_THAT(why(kAtomic, target(*narrow, DType::i32)), Catch::Contains("is not its accumulator"));
+  CHECK_THAT(why(kAtomic, user_target(*narrow, DType::i32)), Catch::Contains("is not its accumulator"));
   widened.result = DType::i64;
-  CHECK(why(kAtomic, target(*make_user_op(widened), DType::i32)) == "");
+  CHECK(why(kAtomic, user_target(*make_user_op(widened), DType::i32)) == "");
   // bf16 elements in a float accumulator: a bf16 result would round at every combine; a float32
   // result is the accumulator.
   Reduction half = sumsq();
   half.inputs = {DType::bf16};
-  CHECK_THAT(why(kFirst, target(*make_user_op(half), DType::bf16)), Catch::Contains("round"));
+  CHECK_THAT(why(kFirst, user_target(*make_user_op(half), DType::bf16)), Catch::Contains("round"));
   half.result = DType::f32;
-  CHECK(why(kFirst, target(*make_user_op(half), DType::bf16)) == "");
-  CHECK(why("streaming.b256.u4.v8.g0.shfl.atomic", target(*make_user_op(half), DType::bf16)) == "");
+  CHECK(why(kFirst, user_target(*make_user_op(half), DType::bf16)) == "");
+  CHECK(why("streaming.b256.u4.v8.g0.shfl.atomic", user_target(*make_user_op(half), DType::bf16)) == "");
   // float64 atomicAdd needs sm_60, as the built-in sum's.
-  CHECK_THAT(why(kAtomic, target(*u, DType::f64, Problem::array, 52)), Catch::Contains("sm_60"));
+  CHECK_THAT(why(kAtomic, user_target(*u, DType::f64, Problem::array, 52)), Catch::Contains("sm_60"));
 }
 
 TEST_CASE("additive: the segmented atomic finishes, directly or through the post pass", "[user][additive]") {
@@ -223,12 +216,12 @@ TEST_CASE("additive: the segmented atomic finishes, directly or through the post
   const Shape rows{64, 1 << 16}, columns{4096, 4096}, segments{1 << 14, 0};
   for (DType d : {DType::f32, DType::i32}) { // 4-byte elements: v4 is a 16-byte load
     INFO(name(d));
-    CHECK(why(kRows, target(*u, d, Problem::rows)) == "");
-    CHECK(why(kColumns, target(*u, d, Problem::columns)) == "");
-    CHECK(why(kSegments, target(*u, d, Problem::segments)) == "");
+    CHECK(why(kRows, user_target(*u, d, Problem::rows)) == "");
+    CHECK(why(kColumns, user_target(*u, d, Problem::columns)) == "");
+    CHECK(why(kSegments, user_target(*u, d, Problem::segments)) == "");
     // Added into the results themselves.
     CHECK_FALSE(atomic_post_pass(*u, d, Problem::rows));
-    const SegmentedPlan p = segmented_plan(cfg(kRows), target(*u, d, Problem::rows), rows);
+    const SegmentedPlan p = segmented_plan(cfg(kRows), user_target(*u, d, Problem::rows), rows);
     CHECK(p.fill);
     CHECK_FALSE(p.post);
     CHECK(p.post_bytes == 0);
@@ -237,14 +230,14 @@ TEST_CASE("additive: the segmented atomic finishes, directly or through the post
   Reduction norm = sumsq();
   norm.post = "sqrt(a)";
   const auto n2 = make_user_op(norm);
-  CHECK(why(kRows, target(*n2, DType::f32, Problem::rows)) == "");
+  CHECK(why(kRows, user_target(*n2, DType::f32, Problem::rows)) == "");
   CHECK(atomic_post_pass(*n2, DType::f32, Problem::columns));
-  const SegmentedPlan p = segmented_plan(cfg(kColumns), target(*n2, DType::f32, Problem::columns), columns);
+  const SegmentedPlan p = segmented_plan(cfg(kColumns), user_target(*n2, DType::f32, Problem::columns), columns);
   CHECK(p.post);
   CHECK(p.post_bytes == 0);
   // bf16 elements, float accumulators, bf16 results: accumulators in the workspace, rounded once.
-  CHECK(why(kSegments, target(*u, DType::bf16, Problem::segments)) == "");
-  const SegmentedPlan h = segmented_plan(cfg(kSegments), target(*u, DType::bf16, Problem::segments), segments);
+  CHECK(why(kSegments, user_target(*u, DType::bf16, Problem::segments)) == "");
+  const SegmentedPlan h = segmented_plan(cfg(kSegments), user_target(*u, DType::bf16, Problem::segments), segments);
   CHECK(h.post);
   CHECK(h.post_bytes == segments.count * 4);
   const std::string src = render(cfg(kSegments), DType::bf16, *u);
@@ -257,14 +250,14 @@ TEST_CASE("additive: the segmented atomic finishes, directly or through the post
   indexed.inputs = {DType::f32};
   const auto ix = make_user_op(indexed);
   REQUIRE(ix->reads_index());
-  CHECK(why("segments_merge.b256.u4.g4.atomic", target(*u, DType::f32, Problem::segments)) == "");
-  CHECK_THAT(why("segments_merge.b256.u4.g4.atomic", target(*ix, DType::f32, Problem::segments)),
+  CHECK(why("segments_merge.b256.u4.g4.atomic", user_target(*u, DType::f32, Problem::segments)) == "");
+  CHECK_THAT(why("segments_merge.b256.u4.g4.atomic", user_target(*ix, DType::f32, Problem::segments)),
              Catch::Contains("index"));
-  CHECK_THAT(why(kSegments, target(*ix, DType::f32, Problem::segments)), Catch::Contains("index"));
-  CHECK(why(kRows, target(*ix, DType::f32, Problem::rows)) == "");
+  CHECK_THAT(why(kSegments, user_target(*ix, DType::f32, Problem::segments)), Catch::Contains("index"));
+  CHECK(why(kRows, user_target(*ix, DType::f32, Problem::rows)) == "");
   // Not additive: no atomic finish on any problem.
   const auto product = make_user_op(sumsq("a * b", "1"));
-  CHECK_THAT(why(kRows, target(*product, DType::f32, Problem::rows)), Catch::Contains("not a + b"));
+  CHECK_THAT(why(kRows, user_target(*product, DType::f32, Problem::rows)), Catch::Contains("not a + b"));
   CHECK_FALSE(atomic_post_pass(*product, DType::f32, Problem::rows));
 }
 
@@ -275,11 +268,11 @@ TEST_CASE("additive: float accumulators are not deterministic with an atomic fin
   r.inputs = {DType::i32};
   r.result = DType::f32;
   const auto f = make_user_op(r);
-  CHECK_FALSE(deterministic(cfg(kAtomic), target(*f, DType::i32)));
-  CHECK(deterministic(cfg("streaming.b256.u4.v4.g0.shfl.lastblock"), target(*f, DType::i32)));
+  CHECK_FALSE(deterministic(cfg(kAtomic), user_target(*f, DType::i32)));
+  CHECK(deterministic(cfg("streaming.b256.u4.v4.g0.shfl.lastblock"), user_target(*f, DType::i32)));
   const auto i = make_user_op(sumsq());
-  CHECK(deterministic(cfg(kAtomic), target(*i, DType::i32)));
-  CHECK_FALSE(deterministic(cfg(kAtomic), target(*i, DType::f32)));
+  CHECK(deterministic(cfg(kAtomic), user_target(*i, DType::i32)));
+  CHECK_FALSE(deterministic(cfg(kAtomic), user_target(*i, DType::f32)));
 }
 
 TEST_CASE("additive: a related op with a scalar accumulator, whose rows may finish atomically", "[user][additive]") {
@@ -307,7 +300,7 @@ TEST_CASE("additive: tune --reduction sweeps the atomic finishes of an additive 
   // valid, so the sweep measures them.
   std::size_t atomic = 0, first = 0;
   for (const Config& c : selected_configs(o))
-    if (!invalid_reason(c, target(*o.user, DType::f32))) {
+    if (!invalid_reason(c, user_target(*o.user, DType::f32))) {
       atomic += c.finish == Finish::atomic;
       first += c.finish == Finish::firstblock;
     }
@@ -345,7 +338,7 @@ TEST_CASE("additive: the atomic-finish kernels compile to the hardware's atomic 
     for (const char* key : {kAtomic, kFirst, "atomic_shared.b256.atomic"}) {
       const Config c = cfg(key);
       INFO(key << " " << name(k.dtype));
-      REQUIRE_FALSE(invalid_reason(c, target(*u, k.dtype)));
+      REQUIRE_FALSE(invalid_reason(c, user_target(*u, k.dtype)));
       jobs.push_back({c, k.dtype, Op::sum, false, u});
       want.push_back(k.add);
     }

@@ -8,8 +8,10 @@
 #include "reduce_tune/reduction.h"
 #include "runtime/user_lookup.h"
 #include "tests/store_fixture.h"
+#include "tests/user_reductions.h"
 
 using namespace reduce_tune;
+using reduce_tune::testing::sum_of_squares;
 using reduce_tune::testing::stored_row;
 using reduce_tune::testing::add;
 using reduce_tune::testing::h100;
@@ -21,12 +23,6 @@ const std::string kLast = "vectorized.b256.u4.v4.g0.shfl.lastblock";
 const std::string kLast512 = "vectorized.b512.u2.v4.g0.shfl.lastblock";
 const std::string kAtomic = "atomic_shared.b256.atomic";
 const std::string kHost = "unrolling.b512.u8.host";
-
-Reduction sum_of_squares() {
-  Reduction r;
-  r.map = "x * x";
-  return r;
-}
 
 db::Measurement user_row(const std::string& key, std::uint64_t hash, double us, std::uint64_t n = k20) {
   db::Measurement m = stored_row(key, DType::f32, Op::sum, us, Problem::array, {1, n});

@@ -17,18 +17,11 @@
 #include <sstream>
 
 using namespace reduce_tune;
+using reduce_tune::testing::user_target;
+using reduce_tune::testing::sum_of_squares;
 using reduce_tune::testing::log_sum_exp;
 
 namespace {
-
-Reduction sum_of_squares() {
-  Reduction r;
-  r.map = "x * x";
-  r.combine = "a + b";
-  r.identity = "0";
-  r.post = "a";
-  return r;
-}
 
 // A product: commutative, not additive (kernels/additive.h).
 Reduction product() {
@@ -48,15 +41,6 @@ Reduction first_nonzero() {
   r.identity = "0";
   r.commutative = false;
   return r;
-}
-
-Target target(const UserOp& u, DType dtype, Problem problem, int cc = 90) {
-  Target t;
-  t.dtype = dtype;
-  t.cc = cc;
-  t.problem = problem;
-  t.user = &u;
-  return t;
 }
 
 std::size_t count_of(const std::string& s, const std::string& what) {
@@ -211,7 +195,7 @@ TEST_CASE("user ops: the source is the op's pieces, each field under a #line of 
 TEST_CASE("user ops: a combine that is not additive has no atomic, host, in-place or redux path", "[user]") {
   const auto u = make_user_op(product());
   REQUIRE_FALSE(u->additive());
-  const Target t = target(*u, DType::i32, Problem::array);
+  const Target t = user_target(*u, DType::i32, Problem::array);
   std::size_t valid = 0;
   for (const Variant& v : variants(Problem::array))
     for (const Config& c : space(v)) {
@@ -232,8 +216,8 @@ TEST_CASE("user ops: a combine that is not additive has no atomic, host, in-plac
   // The accumulator's size sets the shared memory of a launch.
   const auto lse = make_user_op(log_sum_exp());
   const Config vec{"vectorized", 256, 4, 4, 0, Tail::shfl, Finish::lastblock};
-  REQUIRE_FALSE(invalid_reason(vec, target(*lse, DType::f32, Problem::array)));
-  CHECK(plan(vec, target(*lse, DType::f32, Problem::array), 1 << 20).smem_bytes == 256 * 8);
+  REQUIRE_FALSE(invalid_reason(vec, user_target(*lse, DType::f32, Problem::array)));
+  CHECK(plan(vec, user_target(*lse, DType::f32, Problem::array), 1 << 20).smem_bytes == 256 * 8);
   CHECK(plan(vec, t, 1 << 20).smem_bytes == 256 * 4);
 }
 
@@ -245,7 +229,7 @@ TEST_CASE("user ops: a non-commutative combine keeps the mappings that keep the 
     std::vector<std::string> admitted;
     for (const Variant& v : variants(p))
       for (const Config& c : space(v))
-        if (!invalid_reason(c, target(*u, DType::f32, p))) admitted.push_back(key(c));
+        if (!invalid_reason(c, user_target(*u, DType::f32, p))) admitted.push_back(key(c));
     if (p == Problem::array) {
       CHECK(admitted.empty());
       continue;
@@ -273,10 +257,10 @@ TEST_CASE("user ops: a non-commutative combine keeps the mappings that keep the 
     CHECK(flat == (p == Problem::segments));
   }
   const Config ordered_split{"columns_split", 256, 2, 4, 4, Tail::shfl, Finish::twopass};
-  CHECK_FALSE(invalid_reason(ordered_split, target(*u, DType::f32, Problem::columns)));
+  CHECK_FALSE(invalid_reason(ordered_split, user_target(*u, DType::f32, Problem::columns)));
   Config atomic_split = ordered_split;
   atomic_split.finish = Finish::atomic;
-  CHECK(invalid_reason(atomic_split, target(*u, DType::f32, Problem::columns)));
+  CHECK(invalid_reason(atomic_split, user_target(*u, DType::f32, Problem::columns)));
   CHECK_THAT(render(ordered_split, DType::f32, *u), Catch::Contains("#define RT_ORDERED 1"));
   // A map that reads the index: the flat mapping does not track it in the segment.
   Reduction indexed = first_nonzero();
@@ -285,12 +269,12 @@ TEST_CASE("user ops: a non-commutative combine keeps the mappings that keep the 
   REQUIRE(v->ordered());
   REQUIRE(v->reads_index());
   const Config flat{"segments_flat_carry", 128, 4, 4, 8, Tail::shfl, Finish::twopass};
-  CHECK_FALSE(invalid_reason(flat, target(*u, DType::f32, Problem::segments)));
-  CHECK_THAT(invalid_reason(flat, target(*v, DType::f32, Problem::segments)).value_or(""),
+  CHECK_FALSE(invalid_reason(flat, user_target(*u, DType::f32, Problem::segments)));
+  CHECK_THAT(invalid_reason(flat, user_target(*v, DType::f32, Problem::segments)).value_or(""),
              Catch::Contains("index"));
   Config flat_atomic = flat;
   flat_atomic.finish = Finish::atomic;
-  CHECK(invalid_reason(flat_atomic, target(*u, DType::f32, Problem::segments)));
+  CHECK(invalid_reason(flat_atomic, user_target(*u, DType::f32, Problem::segments)));
   CHECK_THAT(render(flat, DType::f32, *u), !Catch::Contains("#define RT_MAP_INDEXED 1"));
   CHECK_THAT(render(flat, DType::f32, *v), Catch::Contains("#define RT_MAP_INDEXED 1"));
   // The same description declared commutative takes the wider mappings.
@@ -298,8 +282,8 @@ TEST_CASE("user ops: a non-commutative combine keeps the mappings that keep the 
   r.commutative = true;
   const auto free = make_user_op(r);
   Config w8{"rows_group", 256, 1, 4, 0, Tail::shfl, Finish::direct, 8};
-  CHECK_FALSE(invalid_reason(w8, target(*free, DType::f32, Problem::rows)));
-  CHECK_THAT(invalid_reason(w8, target(*u, DType::f32, Problem::rows)).value_or(""),
+  CHECK_FALSE(invalid_reason(w8, user_target(*free, DType::f32, Problem::rows)));
+  CHECK_THAT(invalid_reason(w8, user_target(*u, DType::f32, Problem::rows)).value_or(""),
              Catch::Contains("not commutative"));
 }
 
@@ -390,17 +374,17 @@ TEST_CASE("user ops: a sum of squares compiles through every variant it admits",
       std::set<std::tuple<Tail, Finish>> seen;
       for (const Config& c : space(v)) {
         // float32: every admitted point (compile_all compiles each distinct source once).
-        if (!invalid_reason(c, target(*sumsq, DType::f32, p))) {
+        if (!invalid_reason(c, user_target(*sumsq, DType::f32, p))) {
           jobs.push_back({c, DType::f32, Op::sum, false, sumsq});
           variants_seen.insert(c.variant);
         }
         // Other types and accumulators: one point of each variant, tail and finish.
         if (seen.insert({c.tail, c.finish}).second) {
           for (DType d : {DType::i64, DType::bf16})
-            if (!invalid_reason(c, target(*sumsq, d, p))) jobs.push_back({c, d, Op::sum, false, sumsq});
-          if (!invalid_reason(c, target(*lse, DType::bf16, p))) jobs.push_back({c, DType::bf16, Op::sum, false, lse});
+            if (!invalid_reason(c, user_target(*sumsq, d, p))) jobs.push_back({c, d, Op::sum, false, sumsq});
+          if (!invalid_reason(c, user_target(*lse, DType::bf16, p))) jobs.push_back({c, DType::bf16, Op::sum, false, lse});
         }
-        if (!invalid_reason(c, target(*ordered, DType::f64, p))) jobs.push_back({c, DType::f64, Op::sum, false, ordered});
+        if (!invalid_reason(c, user_target(*ordered, DType::f64, p))) jobs.push_back({c, DType::f64, Op::sum, false, ordered});
       }
     }
   const auto outcomes = compile_all(loader, jobs, 0);

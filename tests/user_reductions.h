@@ -4,6 +4,8 @@
 // accumulator, a combine that is associative but not commutative.
 #pragma once
 
+#include "kernels/catalogue.h"
+#include "kernels/user_op.h"
 #include "reduce_tune/reduction.h"
 
 #include <algorithm>
@@ -11,6 +13,26 @@
 #include <cstddef>
 
 namespace reduce_tune::testing {
+
+/// The sum of squares: map `x * x`, the default (additive) combine, identity and post-map.
+inline Reduction sum_of_squares() {
+  Reduction r;
+  r.map = "x * x";
+  r.combine = "a + b";
+  r.identity = "0";
+  r.post = "a";
+  return r;
+}
+
+/// The catalogue's target for user reduction `u` on `dtype` elements.
+inline Target user_target(const UserOp& u, DType dtype, Problem problem = Problem::array, int cc = 90) {
+  Target t;
+  t.dtype = dtype;
+  t.cc = cc;
+  t.problem = problem;
+  t.user = &u;
+  return t;
+}
 
 /// logsumexp of float32 or bfloat16: a running maximum and a sum rescaled to it.
 inline Reduction log_sum_exp() {
