@@ -468,7 +468,7 @@ TEST_CASE("sweep: an explicit key that no dtype or op of the sweep can run is re
   REQUIRE(why);
   CHECK_THAT(*why, Catch::Contains("float64 sum") && Catch::Contains("16-byte"));
   // A key of the material that a dtype cannot run is refused when asked for by --keys (tune
-  // --material checks only the keys given, not the documents' own: tuner/main.cpp).
+  // --material checks only the keys given, not the documents' own: tuner/cli_tune.cpp).
   SweepOptions m;
   m.allow_unsafe = true;
   m.dtypes = {DType::f16};

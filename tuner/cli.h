@@ -1,4 +1,4 @@
-// reduce-tune: what the command-line front ends share (tuner/main.cpp, tuner/cli_compare.cpp).
+// reduce-tune: what the command-line front ends share (tuner/main.cpp, tuner/cli_*.cpp).
 #pragma once
 
 #include "reduce_tune/config.h"
@@ -26,6 +26,19 @@ inline std::vector<std::string> split(const std::string& s) {
   std::stringstream in(s);
   for (std::string tok; std::getline(in, tok, ',');)
     if (!tok.empty()) out.push_back(tok);
+  return out;
+}
+
+/// "a,b" -> {parse("a"), parse("b")}; Usage naming the first token `parse` gives nullopt for
+/// ("unknown <what> 'tok'").
+template <typename T, typename Parse>
+std::vector<T> parse_list(const std::string& text, Parse parse, const char* what) {
+  std::vector<T> out;
+  for (const auto& tok : split(text)) {
+    auto v = parse(tok);
+    if (!v) throw Usage("unknown " + std::string(what) + " '" + tok + "'");
+    out.push_back(*v);
+  }
   return out;
 }
 

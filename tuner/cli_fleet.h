@@ -10,7 +10,7 @@
 
 namespace reduce_tune {
 
-/// The sweep a list of `reduce-tune tune` options describes (main.cpp's parser; throws on bad ones).
+/// The sweep a list of `reduce-tune tune` options describes (tuner/cli_tune.h's tune_sweep; throws on bad ones).
 using TuneParser = std::function<SweepOptions(const std::vector<std::string>&)>;
 
 /// reduce-tune fleet submit | status | merge.
