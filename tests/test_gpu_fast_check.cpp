@@ -4,6 +4,7 @@
 // decides its checked launches on the GPU where the fast pass applies, every measurement valid.
 #include <catch2/catch.hpp>
 
+#include "tests/gpu_checked_sweep.h"
 #include "tests/gpu_fixture.h"
 #include "tests/result_values.h"
 #include "tests/user_reductions.h"
@@ -220,27 +221,11 @@ TEST_CASE("fast check on the GPU: the bounded, root and exact ops' real results 
   // (1e-9, the scales rounded to float, norm2's roots) must not fail what the CPU passes.
   for (Problem problem : {Problem::rows, Problem::columns}) {
     INFO(name(problem));
-    std::string dir = (std::filesystem::temp_directory_path() / "rt-fast-XXXXXX").string();
-    REQUIRE(mkdtemp(dir.data()));
     SweepOptions o;
     o.problem = problem;
     o.dtypes = problem == Problem::rows ? std::vector<DType>{DType::f64, DType::bf16} : std::vector<DType>{DType::f32};
     o.ops = {Op::mean, Op::norm2, Op::max, Op::argmax, Op::var, Op::std_, Op::logsumexp};
     o.shapes = {{1u << 14, 7}};
-    o.reps = 3;
-    o.search = Strategy::guided;
-    o.budget = *parse_budget("2");
-    o.lazy_compile = true; // only what the search measures
-    o.db_path = dir + "/fast.db";
-    const SweepResult r = sweep(o, {});
-    REQUIRE_FALSE(r.interrupted);
-    REQUIRE_FALSE(r.measurements.empty());
-    for (const auto& m : r.measurements) {
-      INFO(m.key << " " << name(m.dtype) << " " << name(m.op) << ": " << m.error);
-      CHECK(m.valid);
-    }
-    CHECK(r.times.gpu_checked == r.measurements.size());
-    CHECK(r.times.cpu_after_gpu == 0);
-    std::filesystem::remove_all(dir);
+    testing::gpu_checked_sweep(o); // every measurement valid and decided on the GPU
   }
 }

@@ -5,6 +5,7 @@
 // kernels' own results passing the fast pass wherever they pass the CPU check.
 #include <catch2/catch.hpp>
 
+#include "tests/gpu_checked_sweep.h"
 #include "tests/gpu_fixture.h"
 #include "tests/offsets_edges.h"
 #include "tests/result_values.h"
@@ -12,11 +13,8 @@
 #include "tuner/fast_check.h"
 #include "tuner/sweep.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 
 using namespace reduce_tune;
 using testing::as_dtype;
@@ -150,28 +148,13 @@ TEST_CASE("fast check on the GPU: an offsets sweep decides its checked launches 
   } runs[] = {{{DType::f32, DType::i32}, {Op::sum}},
               {{DType::f64, DType::bf16}, {Op::mean, Op::norm2, Op::max, Op::var, Op::std_, Op::logsumexp}}};
   for (const auto& run : runs) {
-    std::string dir = (std::filesystem::temp_directory_path() / "rt-fast-XXXXXX").string();
-    REQUIRE(mkdtemp(dir.data()));
     SweepOptions o;
     o.problem = Problem::segments;
     o.dtypes = run.dtypes;
     o.ops = run.ops;
     o.shapes = {{1u << 15, 2}, {1u << 14, 3}};
-    o.reps = 3;
-    o.search = Strategy::guided;
-    o.budget = *parse_budget("2");
-    o.lazy_compile = true;
-    o.db_path = dir + "/fast.db";
-    const SweepResult r = sweep(o, {});
-    REQUIRE_FALSE(r.interrupted);
-    REQUIRE_FALSE(r.measurements.empty());
-    for (const auto& m : r.measurements) {
-      INFO(m.key << " " << name(m.dtype) << " " << name(m.op) << ": " << m.error);
-      CHECK(m.valid);
-    }
-    CHECK(r.times.gpu_checked == r.measurements.size());
+    // Every measurement valid and decided on the GPU, and no checked launch left to the CPU.
+    const SweepResult r = testing::gpu_checked_sweep(o);
     CHECK(r.times.cpu_checked == 0);
-    CHECK(r.times.cpu_after_gpu == 0);
-    std::filesystem::remove_all(dir);
   }
 }
