@@ -5,9 +5,11 @@
 // stripes whose last is cut short, uneven groups of slices and a single slice; each configuration
 // launched twice with one workspace (the counters the first launch left are the second's); a
 // non-commutative user reduction against its own CPU evaluation; the launch captured in a CUDA
-// graph and replayed three times. test_gpu_main.cpp skips them (exit 4) where there is no GPU.
+// graph and replayed three times; the Reducer's calls that a store points at it, eager, warm and
+// captured. test_gpu_main.cpp skips them (exit 4) where there is no GPU.
 #include <catch2/catch.hpp>
 
+#include "db/store.h"
 #include "kernels/ops.h"
 #include "kernels/user_op.h"
 #include "tests/config_fixture.h"
@@ -15,6 +17,7 @@
 #include "tests/gpu_fixture.h"
 #include "tests/graph_fixture.h"
 #include "tests/segmented_gpu_fixture.h"
+#include "tests/store_fixture.h"
 #include "tests/user_reductions.h"
 
 #include <cstring>
@@ -199,4 +202,23 @@ TEST_CASE("columns lastblock: the launch captured in a graph replays right on ne
           {"columns_split.b256.u1.v1.g4.lastblock", Op::logsumexp, DType::f32, columns(3000, 2001, 3000)},
       },
       input_for);
+}
+
+TEST_CASE("columns lastblock: the Reducer's calls through it, eager, warm and captured",
+          "[gpu][lastblock_columns][graphs][reducer]") {
+  if (!testing::graphs_or_skip()) return;
+  const cuda::Context ctx(0);
+  const cuda::DeviceInfo info = cuda::device_info(0);
+  const testing::TempDir dir;
+  const std::vector<testing::StoredCall> calls = {
+      {"columns_split.b256.u2.v4.g4.lastblock", Op::argmax, DType::f32, columns(256, 20011, 256),
+       {256, 20011}},
+      {"columns_split.b512.u1.v2.g8.lastblock", Op::logsumexp, DType::f32, columns(33, 10003, 33),
+       {33, 10003}},
+      {"columns_split.b256.u1.v1.g4.lastblock", Op::var, DType::f32, columns(3000, 2001, 3000),
+       {3000, 2001}},
+  };
+  Reducer r(0, testing::stored_options(dir, info, calls));
+  const cuda::Stream stream;
+  testing::check_reducer_cases(r, info, calls, input_for, stream);
 }
