@@ -144,15 +144,16 @@ bool uses_smem_warp_tail(const Config& c) {
 // segment that reads it element by element in order (the group mappings with w1, u1 and v1: a
 // group of one lane does no shuffle); the columns mappings, which a non-commutative combine
 // renders with contiguous rows a thread and a tree of neighbours (RT_ORDERED,
-// templates/segmented/columns.cu), finished directly or by the ordered finish, whose post pass
-// combines the row slices in order; and the flat mapping with the carry and the ordered finish
+// templates/segmented/columns.cu), finished directly or by an ordered finish, whose post pass
+// (twopass) or last block of a stripe (lastblock) combines the row slices in order; and the flat mapping with the carry and the ordered finish
 // (its threads' elements, scan and carry keep the order; the blocks' pieces are combined in it).
 std::optional<std::string> reorders(const Config& c, const Variant& v) {
   const bool lane_per_result =
       (v.problem == Problem::rows || v.problem == Problem::segments) && takes(v, P_WIDTH) &&
       !takes(v, P_GRID) && c.width == 1 && c.unroll == 1 && c.vec == 1;
   if (lane_per_result) return std::nullopt;
-  const bool ordered_finish = c.finish == Finish::direct || c.finish == Finish::twopass;
+  const bool ordered_finish =
+      c.finish == Finish::direct || c.finish == Finish::twopass || c.finish == Finish::lastblock;
   if (v.problem == Problem::columns && ordered_finish) return std::nullopt;
   const bool flat_ordered = v.problem == Problem::segments && v.source == "segmented/flat.cu" &&
                             v.define == "RT_FLAT_CARRY" && c.finish == Finish::twopass;
@@ -161,7 +162,7 @@ std::optional<std::string> reorders(const Config& c, const Variant& v) {
     return "every array variant combines elements out of their order (trees of strided partials)";
   if (v.problem == Problem::columns)
     return std::string(v.name) + " with the " + std::string(name(c.finish)) +
-           " finish combines the row slices out of their order; the direct and twopass finishes keep it";
+           " finish combines the row slices out of their order; the direct, twopass and lastblock finishes keep it";
   return std::string(v.name) + " combines elements out of their order; only a lane per " +
          (v.problem == Problem::rows ? "row" : "segment") + " (the group mappings with w1.u1.v1)" +
          (v.problem == Problem::segments ? " and segments_flat_carry with the twopass finish" : "") +

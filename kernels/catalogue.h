@@ -78,6 +78,9 @@ void register_variants(std::span<const ExtraVariant> extra);
 /// (SegmentedPlan::post_bytes) and rt_segmented_post combines each result's in block order and
 /// writes it. No atomic, no fill: valid for every op, struct accumulators and user reductions
 /// included (non-commutative ones too: the elements keep their order), and deterministic.
+/// Finish::lastblock on columns_split does the same in one kernel (SegmentedPlan::ticket_bytes):
+/// the block that takes the last ticket of a group of row slices folds the group's partials, and
+/// the one that takes the stripe's last ticket folds the groups' and writes the results.
 ///
 /// Whether the atomic finish of a segmented problem (rows_split, columns_split, the offsets
 /// mappings that combine cut segments) reduces (op, dtype) through a post pass: the blocks combine
@@ -152,6 +155,10 @@ struct SegmentedPlan {
                                 ///< a column x slice, the flat mapping's a segment and two a block
   unsigned post_grid = 0;       ///< blocks of 256 of the ordered finish's rt_segmented_post; 0:
                                 ///< a thread per result (the atomic finish's post pass)
+  /// The columns' last-block finish (Finish::lastblock on columns_split, more than one row
+  /// slice): its counters, zeroed once and reset by the kernel, then its partials; rt_segmented
+  /// gets it as `work`. 0: none.
+  std::size_t ticket_bytes = 0;
 };
 SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape);
 

@@ -173,6 +173,15 @@ void Workspace::reserve(const SegmentedPlan& p, CUstream fill_on) {
     zero_state(segmented_.get(), p.work_bytes, fill_on);
     segmented_zeroed_ = true;
   }
+  // Zeroed whole: the counters lie ahead of the partials, whose values need no zero.
+  if (p.ticket_bytes && tickets_.size() < p.ticket_bytes) {
+    tickets_ = cuda::Buffer(p.ticket_bytes);
+    tickets_zeroed_ = false;
+  }
+  if (p.ticket_bytes && !tickets_zeroed_) {
+    zero_state(tickets_.get(), tickets_.size(), fill_on);
+    tickets_zeroed_ = true;
+  }
 }
 
 void prepare(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t n, Workspace& w,
@@ -228,7 +237,8 @@ void enqueue(const Kernel& k, const LaunchPlan& p, CUdeviceptr in, std::uint64_t
 
 void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Workspace& w,
              CUstream s) {
-  CUdeviceptr in = a.in, offsets = a.offsets, result = a.out, work = w.segmented_state(), in2 = a.in2;
+  CUdeviceptr in = a.in, offsets = a.offsets, result = a.out, in2 = a.in2;
+  CUdeviceptr work = p.ticket_bytes ? w.tickets() : w.segmented_state();
   // With the post pass the kernels below write accumulators: into the results when they are of
   // their type (post_bytes 0), else into the workspace.
   CUdeviceptr out = p.post && p.post_bytes ? w.accumulators() : result;

@@ -110,17 +110,21 @@ public:
   /// kernels reset it).
   void reserve(const SegmentedPlan& p, CUstream fill_on = nullptr);
   CUdeviceptr segmented_state() const { return segmented_.get(); }
+  /// The columns' last-block finish's counters and partials (SegmentedPlan::ticket_bytes): zeroed
+  /// when first made, grown or forgotten; the kernels leave the counters at 0. A buffer of its own:
+  /// other mappings leave data in segmented_state() where these counters would lie.
+  CUdeviceptr tickets() const { return tickets_.get(); }
   /// The post pass's accumulators (SegmentedPlan::post_bytes; reserved with the plan, never
   /// zeroed: every call fills them).
   CUdeviceptr accumulators() const { return accumulators_.get(); }
   /// The self-resetting state's contents are unknown (its last user may have stopped half-way,
   /// e.g. a graph that was captured but never ran): the next reserve zeroes it. No CUDA call.
-  void forget_state() { counter_zeroed_ = segmented_zeroed_ = false; }
+  void forget_state() { counter_zeroed_ = segmented_zeroed_ = tickets_zeroed_ = false; }
 
 private:
   static constexpr std::size_t kFinishStateBytes = 16; // templates/common.cuh, rt_first_state
-  cuda::Buffer partials_, out_, counter_, scratch_, segmented_, accumulators_;
-  bool counter_zeroed_ = false, segmented_zeroed_ = false;
+  cuda::Buffer partials_, out_, counter_, scratch_, segmented_, accumulators_, tickets_;
+  bool counter_zeroed_ = false, segmented_zeroed_ = false, tickets_zeroed_ = false;
   HostArray host_partials_;
 };
 

@@ -24,6 +24,9 @@ constexpr Finish kAtomic[] = {Finish::atomic};
 // The split mappings whose blocks can also leave partials for an ordered post pass (twopass:
 // templates/segmented/segmented.cuh): every op, user reductions and non-commutative ones included.
 constexpr Finish kAtomicOrdered[] = {Finish::atomic, Finish::twopass};
+// columns_split also takes the ordered finish in one kernel (lastblock: the block that takes a
+// stripe's last ticket folds its partials in order; templates/segmented/columns.cu).
+constexpr Finish kColumnsSplitFinishes[] = {Finish::atomic, Finish::twopass, Finish::lastblock};
 
 constexpr unsigned kGroup = P_BLOCK | P_WIDTH | P_UNROLL | P_VEC | P_FINISH;
 constexpr unsigned kBlock = P_BLOCK | P_UNROLL | P_VEC | P_FINISH;
@@ -52,9 +55,9 @@ constexpr Variant kColumnsTile = {
     kBlock, kU1248, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
 constexpr Variant kColumnsSplit = {
     "columns_split",
-    "column stripes x row slices (g blocks per SM), combined atomically or (twopass) as partials "
-    "that a post pass combines in order",
-    kSplit, kU124, kShfl, kAtomicOrdered, true, false, 32, "segmented/columns.cu", {},
+    "column stripes x row slices (g blocks per SM), combined atomically, or as partials that a "
+    "post pass (twopass) or the last block of each stripe (lastblock) combines in order",
+    kSplit, kU124, kShfl, kColumnsSplitFinishes, true, false, 32, "segmented/columns.cu", {},
     Problem::columns};
 // The tile mapping with stripes of 1 to 8 threads across: where columns_tile covers a matrix of a
 // few hundred to a few thousand columns with a handful of wide stripes (a block each), these give
@@ -295,6 +298,17 @@ unsigned post_blocks(std::uint64_t threads) {
   return unsigned(std::clamp<std::uint64_t>(ceil_div(threads, 256), 1, 1u << 16));
 }
 
+// The columns' last-block finish: its counters ahead of the partials (templates/segmented/columns.cu,
+// RT_TICKETS), a stripe's own and one a group of about sqrt(slices) row slices each. A fixed
+// count, so that the partials of any earlier launch never lie where a counter is now.
+constexpr std::uint64_t kTicketCounters = 65536;
+// Row slices a group of the last-block finish: the least g with g * g >= slices.
+std::uint64_t ticket_group(std::uint64_t slices) {
+  std::uint64_t g = 1;
+  while (g * g < slices) ++g;
+  return g;
+}
+
 // The binned variant's chunk list: enough for 2^18 chunks (2^32 elements in the default chunks);
 // past it, segments are reduced by their group (templates/segmented/binned.cu).
 constexpr std::uint64_t kChunkCapacity = 1u << 18;
@@ -532,6 +546,14 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
       p.post_bytes = results * slices * acc_bytes;
       p.post_grid = post_blocks(results * std::min<std::uint64_t>(std::bit_ceil(slices), 32));
     }
+    if (c.finish == Finish::lastblock && slices > 1) { // one slice: the block writes its columns
+      const std::uint64_t groups = ceil_div(slices, ticket_group(slices));
+      if (stripes * (groups + 1) > kTicketCounters)
+        throw std::invalid_argument(key(c) + ": " + std::to_string(stripes) + " stripes of " +
+                                    std::to_string(slices) + " row slices need more than " +
+                                    std::to_string(kTicketCounters) + " finish counters");
+      p.ticket_bytes = kTicketCounters * sizeof(std::uint32_t) + results * slices * acc_bytes;
+    }
     return p;
   }
   if (is_flat(v)) { // the fill, then g blocks per SM over the tiles
@@ -592,10 +614,13 @@ std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::
   if (t.problem == Problem::columns) {
     const std::uint64_t tx = tile_width(c, shape.count), ty = c.block / tx;
     const std::uint64_t slices = row_slices(c, t, shape, stripe_count(tx, c.vec, shape.count));
-    // The slices: atomically in turn, or by the ordered post pass (a run of them a lane, then a
-    // shuffle tree).
-    const std::uint64_t finish =
-        c.finish == Finish::twopass ? ceil_div(slices, 32) + 5 : slices;
+    // The slices: atomically in turn, by the ordered post pass (a run of them a lane, then a
+    // shuffle tree), or by the last blocks in two levels (a group's slices, then the groups; at
+    // most a run of each a lane and a tree of up to 5 levels).
+    const std::uint64_t group = ticket_group(slices);
+    const std::uint64_t finish = c.finish == Finish::twopass     ? ceil_div(slices, 32) + 5
+                                 : c.finish == Finish::lastblock ? group + ceil_div(slices, group) + 10
+                                                                 : slices;
     return ceil_div(ceil_div(len, slices), ty) + log2_ceil(ty) + finish + 1;
   }
   if (is_flat(v)) { // a thread's elements, the scan (warps, then warp totals), one combine per

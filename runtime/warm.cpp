@@ -52,6 +52,8 @@ bool needs_workspace(const LaunchPlan& p) {
   return p.grid > 1 && (p.partials || p.counter);
 }
 
-bool needs_workspace(const SegmentedPlan& p) { return p.work_bytes != 0 || p.post_bytes != 0; }
+bool needs_workspace(const SegmentedPlan& p) {
+  return p.work_bytes != 0 || p.post_bytes != 0 || p.ticket_bytes != 0;
+}
 
 } // namespace reduce_tune::detail

@@ -73,9 +73,9 @@ inline void check_launches(const Kernel& k, const Config& c, const Target& t,
   for (unsigned char b : past) CHECK(b == 0xA5);
 }
 
-/// Each of `configs` (for `op` on data's dtype, target t; each with a post pass) loaded and
-/// launched `launches` times over seg on `data` as check_launches does, one workspace reused
-/// across them; `expect` checks each plan beyond that. Returns the results checked.
+/// Each of `configs` (for `op` on data's dtype, target t; each with a post pass or the columns'
+/// last-block finish) loaded and launched `launches` times over seg on `data` as check_launches
+/// does, one workspace reused across them; `expect` checks each plan beyond that. Returns the results checked.
 inline std::size_t check_configs(Gpu& g, const std::vector<Config>& configs, const Target& t,
                                  const Segmentation& seg, const HostArray& data, Op op,
                                  int launches,
@@ -91,8 +91,9 @@ inline std::size_t check_configs(Gpu& g, const std::vector<Config>& configs, con
   for (const Config& c : configs) {
     const Kernel k = g.loader.load(c, data.dtype, op);
     const SegmentedPlan p = segmented_plan(c, t, seg.shape);
-    REQUIRE(p.post);
-    REQUIRE(k.post != nullptr);
+    // A finish that combines partials: a post pass, or the columns' last block (its counters).
+    REQUIRE((p.post || p.ticket_bytes != 0));
+    if (p.post) REQUIRE(k.post != nullptr);
     if (expect) expect(p);
     ws.reserve(p);
     check_launches(k, c, t, seg, p, in.get(), offsets.get(), out, ws, got, refs, op, s, launches);
@@ -114,7 +115,7 @@ inline void check_graph_replays(Gpu& g, const Config& c, const Target& t, const 
   // Programmatic launches are captured from CUDA 12.3 on (as the Reducer does).
   if (g.info.driver_version < 12030) k.programmatic = false;
   const SegmentedPlan p = segmented_plan(c, t, seg.shape);
-  REQUIRE(p.post);
+  REQUIRE((p.post || p.ticket_bytes != 0)); // as check_configs
   Workspace ws;
   ws.reserve(p, s); // before the capture: what it allocates and zeroes is not the graph's
   stream.synchronize();

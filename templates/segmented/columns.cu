@@ -7,11 +7,102 @@
 // (RT_FINISH_DIRECT: ysplit is 1 and the block writes its columns; RT_FINISH_ATOMIC: the slices
 // combine atomically into out, filled with the identity first; RT_FINISH_TWOPASS: each block leaves
 // its partials in the workspace `out`, [column][slice], and rt_segmented_post below combines each
-// column's slices in order). RT_EVICT_FIRST: the vector loads are evict-first (rt_load).
+// column's slices in order; RT_FINISH_LASTBLOCK: the same order in one kernel, see rt_last_slices
+// below). RT_EVICT_FIRST: the vector loads are evict-first (rt_load).
 // RT_ORDERED (a combine that is not commutative): a thread reads a contiguous run of its slice's
 // rows, in order, and the tree over TY pairs neighbours, so each column's elements combine in row
 // order; otherwise the TY threads of a column take rows TY apart (neighbouring rows in flight
 // together) and the tree pairs halves.
+
+#if defined(RT_FINISH_LASTBLOCK)
+// The last-block finish: the ordered finish's partials without its second kernel. `work` holds
+// RT_TICKETS 32-bit counters (zeroed once by the host; each is back at 0 when its launch ends, so
+// the next launch and a graph's replays find it so), then the partials, [slice][column] (a block's
+// stores and the finishing block's loads are coalesced). The ysplit slices of a stripe form groups
+// of about sqrt(ysplit) consecutive ones: the block that takes a group's last ticket folds the
+// group's partials, in slice order, into the group's first slot; the block that then takes the
+// stripe's last ticket folds the groups' in order, applies the post-map and writes the results.
+// Two levels, because one block folding every slice of a stripe reads them alone while the GPU
+// idles (at 256 columns and 1056 slices: 4 MiB of 16-byte partials through one SM); each level
+// reads about sqrt(ysplit) partials a column. Deterministic, and in row order for a combine that is
+// not commutative.
+#define RT_TICKETS 65536 // kernels/segmented.cpp, kTicketCounters
+#define RT_TICKET_BYTES (RT_TICKETS * 4)
+
+// Folds the slices [k0, k1) of this stripe's columns, in order, `step` partials apart, by groups of
+// `width` lanes a column (rt_group_ordered); returns through `emit` (column, value), lane 0 of its
+// group. Every thread of the block calls it.
+template <class Emit>
+__device__ __forceinline__ void rt_fold_slices(const A* p, rt_size k0, rt_size k1, rt_size step,
+                                               rt_size first, rt_size cols, Emit emit) {
+  unsigned width = 1; // lanes a column: the block's threads over the stripe's columns, up to a warp
+  while (width < 32 && width * 2 * cols <= RT_BLOCK && width < k1 - k0) width <<= 1;
+  const unsigned lane = threadIdx.x % width;
+  // Whole warps go round together (the shuffles take every lane).
+  for (rt_size t = threadIdx.x; t - (threadIdx.x & 31u) < cols * width; t += RT_BLOCK) {
+    const rt_size c = t / width;
+    const A* const q = p + k0 * step + first + c;
+    const A v = rt_group_ordered([=](rt_size k) { return rt_ldcg(q + k * step); },
+                                 c < cols ? k1 - k0 : 0, lane, width);
+    if (c < cols && lane == 0) emit(first + c, v);
+  }
+}
+
+__device__ __noinline__ void rt_last_slices(const A* acc, bool writer, rt_size c0, rt_size bx,
+                                            rt_size by, rt_size ysplit, rt_size count,
+                                            rt_size length, unsigned tx_count, R* out,
+                                            unsigned long long* work) {
+  __shared__ bool rt_is_last;
+  unsigned* const tickets = reinterpret_cast<unsigned*>(work);
+  A* const part = reinterpret_cast<A*>(reinterpret_cast<char*>(work) + RT_TICKET_BYTES);
+  rt_size group = 1;
+  while (group * group < ysplit) ++group;
+  const rt_size groups = (ysplit + group - 1) / group;
+  const rt_size g = by / group, g0 = g * group, g1 = g0 + group < ysplit ? g0 + group : ysplit;
+  // The stripe's counters: the stripe's own, then a group's each.
+  unsigned* const mine = tickets + bx * (groups + 1);
+  const rt_size first = bx * tx_count * RT_VEC; // the stripe's first column
+  const rt_size cols = count - first < rt_size(tx_count) * RT_VEC ? count - first : rt_size(tx_count) * RT_VEC;
+  if (writer)
+#pragma unroll
+    for (int e = 0; e < RT_VEC; ++e)
+      if (c0 + e < count) part[by * count + c0 + e] = acc[e];
+  // Each writer's stores are ordered before the ticket: a fence by each, then the barrier, then
+  // thread 0's fence and atomic.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    rt_is_last = atomicAdd(mine + 1 + g, 1u) == unsigned(g1 - g0 - 1);
+  }
+  __syncthreads();
+  if (!rt_is_last) return;
+  __threadfence();
+  if (groups == 1) { // one group: this block finishes the stripe
+    rt_fold_slices(part, g0, g1, count, first, cols,
+                   [=](rt_size c, A v) { out[c] = rt_post(v, length); });
+    if (threadIdx.x == 0) mine[1] = 0; // ready for the next launch
+    return;
+  }
+  if (g1 - g0 > 1)
+    rt_fold_slices(part, g0, g1, count, first, cols,
+                   [=](rt_size c, A v) { part[g0 * count + c] = v; });
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    mine[1 + g] = 0;
+    __threadfence();
+    rt_is_last = atomicAdd(mine, 1u) == unsigned(groups - 1);
+  }
+  __syncthreads();
+  if (!rt_is_last) return;
+  __threadfence();
+  // The groups' values lie in their first slices' slots, `group` slices apart.
+  rt_fold_slices(part, 0, groups, group * count, first, cols,
+                 [=](rt_size c, A v) { out[c] = rt_post(v, length); });
+  if (threadIdx.x == 0) mine[0] = 0;
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED_PARAMS) {
   const unsigned tx_count = unsigned(aux & 2047u), ty_count = RT_BLOCK / tx_count;
@@ -131,6 +222,12 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
     for (int e = 0; e < RT_VEC; ++e) acc[e] = smem[tx * RT_VEC + e];
   }
+#if defined(RT_FINISH_LASTBLOCK)
+  if (ysplit > 1) { // every thread takes part: the finish may fall to this block
+    rt_last_slices(acc, ty == 0, c0, bx, by, ysplit, count, length, tx_count, out, work);
+    return;
+  }
+#endif
   if (ty != 0) return;
 #if defined(RT_FINISH_ATOMIC)
   rt_pdl_wait(); // launched programmatically after the fill on sm_90+: until out holds the identity
@@ -142,7 +239,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     rt_atomic_out(out + c0 + e, acc[e]);
 #elif defined(RT_FINISH_TWOPASS)
     out[(c0 + e) * ysplit + by] = acc[e];
-#else
+#else // direct, and the last-block finish of a single slice
     out[c0 + e] = rt_post(acc[e], length);
 #endif
   }

@@ -100,11 +100,12 @@ __device__ __forceinline__ A rt_group_reduce(A v) {
 }
 #endif
 
-#if defined(RT_FINISH_TWOPASS)
+#if defined(RT_FINISH_TWOPASS) || defined(RT_FINISH_LASTBLOCK)
 // The ordered finish: the blocks that share a result leave their partial accumulators in a
 // workspace, and the template's rt_segmented_post combines each result's partials in block order
 // (no atomic: struct accumulators and non-commutative combines take it, and the bits do not depend
-// on timing). at(k) is partial k of n; the `width` lanes of a group (a power of two up to 32,
+// on timing; the columns' last-block finish folds its partials so too, in the main kernel). at(k)
+// is partial k of n; the `width` lanes of a group (a power of two up to 32,
 // aligned in a full warp, every lane of which calls it) each fold a contiguous run of them, then
 // a shuffle tree that pairs each group lane with the one `offset` after it folds the runs in order:
 // the group's first lane gets at(0) + at(1) + ... + at(n - 1).
@@ -128,7 +129,9 @@ __device__ __forceinline__ A rt_group_ordered(At at, rt_size n, unsigned lane, u
     v = rt_combine(v, rt_shfl_down(v, offset, int(width)));
   return v;
 }
+#endif
 
+#if defined(RT_FINISH_TWOPASS)
 // A result from the accumulator of its `n` elements that begin at element `begin` of the input.
 // Mappings that stream elements across segments (flat) map each with its index in the input; an
 // op that reads the index (argmax) takes it back to the segment's (rt_rebase).
