@@ -52,7 +52,9 @@ std::string profile_text(const SweepTimes& t) {
           figures + ")");
   row("reference", t.reference_s,
       per(t.reference_s, t.points, "point") +
-          (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : ""));
+          (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : "") +
+          (t.references_ahead ? " (" + std::to_string(t.references_ahead) +
+                                    " made while the shape before was measured)" : ""));
   row("load", t.load_s, per(t.load_s, t.measured, "measurement") + " (modules, first use)");
   const std::string paths = t.gpu_checked + t.cpu_checked == 0 ? "" :
       ": " + std::to_string(t.gpu_checked) + " passed on the GPU, " + std::to_string(t.cpu_checked) +
