@@ -27,7 +27,7 @@ bool point_references(const HostArray& data, const HostArray* data2, const SumPr
 }
 
 void ReferenceAhead::start(Shape shape, std::function<Segmentation()> segmentation, const HostArray& data,
-                           const HostArray* data2, const SumPrefix* prefix, std::vector<Op> ops) {
+                           const HostArray* data2, const SumPrefix* prefix, std::vector<Op> ops, Then then) {
   if (thread_.joinable()) thread_.join();
   started_ = true;
   shape_ = shape;
@@ -35,11 +35,13 @@ void ReferenceAhead::start(Shape shape, std::function<Segmentation()> segmentati
   refs_.resize(std::max(refs_.size(), ops_.size())); // their memory is kept from shape to shape
   from_prefix_.assign(ops_.size(), 0);
   error_ = nullptr;
-  thread_ = std::thread([this, segmentation = std::move(segmentation), &data, data2, prefix] {
+  thread_ = std::thread([this, segmentation = std::move(segmentation), &data, data2, prefix, then = std::move(then)] {
     try {
       seg_ = segmentation();
-      for (std::size_t i = 0; i < ops_.size(); ++i)
+      for (std::size_t i = 0; i < ops_.size(); ++i) {
         from_prefix_[i] = point_references(data, data2, prefix, seg_, ops_[i], refs_[i]);
+        if (then) then(ops_[i], refs_[i], seg_);
+      }
     } catch (...) {
       error_ = std::current_exception(); // thrown where the shape takes them
     }

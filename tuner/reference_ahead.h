@@ -29,12 +29,14 @@ public:
   ReferenceAhead& operator=(const ReferenceAhead&) = delete;
   ~ReferenceAhead() { wait(); }
 
+  /// What is made from an op's references on the thread too (the GPU check's data).
+  using Then = std::function<void(Op, const std::vector<Reference>&, const Segmentation&)>;
   /// Starts making the segmentation of `shape` (`segmentation()`, on the thread) and the
-  /// references of each of `ops` over it, after waiting for what was started before. `data`,
-  /// `data2` (may be null) and `prefix` (may be null) must stay unchanged until wait() or the
-  /// next start().
+  /// references of each of `ops` over it, each followed by `then` (may be empty), after waiting
+  /// for what was started before. `data`, `data2` (may be null) and `prefix` (may be null), and
+  /// what `then` writes, must stay untouched until take_segmentation(), wait() or the next start().
   void start(Shape shape, std::function<Segmentation()> segmentation, const HostArray& data,
-             const HostArray* data2, const SumPrefix* prefix, std::vector<Op> ops);
+             const HostArray* data2, const SumPrefix* prefix, std::vector<Op> ops, Then then = {});
   /// Whether start() was last called for `shape`; if so, waits for it and moves its segmentation
   /// into `seg` (or throws what making them threw).
   bool take_segmentation(Shape shape, Segmentation& seg);

@@ -240,8 +240,11 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     // so that the next shape's references can be made from it meanwhile.
     std::optional<PreparedInput> pending;
     InputSpec pending_spec;
+    // The GPU check's data of the next shape's first op, made with its references (stage_ahead,
+    // on their thread), and of this shape's (stage_now, swapped in when this shape took them).
+    FastStage stage_ahead, stage_now;
     // The next shape's references, made while this one is measured (destroyed, so waited for,
-    // before the inputs above).
+    // before the inputs and stages above).
     ReferenceAhead refs_ahead;
     // The input of `sh` from the input thread; the next one (of this dtype, else the next one's
     // first; supplied inputs: the next shape's) is then started there.
@@ -295,6 +298,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         PhaseTimer t(res.times.reference_s);
         return refs_ahead.take_segmentation(shape, made_ahead);
       }();
+      if (ahead_ready) std::swap(stage_now, stage_ahead);
+      const bool staged = ahead_ready && stage_now.shape == shape;
       const auto t_data = Clock::now();
       const std::uint64_t elements = shape.elements();
       const std::uint64_t seed = o.check_data ? 0 : spec_of(d, shape).seed; // 0: a supplied input
@@ -382,8 +387,17 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           const SumPrefix* sums = same ? (prefix_built ? &prefix : nullptr)
                                        : (pending->prefix_built ? &pending->prefix : nullptr);
           const std::uint64_t next_seed = seg_seed(*next, next_spec.seed);
+          // The GPU check's data of its first op too, unless the fast pass is off.
+          ReferenceAhead::Then then;
+          refs_ahead.wait(); // a shape skipped for memory did not take what it made
+          stage_ahead.shape = Shape{0, 0};
+          if (!fast_off)
+            then = [&stage_ahead, d, first = o.ops.front(), least = fast.min_results()](
+                       Op of, const std::vector<Reference>& r, const Segmentation& sg) {
+              if (of == first) FastCheck::stage(r, sg, of, result_dtype(of, d), least, stage_ahead);
+            };
           refs_ahead.start(*next, [problem = o.problem, nx = *next, next_seed] { return segmentation(problem, nx, next_seed); },
-                           x, y, sums, o.ops);
+                           x, y, sums, o.ops, std::move(then));
         }
         ++res.times.points;
         bool fast_tried = false; // the fast pass is prepared at the point's first checked launch
@@ -494,7 +508,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
               fast_tried = true;
               PhaseTimer pt(res.times.check_setup_s);
               try {
-                if (o.user ? fast.prepare(*o.user, d, user_ref, sd.seg) : fast.prepare(refs, sd.seg, op, got.dtype))
+                const bool use_stage = staged && stage_now.op == op && stage_now.result == got.dtype;
+                if (o.user             ? fast.prepare(*o.user, d, user_ref, sd.seg)
+                    : use_stage        ? fast.prepare(stage_now)
+                                       : fast.prepare(refs, sd.seg, op, got.dtype))
                   ++res.times.check_setups;
               } catch (const cuda::CudaError&) {
                 throw;
