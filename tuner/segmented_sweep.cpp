@@ -511,8 +511,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                 const bool use_stage = staged && stage_now.op == op && stage_now.result == got.dtype;
                 if (o.user             ? fast.prepare(*o.user, d, user_ref, sd.seg)
                     : use_stage        ? fast.prepare(stage_now)
-                                       : fast.prepare(refs, sd.seg, op, got.dtype))
+                                       : fast.prepare(refs, sd.seg, op, got.dtype)) {
                   ++res.times.check_setups;
+                  res.times.check_staged += use_stage && !o.user;
+                }
               } catch (const cuda::CudaError&) {
                 throw;
               } catch (const std::exception&) { // the compare kernels do not build: the CPU checks all

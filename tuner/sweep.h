@@ -130,6 +130,7 @@ struct SweepTimes {
   // Segmented sweeps: how their checked launches were decided (tuner/fast_check.h).
   double check_setup_s = 0;       ///< the GPU check's expected results and scales, once a point
   std::size_t check_setups = 0;   ///< points prepared for it
+  std::size_t check_staged = 0;   ///< of them, made with their references while the shape before was measured
   std::size_t gpu_checked = 0;    ///< launches the GPU's fast pass passed (two words read back)
   std::size_t cpu_checked = 0;    ///< launches read back and checked on the CPU
   std::size_t cpu_after_gpu = 0;  ///< of those, after the fast pass found a result outside its bound

@@ -60,7 +60,11 @@ std::string profile_text(const SweepTimes& t) {
       ": " + std::to_string(t.gpu_checked) + " passed on the GPU, " + std::to_string(t.cpu_checked) +
       " read back and checked on the CPU (" + std::to_string(t.cpu_after_gpu) + " after a GPU failure)";
   row("check", t.validate_s, per(t.validate_s, t.measured, "measurement") + " (checked launch, result compared" + paths + ")");
-  if (t.check_setups || t.check_setup_s > 0) row("check setup", t.check_setup_s, per(t.check_setup_s, t.check_setups, "point") + " (the GPU check's data)");
+  if (t.check_setups || t.check_setup_s > 0)
+    row("check setup", t.check_setup_s,
+        per(t.check_setup_s, t.check_setups, "point") + " (the GPU check's data" +
+            (t.check_staged ? "; " + std::to_string(t.check_staged) + " made with the references, while the shape before was measured" : "") +
+            ")");
   row("timing", t.timing_s, per(t.timing_s, t.measured, "measurement"));
   row("store", t.store_s, per(t.store_s, t.points, "point") + " (one transaction a point)");
   row("input check", t.input_check_s, (t.input_checks ? std::to_string(t.input_checks) + " " : std::string()) + "input(s) " +
