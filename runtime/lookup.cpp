@@ -147,7 +147,8 @@ bool same_model(const DeviceKey& device, const db::DeviceRecord& d) {
 /// limited to 32 and 66 SMs, the built-in defaults, derived per SM with sweeps at those counts,
 /// came nearer each point's best than the H100's 132-SM rows, and than the fastest shipped row of
 /// the architecture at every worst point and all medians but one (docs/DEFAULTS.md).
-std::optional<std::string> shipped_for_other_size(const db::Store& shipped, const DeviceKey& device) {
+template <typename S>
+std::optional<std::string> shipped_for_other_size(const S& shipped, const DeviceKey& device) {
   if (device.name.empty() || device.sm_count <= 0) return std::nullopt;
   int sms = 0;
   for (const db::DeviceRecord& d : shipped.devices()) {
@@ -260,8 +261,13 @@ double gpu_distance(const DeviceKey& a, const db::DeviceRecord& b) {
          (a.cc_major == b.cc_major ? 0.25 * (a.cc_minor != b.cc_minor) : 0.0);
 }
 
-Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
-              Op op, Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
+namespace {
+
+// lookup() over stores or their rows in memory (runtime/store_rows.h): S has devices() and
+// measurements(uuid, filter).
+template <typename S>
+Choice lookup_in(const S* store, const S* shipped, const DeviceKey& device, DType dtype, Op op,
+                 Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
   shape.count = std::max<std::uint64_t>(shape.count, 1);
   std::string other_size; // why the shipped tuning is set aside, where it is
   if (shipped)
@@ -377,6 +383,18 @@ Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey&
   return builtin_choice(problem, dtype, op, shape, req, device,
                         "no stored configuration for " + where + " is usable here: passed over " +
                             passed.text() + also);
+}
+
+} // namespace
+
+Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
+              Op op, Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
+  return lookup_in(store, shipped, device, dtype, op, problem, shape, req, why_none);
+}
+
+Choice lookup_rows(const StoreRows* store, const StoreRows* shipped, const DeviceKey& device, DType dtype,
+                   Op op, Problem problem, Shape shape, const Requirements& req, const std::string& why_none) {
+  return lookup_in(store, shipped, device, dtype, op, problem, shape, req, why_none);
 }
 
 std::optional<Choice> lookup_own(const db::Store* store, const db::Store* shipped, const DeviceKey& device,

@@ -4,6 +4,7 @@
 
 #include "db/store.h"
 #include "reduce_tune/reducer.h"
+#include "runtime/store_rows.h"
 
 #include <cstdint>
 #include <memory>
@@ -99,6 +100,11 @@ Choice lookup(const db::Store& store, const DeviceKey& device, DType dtype, Op o
 Choice lookup(const db::Store* store, const db::Store* shipped, const DeviceKey& device, DType dtype,
               Op op, Problem problem, Shape shape, const Requirements& req,
               const std::string& why_none = "no tuning store");
+/// The same over stores' rows read into memory (runtime/store_rows.h): the same choice, without a
+/// query a call.
+Choice lookup_rows(const StoreRows* store, const StoreRows* shipped, const DeviceKey& device, DType dtype,
+                   Op op, Problem problem, Shape shape, const Requirements& req,
+                   const std::string& why_none = "no tuning store");
 /// The rows stored under `op` alone (a user reduction's, db::OpKey::user), graded as lookup()
 /// grades a call's own rows: this GPU's in the user's store (exact, nearest_size), the same
 /// model's in the shipped tuning (shipped), other GPUs of the compute capability in either

@@ -198,7 +198,9 @@ TEST_CASE("fast check on the GPU: a rows sweep decides its checked launches on t
   o.problem = Problem::rows;
   o.dtypes = {DType::f32, DType::i32};
   o.ops = {Op::sum};
-  o.shapes = {{1u << 15, 3}, {1u << 14, 64}};
+  // The last three share an input: the check data of its second and third shapes (by length) is
+  // made with their references while the shape before is measured.
+  o.shapes = {{1u << 15, 3}, {1u << 14, 64}, {1u << 16, 16}, {1u << 15, 32}};
   o.reps = 3;
   o.search = Strategy::guided;
   o.budget = *parse_budget("4");
@@ -210,7 +212,8 @@ TEST_CASE("fast check on the GPU: a rows sweep decides its checked launches on t
   // Every checked launch was decided on the GPU: these results are right, and nothing failed it.
   CHECK(r.times.gpu_checked == r.measurements.size());
   CHECK(r.times.cpu_checked == 0);
-  CHECK(r.times.check_setups == 4);
+  CHECK(r.times.check_setups == 8);
+  CHECK(r.times.check_staged == 4); // 2^15 x 32 and 2^14 x 64, each dtype
   CHECK_THAT(profile_text(r.times), Catch::Contains("passed on the GPU"));
   std::filesystem::remove_all(dir);
 }

@@ -50,7 +50,7 @@ TEST_CASE("search: a guided sweep keeps each point's budget", "[gpu][search]") {
 }
 
 TEST_CASE("search: segmented sums checked against the references from prefix sums and small accumulators, "
-          "each input made ahead and read back once",
+          "made ahead, each input made ahead and read back once",
           "[gpu][search]") {
   for (Problem problem : {Problem::rows, Problem::segments, Problem::columns}) {
     INFO(name(problem));
@@ -77,6 +77,9 @@ TEST_CASE("search: segmented sums checked against the references from prefix sum
     CHECK(r.times.inputs_hashed == 4); // by the GPU's hash: none was read back
     CHECK(r.times.inputs_ahead == 3);  // all but the first made while the one before was measured
     CHECK(r.times.prefix_points == (problem == Problem::columns ? 0u : 6u));
+    // The 2^16 input's second and third shapes' references were made while the shape before was
+    // measured (its first shape's: the 64000 input has no other shape to take it early in).
+    CHECK(r.times.references_ahead == 4);
     std::filesystem::remove_all(std::filesystem::path(o.db_path).parent_path());
   }
 }

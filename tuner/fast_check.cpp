@@ -85,74 +85,107 @@ template <typename F> bool FastCheck::fill(std::uint64_t n, F&& at) {
   return ok;
 }
 
-bool FastCheck::classify(const Segmentation& s) {
-  by_class_ = s.problem == Problem::segments;
-  length_ = s.shape.length;
-  if (!by_class_) return true;
+bool FastCheck::classify(const Segmentation& s, bool& by_class, LengthClasses& classes) {
+  by_class = s.problem == Problem::segments;
+  if (!by_class) return true;
   std::optional<LengthClasses> c =
       length_classes(s, std::size_t(std::max<std::uint64_t>(1, s.shape.count / kResultsPerLength)));
   if (!c) return false;
-  classes_ = std::move(*c);
+  classes = std::move(*c);
   return true;
 }
 
-void FastCheck::upload(DType result, FastForm form) {
+void FastCheck::upload(DType result, FastForm form, const void* want, const float* scale,
+                       const std::uint32_t* classes) {
   if (by_class_ && form != FastForm::exact) {
     const std::size_t bytes = n_ * sizeof(std::uint32_t);
     if (class_.size() < bytes) class_ = cuda::Buffer(), class_ = cuda::Buffer(bytes);
-    cuda::upload_sync(class_.get(), classes_.of.data(), bytes);
+    cuda::upload_sync(class_.get(), classes, bytes);
   }
   const std::size_t want_bytes = n_ * (form == FastForm::exact ? size_of(result) : sizeof(double));
   if (want_.size() < want_bytes) want_ = cuda::Buffer(), want_ = cuda::Buffer(want_bytes);
-  cuda::upload_sync(want_.get(), want_host_.data(), want_bytes);
+  cuda::upload_sync(want_.get(), want, want_bytes);
   if (form != FastForm::exact) {
     if (scale_.size() < n_ * sizeof(float)) scale_ = cuda::Buffer(), scale_ = cuda::Buffer(n_ * sizeof(float));
-    cuda::upload_sync(scale_.get(), scale_host_.data(), n_ * sizeof(float));
+    cuda::upload_sync(scale_.get(), scale, n_ * sizeof(float));
   }
   function(result, form, by_class_); // compiled and loaded here, not in a measurement
   ready_ = true;
 }
 
-bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result) {
-  ready_ = false;
+FastForm FastCheck::form_of(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result,
+                            std::uint64_t min_results) {
   // Rows and columns: every result has one length, so one depth a measurement; offsets segments:
   // one a distinct length.
-  if (s.problem == Problem::array) return false;
+  if (s.problem == Problem::array) return FastForm::none;
   const std::uint64_t n = s.shape.count;
-  if (n < std::max<std::uint64_t>(min_results_, 1) || refs.size() != n) return false;
+  if (n < std::max<std::uint64_t>(min_results, 1) || refs.size() != n) return FastForm::none;
   // A float32 result of a bf16 or f16 reduction has another bound and min/max rule.
-  if (refs.front().value.dtype != result) return false;
-  const FastForm form = fast_form(op, result);
-  if (form == FastForm::none) return false;
-  if (form != FastForm::exact && !classify(s)) return false;
-  if (form == FastForm::exact) by_class_ = false; // the bits alone decide
-  form_ = form, op_ = op, result_ = result, user_ = nullptr, n_ = n;
-  count_ = refs.front().count;
+  if (refs.front().value.dtype != result) return FastForm::none;
+  return fast_form(op, result);
+}
+
+bool FastCheck::fill_point(const std::vector<Reference>& refs, Op op, DType result, FastForm form, bool by_class,
+                           const LengthClasses& classes, double count, unsigned char* want, float* scale) {
+  const std::uint64_t n = refs.size();
   const std::size_t rs = size_of(result);
-  bool filled = false;
-  if (form == FastForm::exact) {
-    staged(want_host_, n * rs, want_pin_);
-    filled = fill(n, [&](std::uint64_t i) {
+  if (form == FastForm::exact)
+    return fill(n, [&](std::uint64_t i) {
       if (refs[i].value.dtype != result) return false;
-      std::memcpy(want_host_.data() + i * rs, &refs[i].value.bits, rs); // little-endian: the low bytes
+      std::memcpy(want + i * rs, &refs[i].value.bits, rs); // little-endian: the low bytes
       return true;
     });
-  } else {
-    staged(want_host_, n * sizeof(double), want_pin_);
-    staged(scale_host_, n, scale_pin_);
-    auto* want = reinterpret_cast<double*>(want_host_.data());
-    filled = fill(n, [&](std::uint64_t i) {
-      // The bound's count (mean, var, float64 sumsq) is one for the measurement (rows, columns) or
-      // its length class's (offsets): every segment's.
-      const double count = by_class_ ? double(classes_.lengths[classes_.of[i]]) : count_;
-      if (refs[i].count != count || refs[i].value.dtype != result) return false;
-      want[i] = fast_want(refs[i]);
-      scale_host_[i] = scale_down(fast_scale(op, refs[i]));
-      return true;
-    });
-  }
-  if (!filled) return false;
-  upload(result, form);
+  auto* values = reinterpret_cast<double*>(want);
+  return fill(n, [&](std::uint64_t i) {
+    // The bound's count (mean, var, float64 sumsq) is one for the measurement (rows, columns) or
+    // its length class's (offsets): every segment's.
+    const double c = by_class ? double(classes.lengths[classes.of[i]]) : count;
+    if (refs[i].count != c || refs[i].value.dtype != result) return false;
+    values[i] = fast_want(refs[i]);
+    scale[i] = scale_down(fast_scale(op, refs[i]));
+    return true;
+  });
+}
+
+bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result) {
+  ready_ = false;
+  const FastForm form = form_of(refs, s, op, result, min_results_);
+  if (form == FastForm::none) return false;
+  if (form != FastForm::exact && !classify(s, by_class_, classes_)) return false;
+  if (form == FastForm::exact) by_class_ = false; // the bits alone decide
+  form_ = form, op_ = op, result_ = result, user_ = nullptr, n_ = s.shape.count;
+  count_ = refs.front().count, length_ = s.shape.length;
+  staged(want_host_, n_ * (form == FastForm::exact ? size_of(result) : sizeof(double)), want_pin_);
+  if (form != FastForm::exact) staged(scale_host_, n_, scale_pin_);
+  if (!fill_point(refs, op, result, form, by_class_, classes_, count_, want_host_.data(), scale_host_.data()))
+    return false;
+  upload(result, form, want_host_.data(), scale_host_.data(), classes_.of.data());
+  return true;
+}
+
+bool FastCheck::stage(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result,
+                      std::uint64_t min_results, FastStage& st) {
+  st.applies = false;
+  st.shape = s.shape, st.op = op, st.result = result;
+  st.form = form_of(refs, s, op, result, min_results);
+  if (st.form == FastForm::none) return false;
+  if (st.form != FastForm::exact && !classify(s, st.by_class, st.classes)) return false;
+  if (st.form == FastForm::exact) st.by_class = false;
+  st.count = refs.front().count, st.length = s.shape.length;
+  const std::uint64_t n = s.shape.count;
+  st.want.resize(n * (st.form == FastForm::exact ? size_of(result) : sizeof(double)));
+  st.scale.resize(st.form == FastForm::exact ? 0 : n);
+  st.applies = fill_point(refs, op, result, st.form, st.by_class, st.classes, st.count, st.want.data(), st.scale.data());
+  return st.applies;
+}
+
+bool FastCheck::prepare(const FastStage& st) {
+  ready_ = false;
+  if (!st.applies) return false;
+  form_ = st.form, op_ = st.op, result_ = st.result, user_ = nullptr, n_ = st.shape.count;
+  count_ = st.count, length_ = st.length, by_class_ = st.by_class;
+  classes_.lengths = st.classes.lengths; // run() reads the lengths; the classes are uploaded
+  upload(st.result, st.form, st.want.data(), st.scale.data(), st.classes.of.data());
   return true;
 }
 
@@ -165,10 +198,10 @@ bool FastCheck::prepare(const UserOp& u, DType dtype, const UserExpected& e, con
   const DType result = u.result_dtype(dtype);
   const bool floats = is_float(result);
   form_ = floats ? FastForm::bound : FastForm::exact;
-  if (floats && !classify(s)) return false;
+  if (floats && !classify(s, by_class_, classes_)) return false;
   if (!floats) by_class_ = false;
   op_ = Op::sum, result_ = result, dtype_ = dtype, user_ = &u, n_ = n;
-  count_ = double(s.shape.length);
+  count_ = double(s.shape.length), length_ = s.shape.length;
   const std::size_t rs = size_of(result);
   bool filled = false;
   if (!floats) {
@@ -191,7 +224,7 @@ bool FastCheck::prepare(const UserOp& u, DType dtype, const UserExpected& e, con
     });
   }
   if (!filled) return false;
-  upload(result, form_);
+  upload(result, form_, want_host_.data(), scale_host_.data(), classes_.of.data());
   return true;
 }
 

@@ -42,6 +42,23 @@ struct FastVerdict {
   bool passed() const { return failures == 0; }
 };
 
+/// A point's expected results and the scales of their bounds on the host, made by
+/// FastCheck::stage, which needs nothing of the GPU: a sweep makes the next shape's while the
+/// current one is measured, and FastCheck::prepare(const FastStage&) uploads them.
+struct FastStage {
+  bool applies = false; ///< whether the fast pass applies to the point
+  Shape shape{0, 0};
+  Op op = Op::sum;
+  DType result = DType::f32;
+  FastForm form = FastForm::none;
+  double count = 0;         ///< elements a result (rows, columns)
+  std::uint64_t length = 0; ///< the segment length (rows, columns)
+  bool by_class = false;    ///< offsets segments: bounds by length class
+  LengthClasses classes;
+  std::vector<unsigned char> want; ///< the expected results: their bits (exact) or doubles
+  std::vector<float> scale;        ///< bounded forms: the scales
+};
+
 class FastCheck {
 public:
   /// Below this many results reading them back and checking them on the CPU (one thread, tens of
@@ -59,6 +76,13 @@ public:
   /// uploads what its compare needs. Returns whether the fast pass applies; false: run() is not
   /// to be called until the next prepare.
   bool prepare(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result);
+  /// What prepare(refs, s, op, result) computes on the host, for a check of `min_results` results
+  /// or more, into `st` (its memory reused); on any thread. Returns st.applies.
+  static bool stage(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result,
+                    std::uint64_t min_results, FastStage& st);
+  /// Prepares a point staged by stage(): uploads it (from pageable memory). Returns st.applies.
+  bool prepare(const FastStage& st);
+  std::uint64_t min_results() const { return min_results_; }
   /// The same for a user reduction on elements of `dtype`.
   bool prepare(const UserOp& u, DType dtype, const UserExpected& e, const Segmentation& s);
   /// Forgets the prepared point.
@@ -78,12 +102,19 @@ public:
 
 private:
   CUfunction function(DType result, FastForm form, bool classes);
-  template <typename F> bool fill(std::uint64_t n, F&& at);
-  // The length classes of `s` where its results differ in length (into classes_), else none;
-  // false where there are too many of them for the fast pass.
-  bool classify(const Segmentation& s);
-  // Uploads the staged point (n_ results of `result`, in `form`) and makes it ready.
-  void upload(DType result, FastForm form);
+  template <typename F> static bool fill(std::uint64_t n, F&& at);
+  // Whether the results of `s` differ in length (offsets), and if so their length classes (into
+  // `classes`); false where there are too many of them for the fast pass.
+  static bool classify(const Segmentation& s, bool& by_class, LengthClasses& classes);
+  // The form of a built-in op's point, or none where the fast pass does not apply (before classes).
+  static FastForm form_of(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result,
+                          std::uint64_t min_results);
+  // The expected values (bits or doubles) and scales of `refs` into want and scale (n each).
+  static bool fill_point(const std::vector<Reference>& refs, Op op, DType result, FastForm form, bool by_class,
+                         const LengthClasses& classes, double count, unsigned char* want, float* scale);
+  // Uploads a point (n_ results of `result`, in `form`; classes: n_ of them where by class) and
+  // makes it ready.
+  void upload(DType result, FastForm form, const void* want, const float* scale, const std::uint32_t* classes);
 
   const Nvrtc& nvrtc_;
   CompileCache& cache_;

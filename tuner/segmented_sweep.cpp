@@ -8,7 +8,7 @@
 #include "tuner/sizes.h"
 #include "tuner/input_ahead.h"
 #include "tuner/sum_prefix.h"
-#include "tuner/sum_reference.h"
+#include "tuner/reference_ahead.h"
 #include "tuner/sweep_search.h"
 #include "tuner/upload.h"
 #include "tuner/user_check.h"
@@ -56,16 +56,23 @@ struct ShapeData {
   cuda::Buffer offsets;
 };
 
-ShapeData layout(Problem problem, Shape shape, std::uint64_t seed, StagedUpload& upload, CUstream after) {
+// The elements of each result of `shape`: dense rows or columns, or offsets drawn from `seed`.
+Segmentation segmentation(Problem problem, Shape shape, std::uint64_t seed) {
+  Segmentation seg;
+  seg.problem = problem;
+  seg.shape = shape;
+  if (problem == Problem::segments) seg.offsets = skewed_offsets(shape.count, shape.elements(), seed);
+  else seg.stride = problem == Problem::rows ? shape.length : shape.count; // dense rows
+  return seg;
+}
+
+// `seg` on the device: its offsets uploaded.
+ShapeData layout(Segmentation seg, StagedUpload& upload, CUstream after) {
   ShapeData s;
-  s.seg.problem = problem;
-  s.seg.shape = shape;
-  if (problem == Problem::segments) {
-    s.seg.offsets = skewed_offsets(shape.count, shape.elements(), seed);
+  s.seg = std::move(seg);
+  if (s.seg.problem == Problem::segments) {
     s.offsets = cuda::Buffer(s.seg.offsets.size() * sizeof(std::int64_t));
     upload(s.offsets.get(), s.seg.offsets.data(), s.seg.offsets.size() * sizeof(std::int64_t), after);
-  } else {
-    s.seg.stride = problem == Problem::rows ? shape.length : shape.count; // dense rows
   }
   return s;
 }
@@ -217,7 +224,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     HostArray data;                    // the input of the shapes of `data_elements` elements
     std::uint64_t hash = 0, hash2 = 0; // its input_hash (and data2's)
     std::uint64_t data_elements = 0;
-    Shape data_shape;                  // with supplied inputs, the one shape it serves
+    Shape data_shape;                  // the shape it was loaded for, its first (supplied inputs: the one it serves)
     bool loaded = false;
     // The input is read back once it has served its shapes, not after each shape (a 1 GiB input
     // served two and a 64 MiB one 25), and at once after a wrong result, which a configuration
@@ -229,6 +236,32 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     // which pay where shapes share the input), and used where exact (SumPrefix).
     SumPrefix prefix;
     bool prefix_built = false;
+    // The next input, taken from the input thread while the last shape of this one is measured,
+    // so that the next shape's references can be made from it meanwhile.
+    std::optional<PreparedInput> pending;
+    InputSpec pending_spec;
+    // The GPU check's data of the next shape's first op, made with its references (stage_ahead,
+    // on their thread), and of this shape's (stage_now, swapped in when this shape took them).
+    FastStage stage_ahead, stage_now;
+    // The next shape's references, made while this one is measured (destroyed, so waited for,
+    // before the inputs and stages above).
+    ReferenceAhead refs_ahead;
+    // The input of `sh` from the input thread; the next one (of this dtype, else the next one's
+    // first; supplied inputs: the next shape's) is then started there.
+    const auto take_input = [&](Shape sh) {
+      const auto t_take = Clock::now();
+      PreparedInput in = ahead.take(spec_of(d, sh));
+      res.times.input_wait_s += std::chrono::duration<double>(Clock::now() - t_take).count();
+      const auto later = std::find_if(shapes.begin(), shapes.end(), [&](Shape x) {
+        return o.check_data ? std::pair(x.elements(), x.length) > std::pair(sh.elements(), sh.length)
+                            : x.elements() > sh.elements();
+      });
+      const auto dt = std::find(o.dtypes.begin(), o.dtypes.end(), d);
+      if (later != shapes.end()) ahead.start(spec_of(d, *later));
+      else if (dt != o.dtypes.end() && dt + 1 != o.dtypes.end() && !shapes.empty())
+        ahead.start(spec_of(*(dt + 1), shapes.front()));
+      return in;
+    };
     auto check_input = [&](bool last) {
       if (covered.empty()) return;
       PhaseTimer t(res.times.input_check_s);
@@ -258,36 +291,38 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         eta.skipped(bytes, of_dtype);
         continue;
       }
+      // The shape's segmentation and references where they were made ahead (waiting for them is
+      // the reference's time).
+      Segmentation made_ahead;
+      const bool ahead_ready = [&] {
+        PhaseTimer t(res.times.reference_s);
+        return refs_ahead.take_segmentation(shape, made_ahead);
+      }();
+      if (ahead_ready) std::swap(stage_now, stage_ahead);
+      const bool staged = ahead_ready && stage_now.shape == shape;
       const auto t_data = Clock::now();
       const std::uint64_t elements = shape.elements();
       const std::uint64_t seed = o.check_data ? 0 : spec_of(d, shape).seed; // 0: a supplied input
-      ShapeData sd = layout(o.problem, shape,
-                            shape_seed(o.problem, shape, seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20)),
+      // The seed of the offsets of a shape of this input (0: a supplied input).
+      const auto seg_seed = [problem = o.problem](Shape sh, std::uint64_t seed) {
+        return shape_seed(problem, sh, seed ^ (sh.count * 0x9e3779b97f4a7c15ull) ^ (sh.length << 20));
+      };
+      ShapeData sd = layout(ahead_ready ? std::move(made_ahead) : segmentation(o.problem, shape, seg_seed(shape, seed)),
                             upload, s);
       const std::uint64_t longest = longest_segment(sd.seg.offsets);
       if (sd.seg.input_elements() != elements)
         throw std::logic_error("a segmented shape's input is not its element count"); // Shape says it is
       if (!loaded || data_elements != elements || (o.check_data && data_shape != shape)) {
         check_input(true); // the previous input's shapes are done
+        refs_ahead.wait();  // it reads the inputs about to be replaced
         {
-          const auto t_take = Clock::now();
-          PreparedInput in = ahead.take(spec_of(d, shape));
-          res.times.input_wait_s += std::chrono::duration<double>(Clock::now() - t_take).count();
+          const bool taken = pending && pending_spec == spec_of(d, shape);
+          PreparedInput in = taken ? std::move(*pending) : take_input(shape);
+          pending.reset();
           data = std::move(in.data), data2 = std::move(in.data2);
           prefix = std::move(in.prefix), prefix_built = in.prefix_built;
           hash = in.hash, hash2 = in.hash2;
         }
-        // The next input (of this dtype, else the next one's first) is made while this one is
-        // measured.
-        // (Supplied inputs: the next shape's.)
-        const auto later = std::find_if(shapes.begin(), shapes.end(), [&](Shape sh) {
-          return o.check_data ? std::pair(sh.elements(), sh.length) > std::pair(elements, shape.length)
-                              : sh.elements() > elements;
-        });
-        const auto dt = std::find(o.dtypes.begin(), o.dtypes.end(), d);
-        if (later != shapes.end()) ahead.start(spec_of(d, *later));
-        else if (dt != o.dtypes.end() && dt + 1 != o.dtypes.end() && !shapes.empty())
-          ahead.start(spec_of(*(dt + 1), shapes.front()));
         data_elements = elements, data_shape = shape, loaded = true;
         const std::size_t in_bytes = std::max<std::size_t>(elements * es, 16);
         if (d_in.size() < in_bytes) {
@@ -326,14 +361,43 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           if (o.user) {
             user_ref = o.check_data ? load_check_expected(*supplied_point(*o.check_data, d, shape))
                                     : user_expected(*o.user, data, sd.seg);
-          } else if (op_two) {
-            refs = segmented_reference(data, data2, sd.seg, op);
-          } else if (prefix_built && prefix.serves(sd.seg, op)) {
-            prefix.reference(sd.seg, refs);
-            ++res.times.prefix_points;
-          } else if (!sum_reference(data, sd.seg, op, refs)) {
-            segmented_reference(data, sd.seg, op, refs);
+          } else {
+            bool from_prefix = false;
+            if (ahead_ready && refs_ahead.take(op, refs, from_prefix)) ++res.times.references_ahead;
+            else from_prefix = point_references(data, &data2, prefix_built ? &prefix : nullptr, sd.seg, op, refs);
+            res.times.prefix_points += from_prefix;
           }
+        }
+        // Then the next shape's, while this one is measured: from this input, or from the next
+        // one, taken now from the input thread where it had this input's other shapes to be made
+        // in (else taking it would wait for all of it, which the next upload waits for anyway).
+        const Shape* next = &shape + 1;
+        const bool same = next != shapes.data() + shapes.size() && next->elements() == elements;
+        if (op == o.ops.front() && !o.user && !o.check_data && next != shapes.data() + shapes.size() &&
+            (same || data_shape != shape)) {
+          const InputSpec next_spec = spec_of(d, *next);
+          if (!same && !(pending && pending_spec == next_spec)) {
+            const auto t_take = Clock::now();
+            pending = take_input(*next);
+            pending_spec = next_spec;
+            res.times.input_s += std::chrono::duration<double>(Clock::now() - t_take).count();
+          }
+          const HostArray& x = same ? data : pending->data;
+          const HostArray* y = same ? &data2 : &pending->data2;
+          const SumPrefix* sums = same ? (prefix_built ? &prefix : nullptr)
+                                       : (pending->prefix_built ? &pending->prefix : nullptr);
+          const std::uint64_t next_seed = seg_seed(*next, next_spec.seed);
+          // The GPU check's data of its first op too, unless the fast pass is off.
+          ReferenceAhead::Then then;
+          refs_ahead.wait(); // a shape skipped for memory did not take what it made
+          stage_ahead.shape = Shape{0, 0};
+          if (!fast_off)
+            then = [&stage_ahead, d, first = o.ops.front(), least = fast.min_results()](
+                       Op of, const std::vector<Reference>& r, const Segmentation& sg) {
+              if (of == first) FastCheck::stage(r, sg, of, result_dtype(of, d), least, stage_ahead);
+            };
+          refs_ahead.start(*next, [problem = o.problem, nx = *next, next_seed] { return segmentation(problem, nx, next_seed); },
+                           x, y, sums, o.ops, std::move(then));
         }
         ++res.times.points;
         bool fast_tried = false; // the fast pass is prepared at the point's first checked launch
@@ -444,8 +508,13 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
               fast_tried = true;
               PhaseTimer pt(res.times.check_setup_s);
               try {
-                if (o.user ? fast.prepare(*o.user, d, user_ref, sd.seg) : fast.prepare(refs, sd.seg, op, got.dtype))
+                const bool use_stage = staged && stage_now.op == op && stage_now.result == got.dtype;
+                if (o.user             ? fast.prepare(*o.user, d, user_ref, sd.seg)
+                    : use_stage        ? fast.prepare(stage_now)
+                                       : fast.prepare(refs, sd.seg, op, got.dtype)) {
                   ++res.times.check_setups;
+                  res.times.check_staged += use_stage && !o.user;
+                }
               } catch (const cuda::CudaError&) {
                 throw;
               } catch (const std::exception&) { // the compare kernels do not build: the CPU checks all

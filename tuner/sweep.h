@@ -125,10 +125,12 @@ struct SweepTimes {
   std::size_t inputs_hashed = 0; ///< of them, those whose GPU hash matched the host's
   std::size_t inputs_ahead = 0;  ///< inputs made on a thread while the one before was measured
   std::size_t prefix_points = 0; ///< points whose references came from their input's prefix sums
+  std::size_t references_ahead = 0; ///< points whose references were made while the shape before was measured
   std::size_t points = 0, measured = 0;
   // Segmented sweeps: how their checked launches were decided (tuner/fast_check.h).
   double check_setup_s = 0;       ///< the GPU check's expected results and scales, once a point
   std::size_t check_setups = 0;   ///< points prepared for it
+  std::size_t check_staged = 0;   ///< of them, made with their references while the shape before was measured
   std::size_t gpu_checked = 0;    ///< launches the GPU's fast pass passed (two words read back)
   std::size_t cpu_checked = 0;    ///< launches read back and checked on the CPU
   std::size_t cpu_after_gpu = 0;  ///< of those, after the fast pass found a result outside its bound

@@ -52,13 +52,19 @@ std::string profile_text(const SweepTimes& t) {
           figures + ")");
   row("reference", t.reference_s,
       per(t.reference_s, t.points, "point") +
-          (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : ""));
+          (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : "") +
+          (t.references_ahead ? " (" + std::to_string(t.references_ahead) +
+                                    " made while the shape before was measured)" : ""));
   row("load", t.load_s, per(t.load_s, t.measured, "measurement") + " (modules, first use)");
   const std::string paths = t.gpu_checked + t.cpu_checked == 0 ? "" :
       ": " + std::to_string(t.gpu_checked) + " passed on the GPU, " + std::to_string(t.cpu_checked) +
       " read back and checked on the CPU (" + std::to_string(t.cpu_after_gpu) + " after a GPU failure)";
   row("check", t.validate_s, per(t.validate_s, t.measured, "measurement") + " (checked launch, result compared" + paths + ")");
-  if (t.check_setups || t.check_setup_s > 0) row("check setup", t.check_setup_s, per(t.check_setup_s, t.check_setups, "point") + " (the GPU check's data)");
+  if (t.check_setups || t.check_setup_s > 0)
+    row("check setup", t.check_setup_s,
+        per(t.check_setup_s, t.check_setups, "point") + " (the GPU check's data" +
+            (t.check_staged ? "; " + std::to_string(t.check_staged) + " made with the references, while the shape before was measured" : "") +
+            ")");
   row("timing", t.timing_s, per(t.timing_s, t.measured, "measurement"));
   row("store", t.store_s, per(t.store_s, t.points, "point") + " (one transaction a point)");
   row("input check", t.input_check_s, (t.input_checks ? std::to_string(t.input_checks) + " " : std::string()) + "input(s) " +

@@ -4,6 +4,7 @@
 #include "runtime/defaults.h"
 #include "runtime/lookup.h"
 #include "runtime/shipped.h"
+#include "runtime/store_rows.h"
 
 #include <algorithm>
 #include <chrono>
@@ -119,9 +120,17 @@ SweepSearch sweep_search(Strategy strategy, const Budget& budget,
       before = nullptr; // seeds the less; the sweep itself reports a store it cannot write
     }
   }
-  s.known([before, shipped, device](const PointId& p) -> std::optional<Config> {
+  // Both stores' rows read once, not by each point's lookup (runtime/store_rows.h).
+  std::shared_ptr<const StoreRows> before_rows, shipped_rows;
+  try {
+    if (before) before_rows = std::make_shared<StoreRows>(*before);
+    if (shipped) shipped_rows = std::make_shared<StoreRows>(*shipped);
+  } catch (const db::StoreError&) {
+    before_rows = shipped_rows = nullptr; // no seeds from the stores, as where a lookup fails
+  }
+  s.known([before_rows, shipped_rows, device](const PointId& p) -> std::optional<Config> {
     try {
-      const Choice c = lookup(before.get(), shipped.get(), device, p.dtype, p.op, p.problem, p.shape, {});
+      const Choice c = lookup_rows(before_rows.get(), shipped_rows.get(), device, p.dtype, p.op, p.problem, p.shape, {});
       if (c.match == Match::builtin) return std::nullopt;
       return c.config;
     } catch (const db::StoreError&) {

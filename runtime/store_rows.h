@@ -1,0 +1,36 @@
+// reduce-tune: the rows of a store that the lookup reads, held in memory. A store's measurement
+// query filters with optional terms that no index serves, so each one reads the whole table (the
+// shipped tuning: some 10,000 rows); a lookup makes several, and a guided sweep looks up every
+// point it seeds. One that looks up many points over stores that do not change meanwhile reads
+// each store once here and answers from memory.
+#pragma once
+
+#include "db/store.h"
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace reduce_tune {
+
+class StoreRows {
+public:
+  /// Reads `store`'s devices and every device's measurements of built-in ops.
+  explicit StoreRows(const db::Store& store);
+
+  /// As db::Store::devices.
+  const std::vector<db::DeviceRecord>& devices() const { return devices_; }
+  /// As db::Store::measurements (the same rows in the same order) for a filter of a built-in op
+  /// or none; std::invalid_argument for a user reduction's op, whose rows are not held.
+  std::vector<db::Measurement> measurements(const std::string& device_uuid, const db::MeasurementFilter& f) const;
+
+private:
+  std::vector<db::DeviceRecord> devices_;
+  std::map<std::string, std::vector<db::Measurement>> rows_; // a device's, in the store's order
+  // The indices in rows_ of a device's rows of a problem, ascending.
+  std::map<std::pair<std::string, Problem>, std::vector<std::size_t>> by_problem_;
+};
+
+} // namespace reduce_tune
