@@ -7,6 +7,7 @@
 #include "tuner/measure.h"
 #include "tuner/sizes.h"
 #include "tuner/input_ahead.h"
+#include "tuner/offsets_ahead.h"
 #include "tuner/sum_prefix.h"
 #include "tuner/sum_reference.h"
 #include "tuner/sweep_search.h"
@@ -31,39 +32,28 @@ double now_s() { return std::chrono::duration<double>(Clock::now().time_since_ep
 /// references.
 constexpr std::size_t kPrefixShapes = 3;
 
-/// The offsets draws a small shape's sweep picks its heaviest from.
-constexpr int kHeavyDraws = 8;
-
-/// The seed of a shape's lengths. Offsets below db::kCountOnlyMinTotal elements: of kHeavyDraws
-/// draws from `seed` on, the one whose longest segment holds the most elements. There a mapping
-/// that gives a segment to one block or group wins or loses by its longest segment, whose share
-/// varies most from draw to draw where segments are few (2^9 segments of mean 2^7: 6 % in one
-/// draw, a third in another); tuned on the heaviest, its pick holds for heavy mixes too.
-std::uint64_t shape_seed(Problem problem, Shape shape, std::uint64_t seed) {
-  if (problem != Problem::segments || shape.elements() >= db::kCountOnlyMinTotal) return seed;
-  std::uint64_t best = seed, heaviest = 0;
-  for (int k = 0; k < kHeavyDraws; ++k) {
-    const std::uint64_t s = seed + std::uint64_t(k) * 0x9e3779b97f4a7c15ull;
-    const std::uint64_t longest = longest_segment(skewed_offsets(shape.count, shape.elements(), s));
-    if (k == 0 || longest > heaviest) best = s, heaviest = longest;
-  }
-  return best;
-}
-
-/// One shape's input and layout on the host and the device.
+/// One shape's layout on the host and the device.
 struct ShapeData {
   Segmentation seg;
-  cuda::Buffer offsets;
+  std::uint64_t longest = 0; ///< its longest segment (rows and columns: 0)
 };
 
-ShapeData layout(Problem problem, Shape shape, std::uint64_t seed, StagedUpload& upload, CUstream after) {
+/// The layout of `drawn` (segments: uploaded into `d_offsets`, grown where it is too small and
+/// kept from shape to shape, after the work queued on `after`, which may still read it).
+ShapeData layout(Problem problem, Shape shape, DrawnLayout drawn, cuda::Buffer& d_offsets, StagedUpload& upload,
+                 CUstream after) {
   ShapeData s;
   s.seg.problem = problem;
   s.seg.shape = shape;
+  s.longest = drawn.longest;
   if (problem == Problem::segments) {
-    s.seg.offsets = skewed_offsets(shape.count, shape.elements(), seed);
-    s.offsets = cuda::Buffer(s.seg.offsets.size() * sizeof(std::int64_t));
-    upload(s.offsets.get(), s.seg.offsets.data(), s.seg.offsets.size() * sizeof(std::int64_t), after);
+    s.seg.offsets = std::move(drawn.offsets);
+    const std::size_t bytes = s.seg.offsets.size() * sizeof(std::int64_t);
+    if (d_offsets.size() < bytes) {
+      d_offsets = cuda::Buffer(); // freed before the larger one is made
+      d_offsets = cuda::Buffer(bytes);
+    }
+    upload(d_offsets.get(), s.seg.offsets.data(), bytes, after);
   } else {
     s.seg.stride = problem == Problem::rows ? shape.length : shape.count; // dense rows
   }
@@ -189,6 +179,12 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     return spec;
   };
   InputAhead ahead;
+  // Each shape's offsets, and the seed they are drawn from (with the input's, from the shape).
+  LayoutAhead layouts;
+  const auto layout_seed = [&](DType d, Shape shape) {
+    const std::uint64_t seed = o.check_data ? 0 : spec_of(d, shape).seed; // as the measurements' seed
+    return seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20);
+  };
   StagedUpload upload;
   // Buffers kept across shapes: the input (grown to the largest), the results and their
   // page-locked host copy (allocated once for the most results of any shape), the input check's.
@@ -196,7 +192,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   for (const Shape& sh : shapes) most_results = std::max(most_results, sh.count);
   // Results of up to 8 bytes each: the ops' result dtypes differ (kernels/ops.h).
   const std::size_t out_bytes = std::size_t(most_results) * 8;
-  cuda::Buffer d_in, d_out;
+  cuda::Buffer d_in, d_out, d_offsets;
   HostArray got;
   got.bytes.resize(out_bytes);
   std::unique_ptr<cuda::HostRegistration> pinned; // each check copies into it
@@ -258,21 +254,41 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         eta.skipped(bytes, of_dtype);
         continue;
       }
-      const auto t_data = Clock::now();
       const std::uint64_t elements = shape.elements();
       const std::uint64_t seed = o.check_data ? 0 : spec_of(d, shape).seed; // 0: a supplied input
-      ShapeData sd = layout(o.problem, shape,
-                            shape_seed(o.problem, shape, seed ^ (shape.count * 0x9e3779b97f4a7c15ull) ^ (shape.length << 20)),
-                            upload, s);
-      const std::uint64_t longest = longest_segment(sd.seg.offsets);
+      const bool new_input = !loaded || data_elements != elements || (o.check_data && data_shape != shape);
+      if (new_input) check_input(true); // the previous input's shapes are done (input_check_s, not input_s)
+      const auto t_data = Clock::now();
+      ShapeData sd;
+      {
+        const auto t_layout = Clock::now();
+        sd = layout(o.problem, shape, layouts.take(o.problem, shape, layout_seed(d, shape)), d_offsets, upload, s);
+        // The next shape's offsets (of this dtype, else the next one's first) are drawn while this
+        // one is measured.
+        if (o.problem == Problem::segments) {
+          const auto at = std::find(shapes.begin(), shapes.end(), shape);
+          const auto dt = std::find(o.dtypes.begin(), o.dtypes.end(), d);
+          if (at != shapes.end() && at + 1 != shapes.end()) layouts.start(o.problem, *(at + 1), layout_seed(d, *(at + 1)));
+          else if (dt != o.dtypes.end() && dt + 1 != o.dtypes.end() && !shapes.empty())
+            layouts.start(o.problem, shapes.front(), layout_seed(*(dt + 1), shapes.front()));
+        }
+        if (o.problem == Problem::segments) { // rows and columns have no layout to draw
+          res.times.layout_s += std::chrono::duration<double>(Clock::now() - t_layout).count();
+          ++res.times.layouts;
+        }
+      }
+      const std::uint64_t longest = sd.longest;
       if (sd.seg.input_elements() != elements)
         throw std::logic_error("a segmented shape's input is not its element count"); // Shape says it is
-      if (!loaded || data_elements != elements || (o.check_data && data_shape != shape)) {
-        check_input(true); // the previous input's shapes are done
+      if (new_input) {
         {
           const auto t_take = Clock::now();
           PreparedInput in = ahead.take(spec_of(d, shape));
           res.times.input_wait_s += std::chrono::duration<double>(Clock::now() - t_take).count();
+          // The previous input (up to 1 GiB, and its prefix sums) is freed on a thread.
+          PreparedInput old;
+          old.data = std::move(data), old.data2 = std::move(data2), old.prefix = std::move(prefix);
+          ahead.retire(std::move(old));
           data = std::move(in.data), data2 = std::move(in.data2);
           prefix = std::move(in.prefix), prefix_built = in.prefix_built;
           hash = in.hash, hash2 = in.hash2;
@@ -309,7 +325,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       got.n = shape.count;
       SegmentedArgs args;
       args.in = d_in.get();
-      args.offsets = sd.offsets.get();
+      args.offsets = d_offsets.get();
       args.out = d_out.get();
       args.shape = shape;
       args.stride = sd.seg.stride;
@@ -541,6 +557,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   res.times.input_checks = input_check.count();
   res.times.inputs_hashed = input_check.hashed();
   res.times.inputs_ahead = ahead.ahead();
+  res.times.layouts_ahead = layouts.ahead();
   res.times.upload_s = upload.seconds(), res.times.upload_bytes = upload.bytes(), res.times.upload_staged_bytes = upload.staged_bytes();
 }
 
