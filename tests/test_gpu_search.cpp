@@ -50,7 +50,7 @@ TEST_CASE("search: a guided sweep keeps each point's budget", "[gpu][search]") {
 }
 
 TEST_CASE("search: segmented sums checked against the references from prefix sums and small accumulators, "
-          "each input made ahead and read back once",
+          "each input made ahead and read back once, each offsets layout drawn ahead",
           "[gpu][search]") {
   for (Problem problem : {Problem::rows, Problem::segments, Problem::columns}) {
     INFO(name(problem));
@@ -77,6 +77,11 @@ TEST_CASE("search: segmented sums checked against the references from prefix sum
     CHECK(r.times.inputs_hashed == 4); // by the GPU's hash: none was read back
     CHECK(r.times.inputs_ahead == 3);  // all but the first made while the one before was measured
     CHECK(r.times.prefix_points == (problem == Problem::columns ? 0u : 6u));
+    // Offsets: each shape's layout (in one device buffer kept from shape to shape, whose count
+    // grows and shrinks here) drawn while the shape before was measured, all but the first.
+    CHECK(r.times.layouts == (problem == Problem::segments ? 8u : 0u));
+    CHECK(r.times.layouts_ahead == (problem == Problem::segments ? 7u : 0u));
+    CHECK(r.times.layout_s <= r.times.input_s);
     std::filesystem::remove_all(std::filesystem::path(o.db_path).parent_path());
   }
 }

@@ -551,6 +551,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       }
     }
     check_input(true); // the dtype's last input
+    PreparedInput last;    // freed on a thread, as the ones before it
+    last.data = std::move(data), last.data2 = std::move(data2), last.prefix = std::move(prefix);
+    ahead.retire(std::move(last));
   }
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
