@@ -211,7 +211,7 @@ int run(const Options& o) {
   // The library's indices (int64, `count` of them) against the CPU reference of `sg`.
   auto check_indices = [](const reduce_tune::HostArray& a, const reduce_tune::Segmentation& sg,
                           const void* d_out, std::uint64_t count) {
-    reduce_tune::HostArray got{DType::i64, count, std::vector<unsigned char>(count * 8)};
+    reduce_tune::HostArray got{DType::i64, count, reduce_tune::HostBytes(count * 8)};
     CK(cudaMemcpy(got.bytes.data(), d_out, count * 8, cudaMemcpyDeviceToHost));
     const auto c = reduce_tune::check_segmented(reduce_tune::segmented_reference(a, sg, Op::argmax),
                                                 got, sg, Op::argmax, [](std::uint64_t) { return 1; });
@@ -224,7 +224,7 @@ int run(const Options& o) {
     for (std::uint64_t n : o.totals) {
       const std::size_t es = reduce_tune::size_of(dt);
       const auto host = make_data(dt, n, o.seed + std::uint64_t(dt));
-      reduce_tune::HostArray ha{dt, n, std::vector<unsigned char>(n * es)};
+      reduce_tune::HostArray ha{dt, n, reduce_tune::HostBytes(n * es)};
       std::memcpy(ha.bytes.data(), host.get(), n * es);
       Buffer in(n * es);
       CK(cudaMemcpy(in.p, host.get(), n * es, cudaMemcpyHostToDevice));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/half.h"
+#include "kernels/host_bytes.h"
 #include "kernels/ops.h"
 #include "reduce_tune/config.h"
 
@@ -111,11 +112,11 @@ template <typename T> T combine(T a, T b, Op op) {
 
 } // namespace host_ops
 
-/// A host array of n elements of one dtype.
+/// A host array of n elements of one dtype. `bytes` is HostBytes: resize it, then write all of it.
 struct HostArray {
   DType dtype = DType::f32;
   std::uint64_t n = 0;
-  std::vector<unsigned char> bytes;
+  HostBytes bytes;
   template <typename T> const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
   template <typename T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
 };

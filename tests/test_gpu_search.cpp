@@ -80,6 +80,11 @@ TEST_CASE("search: segmented sums checked against the references from prefix sum
     // The 2^16 input's second and third shapes' references were made while the shape before was
     // measured (its first shape's: the 64000 input has no other shape to take it early in).
     CHECK(r.times.references_ahead == 4);
+    // Offsets: each shape's layout (in one device buffer kept from shape to shape, whose count
+    // grows and shrinks here), drawn with those references where they were made ahead.
+    CHECK(r.times.layouts == (problem == Problem::segments ? 8u : 0u));
+    CHECK(r.times.layouts_ahead == (problem == Problem::segments ? 4u : 0u));
+    CHECK(r.times.layout_s <= r.times.input_s);
     std::filesystem::remove_all(std::filesystem::path(o.db_path).parent_path());
   }
 }

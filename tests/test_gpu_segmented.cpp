@@ -93,7 +93,7 @@ std::size_t check_problem(Problem problem, DType d, Op op, const std::vector<Cas
           testing::segmented_args(seg, in.get() + k.shift * es, offsets.get() + off_at, out.get());
       // Twice: the second launch finds the self-resetting state as the first left it. Without
       // atomics (the direct finish) it gives the same bits as the first.
-      std::vector<unsigned char> first;
+      HostBytes first;
       for (int rep = 0; rep < 2; ++rep) {
         const Check c = testing::launch_checked(kern, j.config, t, seg, p, a, ws, got, refs, op, s);
         INFO(key(j.config) << " " << name(d) << " " << name(op) << " " << name(problem) << " "

@@ -128,4 +128,10 @@ TEST_CASE("upload: the profile's input line says what was uploaded, how fast, fr
   CHECK_THAT(profile_text(t), Catch::Contains("uploaded in 0.50 s, 6.4 GB/s, from pageable memory)"));
   t.input_wait_s = 0.25;
   CHECK_THAT(profile_text(t), Catch::Contains("from pageable memory; 0.25 s of it making inputs or waiting for those made ahead)"));
+  CHECK_THAT(profile_text(t), Catch::Contains("50.00 ms a input (")); // 1 s over 20 inputs
+  // The offsets sweep's layouts are named apart, and an input's time is its own: (1 - 0.4) s over 20.
+  t.layout_s = 0.4, t.layouts = 52, t.layouts_ahead = 51;
+  const std::string text = profile_text(t);
+  CHECK_THAT(text, Catch::Contains("30.00 ms a input and the layouts ("));
+  CHECK_THAT(text, Catch::Contains("made ahead; 0.40 s of it the layouts of 52 shapes (offsets drawn, 51 of them ahead, and uploaded))"));
 }

@@ -23,7 +23,16 @@ std::optional<Reference> PreparedInput::reference_of(Op op) const {
   return std::nullopt;
 }
 
-InputAhead::~InputAhead() { drop(); }
+InputAhead::~InputAhead() {
+  drop();
+  if (retired_.valid()) retired_.wait();
+}
+
+void InputAhead::retire(PreparedInput&& done) {
+  if (retired_.valid()) retired_.wait();
+  // Freed in the thread's body: the callable itself is destroyed with the future, on this thread.
+  retired_ = std::async(std::launch::async, [in = std::move(done)]() mutable { in = PreparedInput(); });
+}
 
 void InputAhead::drop() {
   if (!next_.valid()) return;

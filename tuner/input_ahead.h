@@ -52,12 +52,16 @@ public:
   /// Starts making `spec` on a thread (one at a time: an earlier one not taken is dropped).
   void start(const InputSpec& spec);
   PreparedInput take(const InputSpec& spec);
+  /// Frees `done` (an input that has served its shapes) on a thread: unmapping up to 1 GiB, and
+  /// its prefix sums, took tens of ms of the sweep's own thread. One at a time: waits for the last.
+  void retire(PreparedInput&& done);
   /// Inputs take() found made ahead.
   std::size_t ahead() const { return ahead_; }
 
 private:
   void drop();
   std::future<PreparedInput> next_;
+  std::future<void> retired_;
   InputSpec spec_;
   std::size_t ahead_ = 0;
 };

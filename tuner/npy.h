@@ -3,6 +3,7 @@
 // those need: little-endian (or one-byte) numbers in C order; anything else is refused by name.
 #pragma once
 
+#include "kernels/host_bytes.h"
 #include "reduce_tune/config.h"
 
 #include <cstdint>
@@ -23,7 +24,7 @@ struct NpyError : std::runtime_error {
 struct NpyArray {
   DType dtype = DType::f32;
   std::vector<std::uint64_t> shape;  ///< empty: a 0-d array (one element)
-  std::vector<unsigned char> bytes;  ///< elements() * size_of(dtype), C order, little-endian
+  HostBytes bytes;                   ///< elements() * size_of(dtype), C order, little-endian
   std::uint64_t elements() const;
   /// Element i widened to double.
   double at(std::uint64_t i) const;

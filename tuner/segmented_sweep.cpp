@@ -7,6 +7,7 @@
 #include "tuner/measure.h"
 #include "tuner/sizes.h"
 #include "tuner/input_ahead.h"
+#include "tuner/offsets_seed.h"
 #include "tuner/sum_prefix.h"
 #include "tuner/reference_ahead.h"
 #include "tuner/sweep_search.h"
@@ -31,29 +32,9 @@ double now_s() { return std::chrono::duration<double>(Clock::now().time_since_ep
 /// references.
 constexpr std::size_t kPrefixShapes = 3;
 
-/// The offsets draws a small shape's sweep picks its heaviest from.
-constexpr int kHeavyDraws = 8;
-
-/// The seed of a shape's lengths. Offsets below db::kCountOnlyMinTotal elements: of kHeavyDraws
-/// draws from `seed` on, the one whose longest segment holds the most elements. There a mapping
-/// that gives a segment to one block or group wins or loses by its longest segment, whose share
-/// varies most from draw to draw where segments are few (2^9 segments of mean 2^7: 6 % in one
-/// draw, a third in another); tuned on the heaviest, its pick holds for heavy mixes too.
-std::uint64_t shape_seed(Problem problem, Shape shape, std::uint64_t seed) {
-  if (problem != Problem::segments || shape.elements() >= db::kCountOnlyMinTotal) return seed;
-  std::uint64_t best = seed, heaviest = 0;
-  for (int k = 0; k < kHeavyDraws; ++k) {
-    const std::uint64_t s = seed + std::uint64_t(k) * 0x9e3779b97f4a7c15ull;
-    const std::uint64_t longest = longest_segment(skewed_offsets(shape.count, shape.elements(), s));
-    if (k == 0 || longest > heaviest) best = s, heaviest = longest;
-  }
-  return best;
-}
-
-/// One shape's input and layout on the host and the device.
+/// One shape's layout on the host and the device.
 struct ShapeData {
   Segmentation seg;
-  cuda::Buffer offsets;
 };
 
 // The elements of each result of `shape`: dense rows or columns, or offsets drawn from `seed`.
@@ -66,13 +47,18 @@ Segmentation segmentation(Problem problem, Shape shape, std::uint64_t seed) {
   return seg;
 }
 
-// `seg` on the device: its offsets uploaded.
-ShapeData layout(Segmentation seg, StagedUpload& upload, CUstream after) {
+// `seg` on the device: its offsets uploaded into `d_offsets` (grown where it is too small and
+// kept from shape to shape), after the work queued on `after`, which may still read it.
+ShapeData layout(Segmentation seg, cuda::Buffer& d_offsets, StagedUpload& upload, CUstream after) {
   ShapeData s;
   s.seg = std::move(seg);
   if (s.seg.problem == Problem::segments) {
-    s.offsets = cuda::Buffer(s.seg.offsets.size() * sizeof(std::int64_t));
-    upload(s.offsets.get(), s.seg.offsets.data(), s.seg.offsets.size() * sizeof(std::int64_t), after);
+    const std::size_t bytes = s.seg.offsets.size() * sizeof(std::int64_t);
+    if (d_offsets.size() < bytes) {
+      d_offsets = cuda::Buffer(); // freed before the larger one is made
+      d_offsets = cuda::Buffer(bytes);
+    }
+    upload(d_offsets.get(), s.seg.offsets.data(), bytes, after);
   }
   return s;
 }
@@ -203,7 +189,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   for (const Shape& sh : shapes) most_results = std::max(most_results, sh.count);
   // Results of up to 8 bytes each: the ops' result dtypes differ (kernels/ops.h).
   const std::size_t out_bytes = std::size_t(most_results) * 8;
-  cuda::Buffer d_in, d_out;
+  cuda::Buffer d_in, d_out, d_offsets;
   HostArray got;
   got.bytes.resize(out_bytes);
   std::unique_ptr<cuda::HostRegistration> pinned; // each check copies into it
@@ -300,25 +286,39 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       }();
       if (ahead_ready) std::swap(stage_now, stage_ahead);
       const bool staged = ahead_ready && stage_now.shape == shape;
-      const auto t_data = Clock::now();
       const std::uint64_t elements = shape.elements();
       const std::uint64_t seed = o.check_data ? 0 : spec_of(d, shape).seed; // 0: a supplied input
+      const bool new_input = !loaded || data_elements != elements || (o.check_data && data_shape != shape);
+      if (new_input) check_input(true); // the previous input's shapes are done (input_check_s, not input_s)
+      const auto t_data = Clock::now();
       // The seed of the offsets of a shape of this input (0: a supplied input).
       const auto seg_seed = [problem = o.problem](Shape sh, std::uint64_t seed) {
         return shape_seed(problem, sh, seed ^ (sh.count * 0x9e3779b97f4a7c15ull) ^ (sh.length << 20));
       };
-      ShapeData sd = layout(ahead_ready ? std::move(made_ahead) : segmentation(o.problem, shape, seg_seed(shape, seed)),
-                            upload, s);
+      ShapeData sd;
+      {
+        const auto t_layout = Clock::now();
+        sd = layout(ahead_ready ? std::move(made_ahead) : segmentation(o.problem, shape, seg_seed(shape, seed)),
+                    d_offsets, upload, s);
+        if (o.problem == Problem::segments) { // rows and columns have no layout to draw
+          res.times.layout_s += std::chrono::duration<double>(Clock::now() - t_layout).count();
+          ++res.times.layouts;
+          res.times.layouts_ahead += ahead_ready;
+        }
+      }
       const std::uint64_t longest = longest_segment(sd.seg.offsets);
       if (sd.seg.input_elements() != elements)
         throw std::logic_error("a segmented shape's input is not its element count"); // Shape says it is
-      if (!loaded || data_elements != elements || (o.check_data && data_shape != shape)) {
-        check_input(true); // the previous input's shapes are done
-        refs_ahead.wait();  // it reads the inputs about to be replaced
+      if (new_input) {
+        refs_ahead.wait(); // it reads the inputs about to be replaced
         {
           const bool taken = pending && pending_spec == spec_of(d, shape);
           PreparedInput in = taken ? std::move(*pending) : take_input(shape);
           pending.reset();
+          // The previous input (up to 1 GiB, and its prefix sums) is freed on a thread.
+          PreparedInput old;
+          old.data = std::move(data), old.data2 = std::move(data2), old.prefix = std::move(prefix);
+          ahead.retire(std::move(old));
           data = std::move(in.data), data2 = std::move(in.data2);
           prefix = std::move(in.prefix), prefix_built = in.prefix_built;
           hash = in.hash, hash2 = in.hash2;
@@ -344,7 +344,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       got.n = shape.count;
       SegmentedArgs args;
       args.in = d_in.get();
-      args.offsets = sd.offsets.get();
+      args.offsets = d_offsets.get();
       args.out = d_out.get();
       args.shape = shape;
       args.stride = sd.seg.stride;
@@ -604,6 +604,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       }
     }
     check_input(true); // the dtype's last input
+    PreparedInput last;    // freed on a thread, as the ones before it
+    last.data = std::move(data), last.data2 = std::move(data2), last.prefix = std::move(prefix);
+    ahead.retire(std::move(last));
   }
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;

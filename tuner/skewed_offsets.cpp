@@ -6,13 +6,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 namespace reduce_tune {
 
 std::uint64_t longest_segment(const std::vector<std::int64_t>& offsets) {
-  std::int64_t longest = 0;
-  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) longest = std::max(longest, offsets[i + 1] - offsets[i]);
-  return std::uint64_t(longest);
+  const std::uint64_t segments = offsets.empty() ? 0 : offsets.size() - 1;
+  // On the host's cores from 2^20 segments (a maximum: the same on any number of threads).
+  const auto threads = unsigned(std::clamp<std::uint64_t>(segments >> 20, 1, host_cores()));
+  std::vector<std::int64_t> part(threads, 0);
+  parallel_ranges(segments, threads, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
+    std::int64_t longest = 0;
+    for (std::uint64_t i = lo; i < hi; ++i) longest = std::max(longest, offsets[i + 1] - offsets[i]);
+    part[t] = longest;
+  });
+  return std::uint64_t(*std::max_element(part.begin(), part.end()));
 }
 
 std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t total, std::uint64_t seed,
@@ -23,7 +31,8 @@ std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t t
   // Pareto lengths (shape 1.2: the mean is 6x the scale, 88 % of the segments are shorter than
   // the mean, and the longest of N is about N^(1/1.2) times the scale), scaled to the total and
   // rounded down, so short segments come out empty. Each length depends on (seed, i) alone.
-  std::vector<double> len(segments);
+  // Written in full below: not zeroed first on this thread (128 MiB at 2^24 segments).
+  const std::unique_ptr<double[]> len = std::make_unique_for_overwrite<double[]>(segments);
   parallel_ranges(segments, threads, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
     for (std::uint64_t i = lo; i < hi; ++i) {
       const double u = double((mix(seed * 0x2545f4914f6cdd1dull + i) >> 11) + 1) / double(1ull << 53);
@@ -31,7 +40,7 @@ std::vector<std::int64_t> skewed_offsets(std::uint64_t segments, std::uint64_t t
     }
   });
   double sum = 0;
-  for (double l : len) sum += l; // in order: the same scale on any number of threads
+  for (std::uint64_t i = 0; i < segments; ++i) sum += len[i]; // in order: the same scale on any number of threads
   const double scale = sum > 0 ? double(total) / sum : 0;
   // The offsets are the running sum of the rounded lengths capped at the total: min(total, a + b)
   // taken in turn is min(total, the whole sum) (no length is negative), so each chunk sums its own

@@ -353,7 +353,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
       const auto t_data = Clock::now();
       const std::uint64_t seed = o.check_data ? 0 : spec_of(d, n).seed; // 0: a supplied input
       // With the second input of the ops of two (dot): other random data of the same kind.
-      const PreparedInput input = ahead.take(spec_of(d, n));
+      PreparedInput input = ahead.take(spec_of(d, n));
       res.times.input_wait_s += seconds_since(t_data);
       if (si + 1 < sizes.size()) ahead.start(spec_of(d, sizes[si + 1]));
       else if (di + 1 < o.dtypes.size() && !sizes.empty()) ahead.start(spec_of(o.dtypes[di + 1], sizes.front()));
@@ -551,9 +551,12 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
         }
         if (res.interrupted) break;
       }
-      PhaseTimer t(res.times.input_check_s);
-      input_check(d_in.get(), data, std::string(name(d)) + " n=" + format_size(n), input.hash);
-      if (two) input_check(d_in2.get(), data2, std::string(name(d)) + " n=" + format_size(n) + " (y)", input.hash2);
+      {
+        PhaseTimer t(res.times.input_check_s);
+        input_check(d_in.get(), data, std::string(name(d)) + " n=" + format_size(n), input.hash);
+        if (two) input_check(d_in2.get(), data2, std::string(name(d)) + " n=" + format_size(n) + " (y)", input.hash2);
+      }
+      ahead.retire(std::move(input)); // up to 1 GiB, freed on a thread while the next is uploaded
     }
   }
   if (!o.run_id) store.end_run(res.run_id, res.interrupted ? "interrupted" : "done");

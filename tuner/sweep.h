@@ -119,6 +119,10 @@ struct SweepTimes {
   std::size_t inputs = 0;   ///< inputs generated and uploaded
   double upload_s = 0;              ///< of input_s, the copies of inputs and offsets to the device
   double input_wait_s = 0;          ///< of input_s, waiting for the inputs made ahead (or making them)
+  double layout_s = 0;              ///< of input_s, the segmented sweep's layouts: each shape's offsets
+                                    ///< drawn (or taken, drawn ahead) and uploaded
+  std::size_t layouts = 0;          ///< shapes whose layout that was
+  std::size_t layouts_ahead = 0;    ///< of them, drawn on a thread while the shape before was measured
   std::uint64_t upload_bytes = 0;   ///< the bytes those copies moved
   std::uint64_t upload_staged_bytes = 0; ///< of them, through pinned staging buffers (the rest: pageable)
   std::size_t input_checks = 0;  ///< inputs checked: hashed on the GPU, or read back and compared

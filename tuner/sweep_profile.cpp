@@ -46,8 +46,14 @@ std::string profile_text(const SweepTimes& t) {
     std::snprintf(b, sizeof b, "; %.2f s of it making inputs or waiting for those made ahead", t.input_wait_s);
     figures += b;
   }
+  if (t.layouts) { // the segmented sweeps' shapes: offsets drawn (or taken, drawn ahead) and uploaded
+    char b[160];
+    std::snprintf(b, sizeof b, "; %.2f s of it the layouts of %zu shapes (offsets drawn, %zu of them ahead, and uploaded)",
+                  t.layout_s, t.layouts, t.layouts_ahead);
+    figures += b;
+  }
   row("input", t.input_s,
-      per(t.input_s, t.inputs, "input") + " (generated, uploaded, offsets" +
+      per(t.input_s - t.layout_s, t.inputs, "input") + (t.layouts ? " and the layouts" : "") + " (generated, uploaded, offsets" +
           (t.inputs_ahead ? "; " + std::to_string(t.inputs_ahead) + " generated ahead, while the one before was measured" : "") +
           figures + ")");
   row("reference", t.reference_s,
