@@ -193,6 +193,8 @@ constexpr int kStagedBlocks[] = {128, 256};
 constexpr int kStagedUnrolls[] = {4};
 constexpr int kStagedVecs[] = {4};
 constexpr int kStagedGrids[] = {8};
+// Columns past which the last-block finish is not measured (pointless).
+constexpr std::uint64_t kLastBlockColumns = 64;
 constexpr int kNone[] = {0};
 constexpr int kOne[] = {1}; // merge: no vector loads (elements go through shared memory)
 
@@ -464,6 +466,13 @@ std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t
       return "columns_tile has " + std::to_string(tile_stripes) + " stripes (a block each) at " +
              std::to_string(shape.count) + " columns";
   }
+  // Columns: the last-block finish folds every slice's partials of a stripe at the end of the
+  // kernel; over the H100's columns grid of argmax, var, std and logsumexp it was the fastest at
+  // 7 shapes, all of 32 columns or fewer, and at none of more than 64 columns (0.42-1.00x the
+  // best of the other finishes at those 200 shapes and ops; 0.55-0.92x at 64).
+  if (v.problem == Problem::columns && c.finish == Finish::lastblock && shape.count > kLastBlockColumns)
+    return "the last-block finish at " + std::to_string(shape.count) + " columns: over " +
+           std::to_string(kLastBlockColumns) + " its final folds cost more than the post pass";
   // Columns without row slices: a thread reads q = rows / TY rows, u at a time, the last round
   // predicated; where u / 2 >= q a smaller u reads them in one round as well.
   if (v.problem == Problem::columns && c.finish == Finish::direct && c.unroll > 1) {

@@ -9,6 +9,7 @@
 #include "kernels/catalogue.h"
 #include "kernels/ops.h"
 #include "kernels/runner.h"
+#include "kernels/segmented.h"
 #include "kernels/user_op.h"
 #include "tests/config_fixture.h"
 #include "tests/user_reductions.h"
@@ -101,6 +102,19 @@ TEST_CASE("columns lastblock: the sweep's space holds it beside the other finish
   // The offsets mapping keeps its two finishes.
   const std::vector<Config> flat = space(*find_variant("segments_flat_carry"));
   CHECK(std::none_of(flat.begin(), flat.end(), [](const Config& c) { return c.finish == Finish::lastblock; }));
+}
+
+TEST_CASE("columns lastblock: not measured past 64 columns, where it never won",
+          "[lastblock_columns][segmented]") {
+  // Shape{count, length}: columns, rows.
+  const Config last = cfg(kLast), two = cfg("columns_split.b256.u2.v4.g4.twopass");
+  const auto why = pointless(last, Shape{256, 65536});
+  REQUIRE(why);
+  CHECK(why->find("256 columns") != std::string::npos);
+  CHECK(pointless(last, Shape{65, 65536}));
+  CHECK_FALSE(pointless(last, Shape{64, 65536}));
+  CHECK_FALSE(pointless(last, Shape{16, 65536}));
+  CHECK_FALSE(pointless(two, Shape{256, 65536})); // the post pass stays
 }
 
 TEST_CASE("columns lastblock: the plan sizes its counters and partials, one kernel",
