@@ -138,15 +138,19 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   cuda::Buffer flush(o.hot ? 0 : flush_bytes);
   Workspace ws;
 
-  // The points and their candidates, for the search's budget.
+  // The points and their candidates, for the search's budget: the configurations the exhaustive
+  // sweep measures there, as the replay counts them (a search leaves those pointless at the shape
+  // out; for offsets, counted before the layout is drawn, the rules of the longest segment aside).
+  // The exhaustive sweep counts every configuration: it decides pointless ones as it goes.
+  const auto candidates_at = [&](DType d, Op op, Shape sh) {
+    return std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) {
+      return j.dtype == d && j.op == op && (o.search == Strategy::exhaustive || !pointless(j.config, sh));
+    }));
+  };
   std::vector<std::pair<PointId, std::size_t>> points;
   for (DType d : o.dtypes)
     for (const Shape& sh : shapes)
-      for (Op op : o.ops)
-        points.emplace_back(PointId{d, op, o.problem, sh},
-                            std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) {
-                              return j.dtype == d && j.op == op;
-                            })));
+      for (Op op : o.ops) points.emplace_back(PointId{d, op, o.problem, sh}, candidates_at(d, op, sh));
   SweepSearch search = [&] {
     PhaseTimer t(res.times.seeds_s);
     return sweep_search(o.search, o.budget, points, &setup.store, device_key(info));
@@ -593,9 +597,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         commit();
         if (setup.stop && setup.stop()) res.interrupted = true;
         // What the search left unmeasured (or found pointless before it began) is done too.
-        const std::size_t planned = search.limit(point, std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) {
-          return j.dtype == d && j.op == op;
-        }));
+        const std::size_t planned = search.limit(point, candidates_at(d, op, shape));
         if (visited < planned) {
           done += planned - visited;
           eta.skipped(bytes, planned - visited);
