@@ -1,16 +1,16 @@
 // reduce-tune: the catalogue of the segmented problems (rows, columns, offsets segments): their
-// variants, the sweep's space, launch geometry and rounding depth. The validity rules are the
-// array catalogue's (kernels/catalogue.cpp), which read a variant's parameters from its entry.
+// variants, the sweep's space, and the rules that leave configurations out (segmented_invalid,
+// pointless). The validity rules they share are the array catalogue's (kernels/catalogue.cpp),
+// which read a variant's parameters from its entry. Their launch geometry and rounding depth are
+// kernels/segmented_plan.cpp's.
 #include "kernels/catalogue.h"
-#include "kernels/ops.h"
 #include "kernels/segmented.h"
-#include "kernels/user_op.h"
+#include "kernels/segmented_geometry.h"
 
 #include <algorithm>
-#include <bit>
-#include <stdexcept>
 
 namespace reduce_tune {
+using namespace segmented_geometry;
 namespace {
 
 constexpr int kU124[] = {1, 2, 4};
@@ -35,9 +35,6 @@ constexpr unsigned kBinned = kGroup | P_GRID;
 constexpr unsigned kMergeParams = P_BLOCK | P_UNROLL | P_GRID | P_FINISH;
 
 constexpr std::string_view kContiguous = "segmented/contiguous.cu";
-constexpr std::string_view kMergeSource = "segmented/merge.cu";
-constexpr std::string_view kFlatSource = "segmented/flat.cu";
-constexpr std::string_view kBinnedSource = "segmented/binned.cu";
 
 // Grouped by problem. The block size is compile-time in every segmented template.
 constexpr Variant kRowsGroup = {
@@ -62,12 +59,11 @@ constexpr Variant kColumnsSplit = {
 // The tile mapping with stripes of 1 to 8 threads across: where columns_tile covers a matrix of a
 // few hundred to a few thousand columns with a handful of wide stripes (a block each), these give
 // many blocks in one kernel, where columns_split needs the fill and atomics. The widest of 8, 4, 2
-// and 1 threads that still makes kNarrowStripes stripes: on an H100, 64-256 columns were fastest
-// with 1 thread a stripe, 512-1024 with 2, 2048 and more with 8 (docs/history/).
-constexpr std::uint64_t kNarrowWidth = 8;
-constexpr std::uint64_t kNarrowStripes = 256; // about two a SM on the catalogue's GPUs
+// and 1 threads that still makes kNarrowStripes stripes (kernels/segmented_geometry.h): on an
+// H100, 64-256 columns were fastest with 1 thread a stripe, 512-1024 with 2, 2048 and more with 8
+// (docs/history/).
 constexpr Variant kColumnsNarrow = {
-    "columns_narrow",
+    kColumnsNarrowName,
     "columns_tile with stripes of 8 threads across or fewer (256 stripes where the columns "
     "allow), the rest of the block down the rows: many blocks in one kernel",
     kBlock, kU124, kShfl, kDirect, true, false, 32, "segmented/columns.cu", {}, Problem::columns};
@@ -97,7 +93,6 @@ constexpr Variant kSegmentsFlat = {
     "segment heads marked in shared memory, a segmented scan per tile, cut segments combined "
     "atomically",
     kSplit, kU124, kShfl, kAtomic, true, false, 32, kFlatSource, {}, Problem::segments};
-constexpr std::string_view kStaged = "RT_STAGED";
 constexpr Variant kSegmentsStaged = {
     "segments_staged",
     "b x u consecutive segments a block, their offsets and (where they fit) elements copied into "
@@ -105,7 +100,6 @@ constexpr Variant kSegmentsStaged = {
     "its chunks for g blocks per SM (two kernels)",
     kSplit, kU124, kShfl, kAtomic, true, false, 32, kBinnedSource, kStaged, Problem::segments,
     false, true};
-constexpr std::string_view kFlatCarry = "RT_FLAT_CARRY";
 constexpr Variant kSegmentsFlatCarry = {
     "segments_flat_carry",
     "segments_flat without the fill of every result: a segment's value carried from tile to tile "
@@ -198,17 +192,6 @@ constexpr std::uint64_t kLastBlockColumns = 64;
 constexpr int kNone[] = {0};
 constexpr int kOne[] = {1}; // merge: no vector loads (elements go through shared memory)
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-std::uint64_t log2_ceil(std::uint64_t x) { return x <= 1 ? 0 : std::bit_width(x - 1); }
-
-bool takes(const Variant& v, Param p) { return (v.params & p) != 0; }
-bool is_merge(const Variant& v) { return v.source == kMergeSource; }
-bool is_flat(const Variant& v) { return v.source == kFlatSource; }
-bool is_flat_carry(const Variant& v) { return is_flat(v) && v.define == kFlatCarry; }
-bool is_staged(const Variant& v) { return v.define == kStaged; }
-// binned and staged: a first kernel, then the chunks of long segments from a work list.
-bool lists_chunks(const Variant& v) { return v.source == kBinnedSource; }
-
 // The staged mapping's shared memory: b x u segments' offsets (and two more), 4 elements a
 // segment and one 16-byte piece more (templates/segmented/binned.cu), static: at most 48 KiB.
 std::uint64_t staged_bytes(const Config& c, DType dtype) {
@@ -221,71 +204,17 @@ constexpr std::uint64_t kStaticSharedBytes = 48 * 1024;
 // 1.9-2.3x at 16; 1.05-1.2x at 4, which the sweep still measures).
 constexpr std::uint64_t kStagedMaxMean = 4;
 
-// The flat mapping's tile: block x unroll x vec elements, a 32-bit head entry each in shared
-// memory (templates/segmented/flat.cu).
-std::uint64_t flat_tile(const Config& c) { return std::uint64_t(c.block) * c.unroll * c.vec; }
+// The flat tile's head entries (flat_tile, kernels/segmented_geometry.h) in shared memory.
 constexpr std::uint64_t kFlatTileBytes = 32 * 1024;
 // Each tile pays an offsets pass, barriers and a scan (about 260 instructions a warp); below 2048
 // elements that outweighs its elements: 1024-element tiles were never the fastest of a sweep and
 // 1.5-2x slower than 4096 at 2^24 elements on an H100.
 constexpr std::uint64_t kFlatMinTile = 2048;
-// Segment numbers within a tile are 32-bit (RT_NO_HEAD is 2^32 - 1).
-constexpr std::uint64_t kFlatMaxSegments = 0xffffffffull;
-
-// The merge mapping's tile: block x u items, their elements and 32-bit segment ends in shared
-// memory.
-std::uint64_t merge_tile_bytes(const Config& c, DType dtype) {
-  return std::uint64_t(c.block) * c.unroll * (size_of(dtype) + sizeof(std::int32_t));
-}
+// The merge tile's items and bytes (merge_tile_bytes, kernels/segmented_geometry.h).
 constexpr std::uint64_t kMergeTileItems = 4096, kMergeTileBytes = 40 * 1024;
 // Resident threads per SM the merge kernel is compiled for (templates/segmented/merge.cu: at most 64
 // registers a thread); every GPU of the catalogue holds them.
 constexpr std::uint64_t kResidentThreads = 1024;
-
-unsigned checked_grid(const Config& c, std::uint64_t grid, Shape shape) {
-  if (grid > 0x7fffffffull)
-    throw std::invalid_argument(key(c) + ": " + std::to_string(shape.count) + " x " +
-                                std::to_string(shape.length) +
-                                " needs more than 2^31-1 blocks");
-  return unsigned(std::max<std::uint64_t>(grid, 1));
-}
-
-// Columns: TX threads across the columns (a power of two: as many as the stripe needs, up to the
-// block; columns_narrow: up to kNarrowWidth, halved while there are fewer than kNarrowStripes
-// stripes), TY = block / TX down the rows. A stripe of TX threads covers TX x v columns.
-std::uint64_t stripe_count(std::uint64_t tx, int vec, std::uint64_t cols) {
-  return ceil_div(std::max<std::uint64_t>(cols, 1), tx * vec);
-}
-// The stripe width (threads) that `cols` columns take, at most `widest`: a thread a vector.
-std::uint64_t stripe_width(std::uint64_t widest, int vec, std::uint64_t cols) {
-  return std::min(widest, std::bit_ceil(stripe_count(1, vec, cols)));
-}
-bool is_narrow(const Config& c) { return c.variant == kColumnsNarrow.name; }
-unsigned tile_width(const Config& c, std::uint64_t cols) {
-  std::uint64_t widest = c.block;
-  if (is_narrow(c))
-    for (widest = kNarrowWidth; widest > 1 && stripe_count(widest, c.vec, cols) < kNarrowStripes;)
-      widest /= 2;
-  return unsigned(stripe_width(widest, c.vec, cols));
-}
-
-// Blocks per segment of rows_split / segments_split: g blocks per SM shared by the segments,
-// at most one per block-pass of a row (rows: the length is known).
-std::uint64_t blocks_per_segment(const Config& c, const Target& t, Shape shape) {
-  std::uint64_t bps = ceil_div(std::uint64_t(c.grid) * t.sm_count, std::max<std::uint64_t>(shape.count, 1));
-  if (t.problem == Problem::rows)
-    bps = std::min(bps, ceil_div(std::max<std::uint64_t>(shape.length, 1), std::uint64_t(c.block) * c.vec * c.unroll));
-  return std::max<std::uint64_t>(bps, 1);
-}
-
-// Row slices of columns_split: g blocks per SM over the column stripes, each slice at least
-// TY * unroll rows.
-std::uint64_t row_slices(const Config& c, const Target& t, Shape shape, std::uint64_t stripes) {
-  if (c.finish == Finish::direct) return 1;
-  const std::uint64_t ty = c.block / tile_width(c, shape.count);
-  const std::uint64_t want = ceil_div(std::uint64_t(c.grid) * t.sm_count, stripes);
-  return std::max<std::uint64_t>(1, std::min(want, ceil_div(std::max<std::uint64_t>(shape.length, 1), ty * c.unroll)));
-}
 
 // Fewer lanes than this leave most of any GPU of the catalogue idle (an H100 keeps 270K resident).
 constexpr std::uint64_t kFewLanes = 16384;
@@ -294,32 +223,6 @@ constexpr std::uint64_t kFewLanes = 16384;
 constexpr std::uint64_t kManyStripes = 1024;
 // Elements one lane may loop over before a mapping counts as serialising the work (~0.1 ms).
 constexpr std::uint64_t kLongLane = std::uint64_t(1) << 16;
-
-// Blocks of 256 threads for `threads` threads of a post pass, up to 2^16 (its loops stride past).
-unsigned post_blocks(std::uint64_t threads) {
-  return unsigned(std::clamp<std::uint64_t>(ceil_div(threads, 256), 1, 1u << 16));
-}
-
-// The columns' last-block finish: its counters ahead of the partials (templates/segmented/columns.cu,
-// RT_TICKETS), a stripe's own and one a group of about sqrt(slices) row slices each. A fixed
-// count, so that the partials of any earlier launch never lie where a counter is now.
-constexpr std::uint64_t kTicketCounters = 65536;
-// Row slices a group of the last-block finish: the least g with g * g >= slices.
-std::uint64_t ticket_group(std::uint64_t slices) {
-  std::uint64_t g = 1;
-  while (g * g < slices) ++g;
-  return g;
-}
-
-// The binned variant's chunk list: enough for 2^18 chunks (2^32 elements in the default chunks);
-// past it, segments are reduced by their group (templates/segmented/binned.cu).
-constexpr std::uint64_t kChunkCapacity = 1u << 18;
-
-// Longest rounding chain of one lane reading `len` elements among `lanes`: its elements (at most
-// a share plus a head and a tail), folded from `unroll` accumulators.
-std::uint64_t lane_chain(const Config& c, std::uint64_t len, std::uint64_t lanes) {
-  return ceil_div(len, lanes) + 2 * std::uint64_t(c.vec) + c.unroll;
-}
 
 } // namespace
 
@@ -526,137 +429,6 @@ std::optional<Config> evict_first_twin_of(const Config& c) {
   Config plain = c;
   plain.variant = c.variant.substr(0, c.variant.size() - kSuffix.size());
   return plain;
-}
-
-SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
-  const Variant& v = *find_variant(c.variant);
-  SegmentedPlan p;
-  p.block = unsigned(c.block);
-  p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * accumulator_bytes(t));
-  p.fill = c.finish == Finish::atomic && !lists_chunks(v);
-  // The post pass: accumulators in a workspace unless they have the result's type (then the
-  // results are they).
-  p.post = c.finish == Finish::atomic && atomic_post_pass(t);
-  const bool in_results = t.user ? t.user->accumulator_dtype(t.dtype) == t.user->result_dtype(t.dtype)
-                                 : accumulator_dtype(t.op, t.dtype) == result_dtype(t.op, t.dtype);
-  if (p.post && !in_results) p.post_bytes = std::max<std::uint64_t>(shape.count, 1) * accumulator_bytes(t);
-  // The ordered finish: partials in the workspace, always a post pass (and no fill).
-  const bool ordered = c.finish == Finish::twopass;
-  const std::uint64_t acc_bytes = accumulator_bytes(t);
-  const std::uint64_t results = std::max<std::uint64_t>(shape.count, 1);
-  if (t.problem == Problem::columns) {
-    const std::uint64_t tx = tile_width(c, shape.count);
-    const std::uint64_t stripes = stripe_count(tx, c.vec, shape.count);
-    const std::uint64_t slices = row_slices(c, t, shape, stripes);
-    p.grid = checked_grid(c, stripes * slices, shape);
-    p.aux = slices << 11 | tx;
-    if (ordered) { // a partial per column and slice; a group of lanes per column, up to a warp
-      p.post = true;
-      p.post_bytes = results * slices * acc_bytes;
-      p.post_grid = post_blocks(results * std::min<std::uint64_t>(std::bit_ceil(slices), 32));
-    }
-    if (c.finish == Finish::lastblock && slices > 1) { // one slice: the block writes its columns
-      const std::uint64_t groups = ceil_div(slices, ticket_group(slices));
-      if (stripes * (groups + 1) > kTicketCounters)
-        throw std::invalid_argument(key(c) + ": " + std::to_string(stripes) + " stripes of " +
-                                    std::to_string(slices) + " row slices need more than " +
-                                    std::to_string(kTicketCounters) + " finish counters");
-      p.ticket_bytes = kTicketCounters * sizeof(std::uint32_t) + results * slices * acc_bytes;
-    }
-    return p;
-  }
-  if (is_flat(v)) { // the fill, then g blocks per SM over the tiles
-    if (shape.count >= kFlatMaxSegments)
-      throw std::invalid_argument(key(c) + ": " + std::to_string(shape.count) +
-                                  " segments: the flat mapping numbers them in 32 bits");
-    p.grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
-    p.smem_bytes = unsigned(flat_tile(c) * sizeof(std::uint32_t));
-    if (is_flat_carry(v)) { // not the fill: a warp per block of the main kernel (whose grid is aux)
-                            // sets the segments cut between blocks to the identity
-      p.fill = false;
-      p.aux = p.grid;
-      p.partition_grid = unsigned(ceil_div(std::uint64_t(p.grid) * 32, c.block));
-    }
-    if (ordered && is_flat_carry(v)) { // no partition: an accumulator per segment, then two
-                                       // pieces a block; a thread per segment, a warp per block
-      p.partition_grid = 0;
-      p.post = true;
-      p.post_bytes = (results + 2 * std::uint64_t(p.grid)) * acc_bytes;
-      p.post_grid = post_blocks(std::max<std::uint64_t>(results, std::uint64_t(p.grid) * 32));
-    }
-    return p;
-  }
-  if (is_merge(v)) { // the partition kernel, a warp per split point, then the shares
-    p.grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
-    p.aux = p.grid;
-    p.smem_bytes = unsigned(merge_tile_bytes(c, t.dtype));
-    p.fill = false;
-    p.partition_grid = unsigned(ceil_div((p.aux + 1) * 32, c.block));
-    p.work_bytes = (p.aux + 1) * 2 * sizeof(std::int64_t);
-    return p;
-  }
-  if (lists_chunks(v)) { // binned and staged: the first kernel, then the listed chunks
-    p.grid = checked_grid(c, is_staged(v) ? ceil_div(shape.count, std::uint64_t(c.block) * c.unroll)
-                                          : ceil_div(shape.count * c.width, c.block),
-                          shape);
-    p.aux = kChunkCapacity;
-    p.chunk_grid = unsigned(std::uint64_t(c.grid) * t.sm_count);
-    // Only the chunk kernel's block reduce uses dynamic shared memory: the first kernel reduces
-    // with shuffles (binned) or stages in static memory (staged), whose blocks per SM it would cut.
-    p.chunk_smem_bytes = p.smem_bytes;
-    p.smem_bytes = 0;
-    p.work_bytes = (2 + kChunkCapacity) * sizeof(std::uint64_t);
-  } else if (takes(v, P_WIDTH)) { // group
-    p.grid = checked_grid(c, ceil_div(shape.count * c.width, c.block), shape);
-  } else if (takes(v, P_GRID)) { // split
-    p.aux = blocks_per_segment(c, t, shape);
-    p.grid = checked_grid(c, shape.count * p.aux, shape);
-  } else { // a block per segment
-    p.grid = checked_grid(c, shape.count, shape);
-  }
-  return p;
-}
-
-std::uint64_t segment_depth(const Config& c, const Target& t, Shape shape, std::uint64_t len) {
-  const Variant& v = *find_variant(c.variant);
-  const std::uint64_t log_block = log2_ceil(c.block);
-  if (t.problem == Problem::columns) {
-    const std::uint64_t tx = tile_width(c, shape.count), ty = c.block / tx;
-    const std::uint64_t slices = row_slices(c, t, shape, stripe_count(tx, c.vec, shape.count));
-    // The slices: atomically in turn, by the ordered post pass (a run of them a lane, then a
-    // shuffle tree), or by the last blocks in two levels (a group's slices, then the groups; at
-    // most a run of each a lane and a tree of up to 5 levels).
-    const std::uint64_t group = ticket_group(slices);
-    const std::uint64_t finish = c.finish == Finish::twopass     ? ceil_div(slices, 32) + 5
-                                 : c.finish == Finish::lastblock ? group + ceil_div(slices, group) + 10
-                                                                 : slices;
-    return ceil_div(ceil_div(len, slices), ty) + log2_ceil(ty) + finish + 1;
-  }
-  if (is_flat(v)) { // a thread's elements, the scan (warps, then warp totals), one combine per
-                    // tile the segment crosses (carry: and one per block, atomically)
-    const std::uint64_t tile = flat_tile(c), runs = std::uint64_t(c.grid) * t.sm_count;
-    const std::uint64_t cut = c.finish == Finish::twopass ? ceil_div(runs, 32) + 5 : runs;
-    return std::uint64_t(c.unroll) * c.vec + 5 + c.block / 32 + ceil_div(len, tile) + 2 +
-           (is_flat_carry(v) ? cut : 0);
-  }
-  if (is_merge(v)) { // a thread's items, the scan, one combine per tile, one per block cut
-    const std::uint64_t tile = std::uint64_t(c.block) * c.unroll;
-    return std::uint64_t(c.unroll) + 2 * log_block + ceil_div(len, tile) +
-           std::uint64_t(c.grid) * t.sm_count + 4;
-  }
-  if (lists_chunks(v)) { // binned: a group (short, or the list was full); staged: a thread (staged,
-                         // short, or the list was full); or chunks of a block each
-    const std::uint64_t chunk = std::uint64_t(c.block) * c.vec * c.unroll * (is_staged(v) ? 2 : 8);
-    const std::uint64_t width = is_staged(v) ? 1 : std::uint64_t(c.width);
-    const std::uint64_t group = lane_chain(c, len, width) + log2_ceil(width) + 1;
-    return std::max(group, lane_chain(c, chunk, c.block) + log_block + ceil_div(len, chunk) + 1);
-  }
-  if (takes(v, P_WIDTH)) return lane_chain(c, len, c.width) + log2_ceil(c.width) + 1;
-  if (takes(v, P_GRID)) {
-    const std::uint64_t bps = blocks_per_segment(c, t, shape);
-    return lane_chain(c, len, bps * c.block) + log_block + bps + 1;
-  }
-  return lane_chain(c, len, c.block) + log_block + 1;
 }
 
 } // namespace reduce_tune

@@ -44,8 +44,8 @@ cflags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -I. 
 # What each target links: its own file and the library sources it needs, then system libraries.
 declare -A sources=(
   [fuzz_sizes]="tuner/sizes.cpp"
-  [fuzz_key]="kernels/config.cpp kernels/ops.cpp kernels/user_op.cpp kernels/additive.cpp kernels/catalogue.cpp kernels/segmented.cpp $B/generated/templates_embedded.cpp"
-  [fuzz_store]="db/schema.cpp db/writes.cpp db/merge.cpp db/reads.cpp db/op_key.cpp kernels/trust.cpp kernels/config.cpp kernels/ops.cpp kernels/user_op.cpp kernels/additive.cpp kernels/catalogue.cpp kernels/segmented.cpp $B/generated/templates_embedded.cpp"
+  [fuzz_key]="kernels/config.cpp kernels/ops.cpp kernels/user_op.cpp kernels/additive.cpp kernels/catalogue.cpp kernels/segmented.cpp kernels/segmented_plan.cpp $B/generated/templates_embedded.cpp"
+  [fuzz_store]="db/schema.cpp db/writes.cpp db/merge.cpp db/reads.cpp db/op_key.cpp kernels/trust.cpp kernels/config.cpp kernels/ops.cpp kernels/user_op.cpp kernels/additive.cpp kernels/catalogue.cpp kernels/segmented.cpp kernels/segmented_plan.cpp $B/generated/templates_embedded.cpp"
 )
 libs="-lsqlite3 -lpthread -ldl"
 if [ -f tuner/compare.cpp ] && [ -f "$B/generated/published_embedded.cpp" ]; then
