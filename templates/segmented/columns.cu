@@ -26,7 +26,7 @@
 // idles (at 256 columns and 1056 slices: 4 MiB of 16-byte partials through one SM); each level
 // reads about sqrt(ysplit) partials a column. Deterministic, and in row order for a combine that is
 // not commutative.
-#define RT_TICKETS 65536 // kernels/segmented.cpp, kTicketCounters
+#define RT_TICKETS 65536 // kernels/segmented_plan.cpp, kTicketCounters
 #define RT_TICKET_BYTES (RT_TICKETS * 4)
 
 // Folds the slices [k0, k1) of this stripe's columns, in order, `step` partials apart, by groups of

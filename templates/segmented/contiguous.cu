@@ -3,7 +3,7 @@
 //   RT_MAP_BLOCK  a block per segment;
 //   RT_MAP_SPLIT  `aux` blocks per segment, combined atomically into out (filled with the
 //                 identity first), for segments too long for one block.
-// The grid has one group, block or `aux` blocks per segment (kernels/segmented.cpp, plan).
+// The grid has one group, block or `aux` blocks per segment (kernels/segmented_plan.cpp).
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED_PARAMS) {
 #if defined(RT_MAP_GROUP)

@@ -43,7 +43,7 @@ static_assert(RT_PER <= 32, "a thread's heads are the bits of one word");
 #endif
 
 // Segment numbers inside a tile are held relative to the first one the tile visits (32 bits:
-// kernels/segmented.cpp admits fewer than 2^32 - 1 segments). Where bit k of heads[t] is set,
+// kernels/segmented_plan.cpp admits fewer than 2^32 - 1 segments). Where bit k of heads[t] is set,
 // head[k * RT_BLOCK + t] is the segment that begins at element t * RT_PER + k of the tile: thread t
 // reads its own column of the array without bank conflicts.
 

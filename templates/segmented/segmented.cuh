@@ -4,7 +4,7 @@
 //   rt_segmented(in, offsets, out, count, length, stride, aux, work)
 // `count` results; rows: segment s is in[s*stride .. s*stride+length); segments: it is
 // in[offsets[s] .. offsets[s+1]); columns: column c is in[r*stride + c] for r < length. `aux` is the
-// variant's launch parameter (kernels/segmented.cpp says which); `work` is the variant's
+// variant's launch parameter (kernels/segmented_plan.cpp says which); `work` is the variant's
 // self-resetting device state (zeroed once by the host).
 
 #define RT_SEGMENTED_PARAMS                                                                       \
