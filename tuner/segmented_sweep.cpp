@@ -226,6 +226,12 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     // which pay where shapes share the input), and used where exact (SumPrefix).
     SumPrefix prefix;
     bool prefix_built = false;
+    // The input that has served its shapes (up to 1 GiB, and its prefix sums) is freed on a thread.
+    const auto retire_input = [&] {
+      PreparedInput done;
+      done.data = std::move(data), done.data2 = std::move(data2), done.prefix = std::move(prefix);
+      ahead.retire(std::move(done));
+    };
     // The next input, taken from the input thread while the last shape of this one is measured,
     // so that the next shape's references can be made from it meanwhile.
     std::optional<PreparedInput> pending;
@@ -319,10 +325,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           const bool taken = pending && pending_spec == spec_of(d, shape);
           PreparedInput in = taken ? std::move(*pending) : take_input(shape);
           pending.reset();
-          // The previous input (up to 1 GiB, and its prefix sums) is freed on a thread.
-          PreparedInput old;
-          old.data = std::move(data), old.data2 = std::move(data2), old.prefix = std::move(prefix);
-          ahead.retire(std::move(old));
+          retire_input(); // the previous one
           data = std::move(in.data), data2 = std::move(in.data2);
           prefix = std::move(in.prefix), prefix_built = in.prefix_built;
           hash = in.hash, hash2 = in.hash2;
@@ -597,7 +600,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         commit();
         if (setup.stop && setup.stop()) res.interrupted = true;
         // What the search left unmeasured (or found pointless before it began) is done too.
-        const std::size_t planned = search.limit(point, candidates_at(d, op, shape));
+        const auto counted = std::find_if(points.begin(), points.end(), [&](const auto& pc) {
+          return !(pc.first < point) && !(point < pc.first);
+        });
+        const std::size_t planned = counted == points.end() ? 0 : search.limit(point, counted->second);
         if (visited < planned) {
           done += planned - visited;
           eta.skipped(bytes, planned - visited);
@@ -606,9 +612,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       }
     }
     check_input(true); // the dtype's last input
-    PreparedInput last;    // freed on a thread, as the ones before it
-    last.data = std::move(data), last.data2 = std::move(data2), last.prefix = std::move(prefix);
-    ahead.retire(std::move(last));
+    retire_input();
   }
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
