@@ -12,12 +12,15 @@
 #include "tests/gpu_fixture.h"
 #include "tests/graph_fixture.h"
 #include "tests/store_fixture.h"
+#include "reduce_tune/reduction.h"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <cstring>
 #include <initializer_list>
+#include <random>
 #include <vector>
 
 namespace reduce_tune::testing {
@@ -258,6 +261,63 @@ inline void check_reducer_cases(Reducer& r, const cuda::DeviceInfo& info,
     INFO(c.key << " " << name(c.d) << " " << name(c.op));
     check_reducer_calls(r, info, c.key, c.op, input(c.d, c.seg, 9), c.seg, stream);
   }
+}
+
+/// float32 elements, three in four of them zero, so that the first non-zero one of a result is
+/// rarely its first (the non-commutative user reduction's input).
+inline HostArray sparse_input(std::uint64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  HostArray a;
+  a.dtype = DType::f32;
+  a.n = n;
+  a.bytes.resize(n * 4);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const float f = rng() % 4 == 0 ? u(rng) : 0.0f;
+    std::memcpy(&a.bytes[i * 4], &f, 4);
+  }
+  return a;
+}
+
+/// Result s's elements of float32 input `a`, in order, as doubles.
+inline std::vector<double> elements_of(const HostArray& a, const Segmentation& seg, std::uint64_t s) {
+  std::vector<double> out(seg.length(s));
+  for (std::uint64_t k = 0; k < out.size(); ++k) {
+    const std::uint64_t i = seg.problem == Problem::columns ? k * seg.stride + s
+                                                            : std::uint64_t(seg.offsets[s]) + k;
+    float f;
+    std::memcpy(&f, &a.bytes[i * 4], 4);
+    out[k] = f;
+  }
+  return out;
+}
+
+/// User reduction r's CPU evaluation (Reduction::check) of every result of seg over `a`.
+inline std::vector<double> user_expected(const Reduction& r, const HostArray& a, const Segmentation& seg) {
+  std::vector<double> want(seg.shape.count);
+  for (std::uint64_t i = 0; i < want.size(); ++i) {
+    const std::vector<double> e = elements_of(a, seg, i);
+    want[i] = r.check(e.data(), e.size());
+  }
+  return want;
+}
+
+/// One launch of k (plan p, workspace ws) of a float64-result user reduction over seg into `out`
+/// (poisoned first), read back on stream s and compared with `want` exactly.
+inline void check_user_launch(const Kernel& k, const SegmentedPlan& p, const Segmentation& seg,
+                              CUdeviceptr in, CUdeviceptr offsets, const cuda::Buffer& out,
+                              Workspace& ws, const std::vector<double>& want, CUstream s) {
+  std::vector<double> got(want.size());
+  RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.size() * 8, s));
+  enqueue(k, p, segmented_args(seg, in, offsets, out.get()), ws, s);
+  if (!got.empty()) RT_CU(cuMemcpyDtoHAsync(got.data(), out.get(), got.size() * 8, s));
+  RT_CU(cuStreamSynchronize(s));
+  std::size_t bad = 0, first_bad = 0;
+  for (std::uint64_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i] && bad++ == 0) first_bad = i;
+  INFO("result " << first_bad << ": got " << (bad ? got[first_bad] : 0.0) << ", expected "
+                 << (bad ? want[first_bad] : 0.0));
+  CHECK(bad == 0);
 }
 
 } // namespace reduce_tune::testing

@@ -111,35 +111,6 @@ constexpr OpDtype kPairs[] = {
     {Op::argmax, DType::bf16},   {Op::sum, DType::i64},
 };
 
-/// float32 elements, three in four of them zero, so that the first non-zero one of a result is
-/// rarely its first.
-HostArray sparse_input(std::uint64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-2, 2);
-  HostArray a;
-  a.dtype = DType::f32;
-  a.n = n;
-  a.bytes.resize(n * 4);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const float f = rng() % 4 == 0 ? u(rng) : 0.0f;
-    std::memcpy(&a.bytes[i * 4], &f, 4);
-  }
-  return a;
-}
-
-/// Result s's elements, in order, as doubles (float32 input).
-std::vector<double> elements_of(const HostArray& a, const Segmentation& seg, std::uint64_t s) {
-  std::vector<double> out(seg.length(s));
-  for (std::uint64_t k = 0; k < out.size(); ++k) {
-    const std::uint64_t i = seg.problem == Problem::columns ? k * seg.stride + s
-                                                            : std::uint64_t(seg.offsets[s]) + k;
-    float f;
-    std::memcpy(&f, &a.bytes[i * 4], 4);
-    out[k] = f;
-  }
-  return out;
-}
-
 } // namespace
 
 TEST_CASE("ordered finish: columns and offsets of argmax, var, logsumexp and sum match the CPU",
@@ -182,16 +153,11 @@ TEST_CASE("ordered finish: a non-commutative user reduction keeps its order thro
     const std::vector<Config> configs = ordered_configs(t, seg.problem);
     INFO(cs.what);
     REQUIRE(!configs.empty());
-    const HostArray data = sparse_input(seg.input_elements(), unsigned(seg.shape.count));
+    const HostArray data = testing::sparse_input(seg.input_elements(), unsigned(seg.shape.count));
     const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
     const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
-    std::vector<double> want(seg.shape.count);
-    for (std::uint64_t i = 0; i < seg.shape.count; ++i) {
-      const std::vector<double> e = elements_of(data, seg, i);
-      want[i] = r.check(e.data(), e.size());
-    }
-    std::vector<double> got(seg.shape.count);
-    const cuda::Buffer out(std::max<std::size_t>(got.size() * 8, 16));
+    const std::vector<double> want = testing::user_expected(r, data, seg);
+    const cuda::Buffer out(std::max<std::size_t>(want.size() * 8, 16));
     Workspace ws;
     for (const Config& c : configs) {
       INFO(key(c));
@@ -199,17 +165,8 @@ TEST_CASE("ordered finish: a non-commutative user reduction keeps its order thro
       const SegmentedPlan p = segmented_plan(c, t, seg.shape);
       REQUIRE(p.post);
       ws.reserve(p);
-      RT_CU(cuMemsetD8Async(out.get(), 0xA5, got.size() * 8, s));
-      enqueue(k, p, testing::segmented_args(seg, in.get(), offsets.get(), out.get()), ws, s);
-      if (!got.empty()) RT_CU(cuMemcpyDtoHAsync(got.data(), out.get(), got.size() * 8, s));
-      RT_CU(cuStreamSynchronize(s));
-      std::size_t bad = 0, first_bad = 0;
-      for (std::uint64_t i = 0; i < got.size(); ++i)
-        if (got[i] != want[i] && bad++ == 0) first_bad = i;
-      INFO("result " << first_bad << ": got " << (bad ? got[first_bad] : 0.0) << ", expected "
-                     << (bad ? want[first_bad] : 0.0));
-      CHECK(bad == 0);
-      checked += got.size();
+      testing::check_user_launch(k, p, seg, in.get(), offsets.get(), out, ws, want, s);
+      checked += want.size();
     }
   }
   CHECK(checked > 0);
@@ -252,7 +209,7 @@ TEST_CASE("ordered finish: the Reducer's calls through it, eager and captured",
   const Reduction fnz = first_nonzero_value();
   for (const Segmentation& seg : {skewed, columns(256, 4099, 256)}) {
     INFO(name(seg.problem));
-    const HostArray data = sparse_input(seg.input_elements(), 21);
+    const HostArray data = testing::sparse_input(seg.input_elements(), 21);
     const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());
     const cuda::Buffer offsets = upload(seg.offsets.data(), seg.offsets.size() * 8);
     const cuda::Buffer out(seg.shape.count * 8);
@@ -268,7 +225,7 @@ TEST_CASE("ordered finish: the Reducer's calls through it, eager and captured",
     stream.synchronize();
     std::size_t bad = 0;
     for (std::uint64_t i = 0; i < got.size(); ++i) {
-      const std::vector<double> e = elements_of(data, seg, i);
+      const std::vector<double> e = testing::elements_of(data, seg, i);
       bad += got[i] != fnz.check(e.data(), e.size());
     }
     CHECK(bad == 0);
