@@ -40,7 +40,7 @@ class NoDevice : public std::runtime_error {
   X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)  \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
   X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemFreeHost)  \
-  X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemHostGetFlags)                              \
+  X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemHostGetFlags) X(cuMemHostGetDevicePointer)  \
   X(cuStreamWaitEvent) X(cuStreamGetCtx) X(cuStreamIsCapturing) X(cuThreadExchangeStreamCaptureMode)
 // Entry points used where present (null on older drivers): cuLaunchKernelEx (CUDA 12.0) for
 // programmatic dependent launch; stream capture and user objects (CUDA 11.4) for calls on a stream

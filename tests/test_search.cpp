@@ -265,3 +265,12 @@ TEST_CASE("profile: the counts of inputs made ahead, references from prefix sums
   t.inputs_hashed = 18; // the GPU's hash matched the host's for 18 of them
   CHECK_THAT(profile_text(t), Catch::Contains("20 input(s) checked: 18 by their hash on the GPU, the rest read back"));
 }
+
+TEST_CASE("profile: the timed batches' holds and their reruns", "[search][profile]") {
+  SweepTimes t;
+  t.total_s = 10, t.timing_s = 4, t.measured = 100;
+  CHECK(profile_text(t).find("held until queued") == std::string::npos); // no holds: not said
+  t.held_batches = 300, t.hold_reruns = 2, t.hold_unprotected = 1;
+  CHECK_THAT(profile_text(t), Catch::Contains("300 batches held until queued; 2 queued again after the hold "
+                                              "timed out, 1 of them unprotected again"));
+}

@@ -4,6 +4,7 @@
 #include "kernels/segmented.h"
 #include "tuner/eta.h"
 #include "tuner/fast_check.h"
+#include "tuner/hold.h"
 #include "tuner/measure.h"
 #include "tuner/sizes.h"
 #include "tuner/input_ahead.h"
@@ -203,6 +204,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   // The GPU's fast pass of the checked launches (off for the rest of the sweep if its kernels
   // fail to build: the CPU checks everything then).
   FastCheck fast(setup.nvrtc, setup.loader.cache(), setup.loader.target());
+  // Every timed batch waits on the GPU until it is queued whole: no host delay is timed.
+  Hold timed(setup.nvrtc, setup.loader.cache(), setup.loader.target(), Hold::kTimeoutS, o.hold);
   bool fast_off = false;
   // The second input of the ops of two (dot): other random data in the same layout, kept alike.
   const bool two = two_input_ops(o.ops);
@@ -529,12 +532,14 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                 fast_off = true;
               }
             }
-            // The checked launch, poisoned output first, timed like a repetition. The GPU's fast
-            // pass decides where it applies and passes; else the results are read back and the
-            // CPU check decides (and names the first wrong result).
+            // The checked launch, poisoned output first, timed (and held) like a repetition. The
+            // GPU's fast pass decides where it applies and passes; else the results are read back
+            // and the CPU check decides (and names the first wrong result). Both wait for the stream.
             const auto t_val = Clock::now();
             RT_CU(cuMemsetD8Async(d_out.get(), 0xA5, shape.count * rs, s));
+            timed.hold(s);
             queue_timed(0);
+            timed.release();
             const auto depth = [&](std::uint64_t len) { return segment_depth(j.config, t, shape, len); };
             const std::optional<FastVerdict> fv =
                 fast.ready() ? fast.run(d_out.get(), depth, s) : std::nullopt;
@@ -558,9 +563,14 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
               return INFINITY;
             }
             const auto t_time = Clock::now();
+            // Its hold timed out: timed again (its results were checked).
+            if (timed.timed_out())
+              timed.rerun(s, [&] { queue_timed(0); }, [&] { RT_CU(cuEventSynchronize(ev_stop[0].get())); });
             std::vector<float> ms;
+            // Repetitions [from, to): queued back to back behind one hold.
             auto batch = [&](int from, int to) {
-              for (int r = from; r < to; ++r) queue_timed(r);
+              timed.batch(s, [&] { for (int r = from; r < to; ++r) queue_timed(r); },
+                          [&] { RT_CU(cuEventSynchronize(ev_stop[to - 1].get())); });
               for (int r = from; r < to; ++r) ms.push_back(ev_stop[r].since(ev_start[r]));
             };
             const float check_ms = ev_stop[0].since(ev_start[0]);
@@ -619,6 +629,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   res.times.input_checks = input_check.count();
   res.times.inputs_hashed = input_check.hashed();
   res.times.inputs_ahead = ahead.ahead();
+  res.times.held_batches = timed.holds(), res.times.hold_reruns = timed.reruns();
+  res.times.hold_unprotected = timed.unprotected();
   res.times.upload_s = upload.seconds(), res.times.upload_bytes = upload.bytes(), res.times.upload_staged_bytes = upload.staged_bytes();
 }
 

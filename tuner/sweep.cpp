@@ -3,6 +3,7 @@
 
 #include "kernels/runner.h"
 #include "tuner/eta.h"
+#include "tuner/hold.h"
 #include "tuner/input_ahead.h"
 #include "tuner/measure.h"
 #include "tuner/segmented_sweep.h"
@@ -307,6 +308,8 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   cuda::Buffer flush(o.hot ? 0 : flush_bytes);
   Workspace ws;
   InputCheck input_check(nvrtc, cache, loader.target(), s);
+  // Every timed batch waits on the GPU until it is queued whole: no host delay is timed.
+  Hold timed(nvrtc, cache, loader.target(), Hold::kTimeoutS, o.hold);
   const double seeds_before = res.times.seeds_s;
 
   // Each size's input, and its references for the ops of one input, are made on a thread while
@@ -475,10 +478,12 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
               host_us = p.host_finish ? seconds_since(h) * 1e6 : 0;
               return v;
             };
-            // The checked launch is timed like a repetition (flushed, between events): it is the
-            // warm-up, and for a configuration hopelessly slower than the best, the one timing.
+            // The checked launch is timed like a repetition (flushed, between events, held): it is
+            // the warm-up, and for a configuration hopelessly slower than the best, the one timing.
             const auto t_val = Clock::now();
+            timed.hold(s);
             queue_timed(0);
+            timed.release();
             double check_host_us = 0;
             const Scalar got = read_result(0, check_host_us);
             const Check chk = o.user ? check_user(*o.user, d, user_ref, 0, got.to_double(), summation_depth(j.config, t, n))
@@ -489,13 +494,25 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
               return INFINITY;
             }
             const auto t_time = Clock::now();
+            // Its hold timed out: timed again (its result was checked).
+            if (timed.timed_out())
+              timed.rerun(s, [&] { queue_timed(0); }, [&] { read_result(0, check_host_us); });
             std::vector<float> kernel_ms;
             std::vector<double> host_us;
-            // Repetitions [from, to): queued back to back; the host finish needs the host each time.
+            // Repetitions [from, to): queued back to back behind one hold; the host finish needs
+            // the host each time, so each of its repetitions is held alone.
             auto batch = [&](int from, int to) {
-              for (int r = from; r < to; ++r) {
-                queue_timed(r);
-                if (p.host_finish) read_result(r, host_us.emplace_back());
+              if (p.host_finish) {
+                for (int r = from; r < to; ++r) {
+                  const std::size_t at = host_us.size();
+                  timed.batch(s, [&] { queue_timed(r); }, [&] {
+                    host_us.resize(at);
+                    read_result(r, host_us.emplace_back());
+                  });
+                }
+              } else {
+                timed.batch(s, [&] { for (int r = from; r < to; ++r) queue_timed(r); },
+                            [&] { RT_CU(cuEventSynchronize(ev_stop[to - 1].get())); });
               }
               for (int r = from; r < to; ++r) kernel_ms.push_back(ev_stop[r].since(ev_start[r]));
             };
@@ -563,6 +580,8 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   res.times.seeds_s = seeds_before + search.seeding_s();
   res.times.data_s = res.times.input_s + res.times.reference_s;
   res.times.input_checks = input_check.count(), res.times.inputs_hashed = input_check.hashed();
+  res.times.held_batches = timed.holds(), res.times.hold_reruns = timed.reruns();
+  res.times.hold_unprotected = timed.unprotected();
   res.times.inputs_ahead = ahead.ahead();
   res.times.upload_s = upload.seconds(), res.times.upload_bytes = upload.bytes(), res.times.upload_staged_bytes = upload.staged_bytes();
   res.times.total_s = seconds_since(t_start);

@@ -34,6 +34,9 @@ struct SweepOptions {
   std::vector<std::string> keys;  ///< exact configurations (overrides the lists above)
   int reps = 20;                  ///< timed repetitions (median); at least 3
   bool hot = false;               ///< skip the L2 flush before each repetition
+  /// Hold each timed batch until it is queued whole (tuner/hold.h); off only for tests, to show
+  /// what the hold prevents.
+  bool hold = true;
   bool allow_unsafe = false;      ///< admit the volatile tail on sm_70+ (for study)
   bool resume = false;            ///< skip points already stored for this device (any run)
   std::int64_t run_id = 0;        ///< continue this run (a restarted worker): skip what it holds,
@@ -138,6 +141,10 @@ struct SweepTimes {
   std::size_t gpu_checked = 0;    ///< launches the GPU's fast pass passed (two words read back)
   std::size_t cpu_checked = 0;    ///< launches read back and checked on the CPU
   std::size_t cpu_after_gpu = 0;  ///< of those, after the fast pass found a result outside its bound
+  // The timed batches' hold (tuner/hold.h).
+  std::size_t held_batches = 0;     ///< holds queued (checked launches and batches of repetitions)
+  std::size_t hold_reruns = 0;      ///< batches queued again because their hold timed out
+  std::size_t hold_unprotected = 0; ///< of those, whose second hold timed out too (times kept)
 };
 /// The breakdown of `t`, one phase a line (`tune --profile`).
 std::string profile_text(const SweepTimes& t);

@@ -71,7 +71,12 @@ std::string profile_text(const SweepTimes& t) {
         per(t.check_setup_s, t.check_setups, "point") + " (the GPU check's data" +
             (t.check_staged ? "; " + std::to_string(t.check_staged) + " made with the references, while the shape before was measured" : "") +
             ")");
-  row("timing", t.timing_s, per(t.timing_s, t.measured, "measurement"));
+  row("timing", t.timing_s,
+      per(t.timing_s, t.measured, "measurement") +
+          (t.held_batches ? " (" + std::to_string(t.held_batches) + " batches held until queued; " +
+                                std::to_string(t.hold_reruns) + " queued again after the hold timed out, " +
+                                std::to_string(t.hold_unprotected) + " of them unprotected again)"
+                          : ""));
   row("store", t.store_s, per(t.store_s, t.points, "point") + " (one transaction a point)");
   row("input check", t.input_check_s, (t.input_checks ? std::to_string(t.input_checks) + " " : std::string()) + "input(s) " +
       (t.inputs_hashed ? "checked: " + std::to_string(t.inputs_hashed) + " by their hash on the GPU, the rest read back" : "read back and compared"));
