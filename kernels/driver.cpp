@@ -39,6 +39,7 @@ const Loaded& loaded() {
         reinterpret_cast<StreamGetCaptureInfoV2>(dlsym(h, "cuStreamGetCaptureInfo_v2"));
     r.d.cuStreamGetCaptureInfo_v3 =
         reinterpret_cast<StreamGetCaptureInfoV3>(dlsym(h, "cuStreamGetCaptureInfo_v3"));
+    r.d.cuFuncLoad = reinterpret_cast<FuncLoad>(dlsym(h, "cuFuncLoad"));
     if (!r.error.empty()) return r;
     if (CUresult c = r.d.cuInit(0); c != CUDA_SUCCESS) {
       const char* name = nullptr;

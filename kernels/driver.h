@@ -58,6 +58,8 @@ using StreamGetCaptureInfoV2 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cu
                                             const CUgraphNode**, size_t*);
 using StreamGetCaptureInfoV3 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
                                             const CUgraphNode**, const void**, size_t*);
+/// cuFuncLoad (CUDA 12.4): finishes loading a function that lazy loading left for its first launch.
+using FuncLoad = CUresult (*)(CUfunction);
 
 /// The driver's function table; loaded once.
 struct Driver {
@@ -67,6 +69,7 @@ struct Driver {
 #undef RT_DRIVER_MEMBER
   StreamGetCaptureInfoV2 cuStreamGetCaptureInfo_v2 = nullptr; // optional too
   StreamGetCaptureInfoV3 cuStreamGetCaptureInfo_v3 = nullptr; // optional too
+  FuncLoad cuFuncLoad = nullptr;                                // optional too
 };
 
 /// The driver, loaded and initialised on first use. Throws NoDevice when libcuda.so.1 cannot be

@@ -61,4 +61,11 @@ bool Hold::timed_out() const {
   return on_ && words_ && words_[1] == generation_;
 }
 
+void load_fully(const Kernel& k) {
+  const cuda::Driver& d = cuda::driver();
+  if (!d.cuFuncLoad) return;
+  for (CUfunction f : {k.reduce, k.combine, k.fill, k.chunks, k.partition, k.post})
+    if (f) cuda::check(d.cuFuncLoad(f), "cuFuncLoad");
+}
+
 } // namespace reduce_tune

@@ -11,6 +11,7 @@
 
 #include "kernels/driver.h"
 #include "kernels/nvrtc.h"
+#include "kernels/runner.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -80,5 +81,10 @@ private:
   std::uint64_t generation_ = 0;
   std::size_t holds_ = 0, reruns_ = 0, unprotected_ = 0;
 };
+
+/// Finishes loading `k`'s functions where the driver loads them lazily (cuFuncLoad, CUDA 12.4+; a
+/// no-op before): a function's load at its first launch may wait for the GPU, which a held stream
+/// keeps busy until its hold times out. Before the first held launch of a kernel.
+void load_fully(const Kernel& k);
 
 } // namespace reduce_tune

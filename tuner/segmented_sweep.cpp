@@ -504,7 +504,9 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
           try {
             const Kernel kernel = [&] {
               PhaseTimer t(res.times.load_s);
-              return j.user ? setup.loader.load(j.config, d, j.user) : setup.loader.load(j.config, d, op);
+              Kernel k = j.user ? setup.loader.load(j.config, d, j.user) : setup.loader.load(j.config, d, op);
+              load_fully(k); // not at its first launch: that is held
+              return k;
             }();
             const SegmentedPlan p = segmented_plan(j.config, t, shape);
             ws.reserve(p);

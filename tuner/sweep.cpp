@@ -452,7 +452,9 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
           try {
             const Kernel kernel = [&] {
               PhaseTimer t(res.times.load_s);
-              return j.user ? loader.load(j.config, d, j.user) : loader.load(j.config, d, op, j.wide_result);
+              Kernel k = j.user ? loader.load(j.config, d, j.user) : loader.load(j.config, d, op, j.wide_result);
+              load_fully(k); // not at its first launch: that is held
+              return k;
             }();
             const LaunchPlan p = plan(j.config, t, n);
             ws.reserve(p, d, n);
