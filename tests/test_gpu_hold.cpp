@@ -93,6 +93,7 @@ TEST_CASE("hold on the GPU: work behind a hold waits for its release, and a host
   Hold h(g.nvrtc, g.cache, g.loader.target());
   cuda::Buffer word(4);
   cuda::Event start, stop;
+  cuda::Stream other;
   // The premise: unheld, a host delay between the start event and the operation is timed.
   start.record(s);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -109,11 +110,11 @@ TEST_CASE("hold on the GPU: work behind a hold waits for its release, and a host
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     RT_CU(cuMemsetD32Async(word.get(), 100 + round, 1, s));
     stop.record(s);
-    // Not run yet: the word read through the legacy stream, which the sweep's kind of stream
-    // (non-blocking) does not wait for.
+    // Not run yet: the word as a second stream reads it.
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     unsigned before = 0, after = 0;
-    RT_CU(cuMemcpyDtoH(&before, word.get(), 4));
+    RT_CU(cuMemcpyDtoHAsync(&before, word.get(), 4, other.get()));
+    other.synchronize();
     CHECK(before == round);
     h.release();
     RT_CU(cuStreamSynchronize(s));
