@@ -131,7 +131,9 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
   // are software-pipelined: the next round's loads are issued before this round's elements are
   // combined, so a thread's loads stay in flight while it combines (an op whose per-element work is
   // long, argmax or var, otherwise leaves memory idle between rounds at two blocks an SM). Each
-  // thread combines its rows in the same order as without the pipeline.
+  // thread combines its rows in the same order as without the pipeline. Each element is folded
+  // into its column's accumulator (rt_fold): a thread's rows come in increasing order, as the
+  // fold's precondition asks (templates/common.cuh).
   const bool vector = c0 + RT_VEC <= count && stride % RT_VEC == 0 &&
                       (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC == 0
                       RT_IN2_ONLY(&& rt_same_misalign(in, in2));
@@ -170,14 +172,14 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
         for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
           for (int e = 0; e < RT_VEC; ++e)
-            acc[e] = rt_combine(acc[e], rt_pair_map(v[k].x[e], v2[k].x[e], at + rt_size(k) * gap));
+            acc[e] = rt_pair_fold(acc[e], v[k].x[e], v2[k].x[e], at + rt_size(k) * gap);
       } else {
 #pragma unroll
         for (int k = 0; k < RT_UNROLL - 1; ++k)
           if (at + rt_size(k) * gap < re)
 #pragma unroll
             for (int e = 0; e < RT_VEC; ++e)
-              acc[e] = rt_combine(acc[e], rt_pair_map(v[k].x[e], v2[k].x[e], at + rt_size(k) * gap));
+              acc[e] = rt_pair_fold(acc[e], v[k].x[e], v2[k].x[e], at + rt_size(k) * gap);
       }
     };
     rt_vec v[RT_UNROLL];
@@ -218,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
         for (int e = 0; e < RT_VEC; ++e)
           if (r + rt_size(k) * gap < re && e < width)
-            acc[e] = rt_combine(acc[e], rt_pair_map(v[k][e], v2[k][e], r + rt_size(k) * gap));
+            acc[e] = rt_pair_fold(acc[e], v[k][e], v2[k][e], r + rt_size(k) * gap);
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
