@@ -223,6 +223,17 @@ std::string compound_source(Op op, DType dtype, DType acc, DType result) {
               "(!an && (" + better + " || " + tie + ")); return take ? b : a;");
     else
       s += fn("A rt_combine(A a, A b)", "return " + better + " || " + tie + " ? b : a;");
+    // The fold (templates/common.cuh, rt_fold): i is above every index in `a`, so an equal value
+    // keeps `a` without comparing indices; only the identity (index INT64_MAX, whose value an
+    // element may equal: -inf, the lowest integer) is replaced whatever the element. Floats: the
+    // unordered compare is true for a NaN element (or a NaN `a`, which the !an keeps): the first
+    // NaN replaces a number and stays. The same result as rt_combine(a, rt_map(x, i)).
+    s += "#define RT_FOLD 1\n";
+    const std::string x_better = is_float(acc) ? (max ? "!(x <= a.v)" : "!(x >= a.v)") : (max ? "x > a.v" : "x < a.v");
+    s += fn("A rt_fold(A a, T e, rt_size i)",
+            "const " + W + " x = rt_widen(e); const bool take = " +
+                (is_float(acc) ? std::string("a.v == a.v && ") : std::string()) + "(" + x_better +
+                " || a.i == 9223372036854775807ll); a.v = take ? x : a.v; a.i = take ? (long long)i : a.i; return a;");
     s += fn("R rt_post(A a, rt_size count)", "return count ? a.i : -1ll;");
     return s;
   }
@@ -240,6 +251,15 @@ std::string compound_source(Op op, DType dtype, DType acc, DType result) {
             "A r; r.m = (a.m != a.m || a.m > b.m) ? a.m : b.m; const " + W + " ea = a.m == r.m ? " + W +
                 "(1) : " + exp + "(a.m - r.m); const " + W + " eb = b.m == r.m ? " + W + "(1) : " + exp +
                 "(b.m - r.m); r.s = a.s * ea + b.s * eb; return r;");
+    // The fold of one element x (rt_fold): one exp where rt_combine(a, rt_map(x, i)) takes two,
+    // with the same arithmetic: x above the maximum (or a NaN x, which makes the maximum NaN as
+    // the combine does) rescales the sum, s * exp(m - x) + 1; else s + exp(x - m). Equal maxima
+    // (+inf and +inf, -inf and -inf) add 1 and never meet exp(inf - inf).
+    s += "#define RT_FOLD 1\n";
+    s += fn("A rt_fold(A a, T e, rt_size)",
+            "const " + W + " x = " + W + "(rt_widen(e)); const bool up = x > a.m || x != x; const " + W +
+                " hi = up ? x : a.m, lo = up ? a.m : x; const " + W + " d = lo == hi ? " + W + "(1) : " +
+                exp + "(lo - hi); a.s = up ? a.s * d + " + W + "(1) : a.s + d; a.m = hi; return a;");
     s += fn("R rt_post(A a, rt_size)", "const " + W + " v = a.m + " + log + "(a.s); return " +
                                            scalar_result(result, "v") + ";");
     return s;
@@ -255,6 +275,20 @@ std::string compound_source(Op op, DType dtype, DType acc, DType result) {
           "if (b.n == 0) return a; if (a.n == 0) return b; A r; r.n = a.n + b.n; const " + W + " wb = " +
               W + "(b.n) / " + W + "(r.n); const " + W + " d = b.mean - a.mean; r.mean = a.mean + d * wb; "
               "r.m2 = a.m2 + b.m2 + d * d * " + W + "(a.n) * wb; return r;");
+  // The fold of one element (rt_fold): Welford's update, with no branch and one conversion (the
+  // count's): the mean moves by d / n, d times a reciprocal of n, and M2 grows by d * (x - the new
+  // mean). From the identity it gives {1, x, x * (x - x)}: 0, NaN for an infinity, as the map's
+  // {1, x, x - x}. float32: the reciprocal is rcp.approx refined by one Newton step (within an ulp
+  // of the rounded one; n >= 1 is never subnormal), where rcp.rn's slow-path call kept a register
+  // spilled in the columns loop (b512.u4.v1 on sm_90: 8 bytes) and took ~20% more instructions.
+  const std::string rcp =
+      f64 ? "double q; asm(\"rcp.rn.f64 %0, %1;\" : \"=d\"(q) : \"d\"(double(a.n)));"
+          : "const float nf = float(a.n); float q; asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(q) : \"f\"(nf)); "
+            "q = fmaf(q, fmaf(-nf, q, 1.0f), q);";
+  s += "#define RT_FOLD 1\n";
+  s += fn("A rt_fold(A a, T e, rt_size)",
+          "const " + W + " x = " + W + "(rt_widen(e)); a.n += 1; " + rcp + " const " + W +
+              " d = x - a.mean; a.mean = a.mean + d * q; a.m2 = a.m2 + d * (x - a.mean); return a;");
   const bool root = op == Op::std_ || op == Op::std_population;
   std::string post = "const " + W + " c = " + W + "(a.n) - " + W + "(" + std::to_string(correction(op)) +
                      "); " + W + " v = a.m2 / (c > " + W + "(0) ? c : " + W + "(0));";

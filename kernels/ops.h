@@ -77,7 +77,8 @@ std::size_t accumulator_bytes(Op op, DType dtype);
 DType result_dtype(Op op, DType dtype, bool wide_result = false);
 
 /// The op's CUDA source for elements of `dtype`: A, R, rt_identity(), rt_map(x, i) (two-input ops:
-/// rt_map2(x, y, i)), rt_combine(a, b),
+/// rt_map2(x, y, i)), rt_combine(a, b), for argmax, argmin, logsumexp, var and std rt_fold(a, x, i)
+/// (with RT_FOLD; templates/common.cuh),
 /// rt_post(a, count) and the trait macros templates/common.cuh reads (RT_ATOMIC_*, RT_REDUX_*,
 /// RT_ACC_*, RT_HALF_RESULT, RT_WIDE_RESULT, RT_TWO_INPUTS). Rendered after templates/element.cuh.
 std::string op_source(Op op, DType dtype, bool wide_result = false);

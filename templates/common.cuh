@@ -59,6 +59,29 @@
 __device__ __forceinline__ A rt_map_unindexed(T x) { return rt_map(x, 0); }
 #endif
 
+// rt_fold(a, x, i): the element x at index i folded into the accumulator a, the same as
+// rt_combine(a, rt_map(x, i)) (within the op's error bound; argmax and argmin exactly) but
+// cheaper where the op gives its own (RT_FOLD: var's Welford update, logsumexp's one exp, argmax
+// keeping ties without comparing indices). Precondition: a is the identity or holds only elements
+// of i's segment at indices below i (a thread's loop over a segment in increasing order, from the
+// identity); where elements come otherwise (a head read after the body), combine their maps. Ops
+// of two inputs fold through rt_fold2(a, x, y, i); templates call rt_pair_fold, as rt_pair_map.
+// User reductions define no fold: the default below. Folded today: the columns, the vector loop
+// (rt_vec_accumulate: the array's vectorized kernel, rows and offsets through rt_lanes_reduce)
+// and its tails, rt_load_unrolled, multi_seq and binned's per-thread segments.
+#if !defined(RT_FOLD)
+#if defined(RT_TWO_INPUTS)
+__device__ __forceinline__ A rt_fold2(A a, T x, T y, rt_size i) { return rt_combine(a, rt_map2(x, y, i)); }
+#else
+__device__ __forceinline__ A rt_fold(A a, T x, rt_size i) { return rt_combine(a, rt_map(x, i)); }
+#endif
+#endif
+#if defined(RT_TWO_INPUTS)
+#define rt_pair_fold(a, x, y, i) rt_fold2(a, x, y, i)
+#else
+#define rt_pair_fold(a, x, y, i) rt_fold(a, x, i)
+#endif
+
 // An accumulator as the result of an atomic finish (the identity it starts from, the value it
 // combines into): the post-map of ops whose post-map is the plain conversion, the only ones the
 // catalogue admits there.
@@ -318,14 +341,15 @@ __device__ __forceinline__ A rt_load_unrolled(const T* __restrict__ in, rt_size 
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
     const rt_size idx = base + rt_size(k) * block;
-    if (idx < n) v = rt_combine(v, rt_pair_map(in[idx], in2[idx], idx));
+    if (idx < n) v = rt_pair_fold(v, in[idx], in2[idx], idx);
   }
   return v;
 }
 
 // Vectors body[i + k * spacing] (k < RT_UNROLL) for i = first, first + stride, ... below nvec,
-// combined into acc[k]: whole chunks with their RT_UNROLL loads issued before any is used, then this
-// thread's last, partial chunk. The vector kernels' main loop (a grid, or lanes of a segment).
+// folded into acc[k] (rt_fold: acc[k] comes in as the identity, its indices increase): whole
+// chunks with their RT_UNROLL loads issued before any is used, then this thread's last, partial
+// chunk. The vector kernels' main loop (a grid, or lanes of a segment).
 // `at`: the index of body[0]'s first element in its segment (the head read as scalars before it).
 // `body2_elems`: with two inputs, the second input's element at body[0] (its vectors are read at
 // body's offsets).
@@ -347,8 +371,7 @@ __device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ bod
     for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e)
-        acc[k] = rt_combine(acc[k], rt_pair_map(r[k].x[e], r2[k].x[e],
-                                                at + (i + rt_size(k) * spacing) * RT_VEC + e));
+        acc[k] = rt_pair_fold(acc[k], r[k].x[e], r2[k].x[e], at + (i + rt_size(k) * spacing) * RT_VEC + e);
   }
 #pragma unroll
   for (int k = 0; k < RT_UNROLL; ++k) {
@@ -358,7 +381,7 @@ __device__ __forceinline__ void rt_vec_accumulate(const rt_vec* __restrict__ bod
       RT_IN2_ONLY(const rt_vec r2 = rt_load(body2 + j);)
 #pragma unroll
       for (int e = 0; e < RT_VEC; ++e)
-        acc[k] = rt_combine(acc[k], rt_pair_map(r.x[e], r2.x[e], at + j * RT_VEC + e));
+        acc[k] = rt_pair_fold(acc[k], r.x[e], r2.x[e], at + j * RT_VEC + e);
     }
   }
 }

@@ -130,6 +130,16 @@ TEST_CASE("ops: the source is the description's; the templates name no op", "[op
                       Catch::Contains("typedef double R;") && Catch::Contains("(1)") &&
                       Catch::Contains("sqrt.rn.f64"));
   CHECK_THAT(op_source(Op::var_population, DType::f32), Catch::Contains("(0)") && !Catch::Contains("sqrt"));
+  // The struct ops fold an element their own way (Welford, one exp, ties kept); the others take
+  // templates/common.cuh's default fold, the combine of the mapped element.
+  CHECK_THAT(var, Catch::Contains("#define RT_FOLD 1") && Catch::Contains("A rt_fold(A a, T e, rt_size)") &&
+                      Catch::Contains("rcp.rn.f64"));
+  CHECK_THAT(op_source(Op::std_, DType::f32), Catch::Contains("rcp.approx.ftz.f32") && Catch::Contains("fmaf("));
+  CHECK_THAT(lse, Catch::Contains("#define RT_FOLD 1"));
+  CHECK_THAT(arg, Catch::Contains("#define RT_FOLD 1") && Catch::Contains("rt_fold(A a, T e, rt_size i)"));
+  CHECK_THAT(op_source(Op::argmin, DType::i32), Catch::Contains("#define RT_FOLD 1"));
+  for (Op op : {Op::sum, Op::mean, Op::dot, Op::count_nonzero})
+    CHECK_THAT(op_source(op, DType::f32), !Catch::Contains("RT_FOLD") && !Catch::Contains("rt_fold"));
 }
 
 TEST_CASE("ops: the catalogue's rules read the traits", "[ops][catalogue]") {

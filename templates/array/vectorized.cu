@@ -31,12 +31,12 @@ rt_reduce(RT_REDUCE_PARAMS) {
   const rt_size step = rt_size(gridDim.x) * RT_BLOCK * RT_UNROLL;
   rt_vec_accumulate(body, nvec, rt_size(blockIdx.x) * RT_BLOCK * RT_UNROLL + tid, RT_BLOCK, step, acc,
                     head RT_IN2_ARG(in2 + head));
-  // Head and tail: fewer than RT_VEC elements each, read by block 0.
+  // Head and tail: fewer than RT_VEC elements each, read by block 0. The head lies below the body
+  // folded before it: combined, not folded (rt_fold's precondition); the tail above both.
   if (blockIdx.x == 0) {
     if (tid < head) acc[0] = rt_combine(acc[0], rt_pair_map(in[tid], in2[tid], tid));
     if (tid < vn - tail_begin)
-      acc[0] = rt_combine(acc[0], rt_pair_map(in[tail_begin + tid], in2[tail_begin + tid],
-                                              tail_begin + tid));
+      acc[0] = rt_pair_fold(acc[0], in[tail_begin + tid], in2[tail_begin + tid], tail_begin + tid);
   }
 #if defined(RT_TWO_INPUTS)
   if (apart)

@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 2048 / RT_BLOCK) rt_segme
       const long long b = so[i] - a0, e = so[i + 1] - a0;
       const int first = int(b < 0 ? 0 : b > span ? span : b), last = int(e < 0 ? 0 : e > span ? span : e);
       A v = rt_identity();
-      for (int j = first; j < last; ++j) v = rt_combine(v, rt_map(se[j], rt_size(j - first)));
+      for (int j = first; j < last; ++j) v = rt_fold(v, se[j], rt_size(j - first));
       out[s0 + i] = rt_result(v);
     }
     return;
@@ -167,7 +167,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK, 2048 / RT_BLOCK) rt_segme
         listed = rt_list_chunks(work, aux, s, chunks, atomicAdd(work, (unsigned long long)chunks), 0, 1);
       }
       if (!listed) // up to RT_STAGE_MID, or the list is full (as binned's group of one would)
-        for (rt_size j = 0; j < len; ++j) v = rt_combine(v, rt_map(in[b + j], j));
+        for (rt_size j = 0; j < len; ++j) v = rt_fold(v, in[b + j], j);
     }
     if (!listed || chunks > 1) out[s] = rt_result(v); // listed in one chunk: that one writes it
   }

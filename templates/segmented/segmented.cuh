@@ -78,10 +78,12 @@ __device__ __forceinline__ A rt_lanes_reduce(const T* __restrict__ p, rt_size le
                     RT_IN2_ARG(p2 + head));
   if (RT_VEC > 1) {
     const rt_size tail = head + nvec * RT_VEC;
+    // The head comes after the body, at indices below it: combined, not folded (rt_fold's
+    // precondition); the tail lies above both.
     for (rt_size h = lane; h < head; h += lanes)
       acc[0] = rt_combine(acc[0], rt_pair_map(p[h], p2[h], at + h));
     for (rt_size t = tail + lane; t < len; t += lanes)
-      acc[0] = rt_combine(acc[0], rt_pair_map(p[t], p2[t], at + t));
+      acc[0] = rt_pair_fold(acc[0], p[t], p2[t], at + t);
   }
   A v = acc[0];
 #pragma unroll
