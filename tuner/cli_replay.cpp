@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -30,6 +31,7 @@ int cmd_replay(const std::vector<std::string>& args) {
   std::string hints_path;
   bool no_other = false, no_defaults = false, points = false;
   std::size_t worst_n = 0;
+  std::vector<std::string> traces;
   desc.add_options()
     ("help,h", "this help")
     ("db", po::value(&db_path), "a store of exhaustive sweeps (.db, or .db.gz)")
@@ -44,7 +46,10 @@ int cmd_replay(const std::vector<std::string>& args) {
      "another store (e.g. the shipped tuning.db) whose rows of other GPU models seed the search")
     ("no-defaults", po::bool_switch(&no_defaults), "no seed from the built-in defaults")
     ("points", po::bool_switch(&points), "print every point")
-    ("worst", po::value(&worst_n), "print the N points where the search ended farthest from the best, worst first");
+    ("worst", po::value(&worst_n), "print the N points where the search ended farthest from the best, worst first")
+    ("trace", po::value(&traces)->composing(),
+     "print what the search measured, in order, at the points named so (e.g. \"float32 sum columns 8192x2048\"; "
+     "a part of a name names every point it is part of)");
   auto vm = cli::parse(args, desc);
   if (cli::help_asked(vm, desc)) return 0;
   if (db_path.empty()) throw cli::Usage("replay needs --db STORE");
@@ -95,6 +100,31 @@ int cmd_replay(const std::vector<std::string>& args) {
     if (i < second.points.size())
       b.ratios.push_back(second.points[i].ratio()), b.used += second.points[i].measured, b.recorded += p.candidates;
     if (points) line(p);
+  }
+  for (const std::string& wanted : traces) {
+    // Names compared without spaces: "8192x2048" and "8192 x 2048" name one shape.
+    auto bare = [](std::string t) {
+      t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+      return t;
+    };
+    std::size_t shown = 0;
+    for (const auto& p : main.points) {
+      const std::string label = std::string(name(p.dtype)) + " " + std::string(name(p.op)) + " " +
+                                std::string(name(p.problem)) + " " + std::to_string(p.shape.count) + "x" +
+                                std::to_string(p.shape.length);
+      if (bare(label).find(bare(wanted)) == std::string::npos) continue;
+      ++shown;
+      line(p);
+      double best = INFINITY;
+      for (std::size_t i = 0; i < p.trace.size(); ++i) {
+        const auto& [key, us] = p.trace[i];
+        const bool better = us < best;
+        if (better) best = us;
+        std::printf("  %2zu %-48s %10.2f us%s\n", i + 1, key.c_str(), us, better ? "  *" : "");
+      }
+    }
+    if (!shown) std::printf("no point named '%s'\n", wanted.c_str());
+    std::printf("\n");
   }
   if (worst_n) {
     // Worst first; ties in the replay's order, so the list is the same from run to run.

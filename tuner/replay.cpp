@@ -103,7 +103,9 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       const Recorded& rec = entry->second;
       const PointId point = point_of(k);
       std::size_t best_at = rec.us.size();
+      std::vector<std::pair<std::string, double>> trace;
       const std::size_t measured = search.run(point, rec.configs, [&](std::size_t i) {
+        trace.emplace_back(rec.keys[i], rec.us[i]);
         if (std::isfinite(rec.us[i]) && (best_at == rec.us.size() || rec.us[i] < rec.us[best_at])) best_at = i;
         return rec.us[i];
       });
@@ -112,6 +114,7 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       p.device = dev.name, p.dtype = point.dtype, p.op = point.op, p.problem = point.problem, p.shape = point.shape;
       p.candidates = rec.us.size(), p.measured = measured;
       p.best_us = rec.us[truth], p.best_key = rec.keys[truth];
+      p.trace = std::move(trace);
       if (best_at < rec.us.size()) p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
       used += measured;
       recorded += rec.us.size();

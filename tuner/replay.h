@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace reduce_tune {
@@ -36,6 +37,9 @@ struct ReplayPoint {
   std::size_t candidates = 0, measured = 0;
   double best_us = 0, found_us = 0;  ///< exhaustive best; the search's choice
   std::string best_key, found_key;
+  /// What the search measured there, in order: each configuration's key and time (infinite: it
+  /// failed its check).
+  std::vector<std::pair<std::string, double>> trace;
   double ratio() const { return found_us > 0 ? best_us / found_us : 0; }
 };
 
