@@ -51,6 +51,20 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       Recorded r;
       for (const auto& [key_text, us] : by_key)
         if (auto c = parse_key(key_text)) r.configs.push_back(*c), r.us.push_back(us), r.keys.push_back(key_text);
+      if (o.every_twin) {
+        // The search's candidates on the GPU: every plain configuration's evict-first twin, where
+        // its variant has one, recorded or not (NaN: not recorded).
+        const std::size_t n = r.configs.size();
+        for (std::size_t i = 0; i < n; ++i) {
+          Config t = r.configs[i];
+          t.variant += "_streaming";
+          const Variant* v = find_variant(t.variant);
+          if (!v || !v->evict_first) continue;
+          std::string tk = key(t);
+          if (by_key.count(tk)) continue;
+          r.configs.push_back(std::move(t)), r.us.push_back(NAN), r.keys.push_back(std::move(tk));
+        }
+      }
       if (std::count_if(r.us.begin(), r.us.end(), [](double v) { return std::isfinite(v); }) >= 2)
         points.emplace(k, std::move(r));
     }
@@ -104,8 +118,10 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       const PointId point = point_of(k);
       std::size_t best_at = rec.us.size();
       std::vector<std::pair<std::string, double>> trace;
+      std::size_t unrecorded = 0;
       const std::size_t measured = search.run(point, rec.configs, [&](std::size_t i) {
         trace.emplace_back(rec.keys[i], rec.us[i]);
+        unrecorded += std::isnan(rec.us[i]);
         if (std::isfinite(rec.us[i]) && (best_at == rec.us.size() || rec.us[i] < rec.us[best_at])) best_at = i;
         return rec.us[i];
       });
@@ -117,7 +133,8 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       p.trace = std::move(trace);
       if (best_at < rec.us.size()) p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
       used += measured;
-      recorded += rec.us.size();
+      recorded += std::size_t(std::count_if(rec.us.begin(), rec.us.end(), [](double v) { return !std::isnan(v); }));
+      out.unrecorded += unrecorded, out.unrecorded_points += unrecorded > 0;
       out.points.push_back(p);
     }
   }

@@ -25,6 +25,10 @@ struct ReplayOptions {
   /// be the answer.
   const db::Store* hints = nullptr;
   bool defaults = true;          ///< seed with the built-in default
+  /// Offer the search every evict-first twin, as its candidates on the GPU hold them: the
+  /// exhaustive sweep measures only the twins of each point's fastest plain configurations
+  /// (TwinFilter), so a twin the store lacks costs a measurement and gives no time.
+  bool every_twin = false;
   ReplayOptions() { budget.percent = 5; }
 };
 
@@ -47,6 +51,8 @@ struct ReplaySummary {
   std::vector<ReplayPoint> points;
   double median = 0, worst = 0;      ///< of best / found over the points
   double share = 0;                  ///< measurements used / measurements recorded
+  /// With every_twin: the measurements that asked for a twin the store lacks, and at how many points.
+  std::size_t unrecorded = 0, unrecorded_points = 0;
 };
 
 /// Replays `o.strategy` over every point `store` holds with at least two valid configurations.
