@@ -133,7 +133,8 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       p.trace = std::move(trace);
       if (best_at < rec.us.size()) p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
       used += measured;
-      recorded += std::size_t(std::count_if(rec.us.begin(), rec.us.end(), [](double v) { return !std::isnan(v); }));
+      p.recorded = std::size_t(std::count_if(rec.us.begin(), rec.us.end(), [](double v) { return !std::isnan(v); }));
+      recorded += p.recorded;
       out.unrecorded += unrecorded, out.unrecorded_points += unrecorded > 0;
       out.points.push_back(p);
     }

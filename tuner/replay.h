@@ -39,6 +39,7 @@ struct ReplayPoint {
   Problem problem = Problem::array;
   Shape shape{1, 1};
   std::size_t candidates = 0, measured = 0;
+  std::size_t recorded = 0;          ///< candidates the store holds (fewer with every_twin)
   double best_us = 0, found_us = 0;  ///< exhaustive best; the search's choice
   std::string best_key, found_key;
   /// What the search measured there, in order: each configuration's key and time (infinite: it
