@@ -17,3 +17,12 @@ expect(0 "the 3 worst points of guided:\n[^\n]+\(0\.[0-9]+\)\n[^\n]+\n[^\n]+\n\n
 expect(2 "--budget '0': expected" --db ${STORE} --budget 0)
 expect(2 "unknown strategy 'annealing'" --db ${STORE} --search annealing)
 expect(2 "replay needs --db" --search guided)
+# --trace NAME: what the search measured at the points so named, in order, each with its time, the
+# improvements starred; the first measurement is always one.
+expect(0 "float32 sum rows 32 x 2048: [0-9]+ of [0-9]+[^\n]*\n +1 rows_[a-z_]+\\.[^ ]+ +[0-9.]+ us  \\*\n +2 "
+       --db ${STORE} --search guided --budget 5% --baseline none --trace "float32 sum rows 32x2048")
+expect(0 "no point named 'float32 sum rows 3x5'" --db ${STORE} --baseline none --trace "float32 sum rows 3x5")
+# --every-twin: the search is offered every evict-first twin, as on the GPU, and the replay says
+# how often it asked for one the store lacks (shown in the trace as not recorded).
+expect(0 "twins the store lacks: [0-9]+ measurements asked for one, at [0-9]+ of [0-9]+ points\nreplay: median [01]\\.[0-9]+, worst [01]\\.[0-9]+ "
+       --db ${STORE} --search guided --budget 5% --baseline none --every-twin)

@@ -113,6 +113,48 @@ TEST_CASE("search: guided climbs from a poor seed to the optimum within its budg
   CHECK(g2->next() == best);
 }
 
+TEST_CASE("search: guided keeps measurements for a variant none of its seeds is of", "[search]") {
+  // Every seed is of one variant (as where the nearest points all found it best); the other
+  // variant is faster everywhere, and only a measurement kept from the seeds finds it.
+  const auto cs = grid();
+  auto slow_seeded = [](const Config& c) { return c.variant == "streaming"; };
+  auto t = [&](const Config& c) { return cost(c) + (slow_seeded(c) ? 2.0 : 0.0); };
+  Hints h;
+  for (int b : {128, 256, 512, 1024})
+    for (int u : {2, 4}) {
+      Config seed;
+      seed.variant = "streaming", seed.block = b, seed.unroll = u, seed.vec = 4;
+      h.seeds.push_back(seed);
+    }
+  const std::size_t limit = 12;
+  auto g = make_search(Strategy::guided, cs, h, limit);
+  std::vector<std::size_t> order;
+  double best_t = 1e300;
+  std::size_t best = 0;
+  while (auto i = g->next()) {
+    order.push_back(*i);
+    g->observe(*i, t(cs[*i]), true);
+    if (t(cs[*i]) < best_t) best_t = t(cs[*i]), best = *i;
+  }
+  CHECK(order.size() == limit);
+  // Seven seeds at most (a quarter of the budget for moves, two for other variants), then the
+  // other variant.
+  const auto first_other = std::find_if(order.begin(), order.end(), [&](std::size_t i) { return !slow_seeded(cs[i]); });
+  REQUIRE(first_other != order.end());
+  CHECK(std::size_t(first_other - order.begin()) <= 7);
+  CHECK(cs[best].variant == "vectorized");
+  // A budget of three keeps none: the first two seeds, then a move.
+  auto small = make_search(Strategy::guided, cs, h, 3);
+  std::vector<std::string> measured;
+  while (auto i = small->next()) {
+    measured.push_back(key(cs[*i]));
+    small->observe(*i, t(cs[*i]), true);
+  }
+  REQUIRE(measured.size() == 3);
+  CHECK(measured[0] == key(h.seeds[0]));
+  CHECK(measured[1] == key(h.seeds[1]));
+}
+
 TEST_CASE("search: guided spends its last measurements on the runner-up's evict-first twin", "[search]") {
   // Plain and evict-first columns_split configurations. The plain landscape is smooth with its
   // optimum at b256 u4 v1 g4 (A), and every evict-first twin is slower than its plain one, except

@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -28,8 +29,9 @@ int cmd_replay(const std::vector<std::string>& args) {
   std::string db_path, search_text = "guided", budget_text = "5%", baseline_text = "random";
   std::uint64_t seed = 1;
   std::string hints_path;
-  bool no_other = false, no_defaults = false, points = false;
+  bool no_other = false, no_defaults = false, points = false, every_twin = false;
   std::size_t worst_n = 0;
+  std::vector<std::string> traces;
   desc.add_options()
     ("help,h", "this help")
     ("db", po::value(&db_path), "a store of exhaustive sweeps (.db, or .db.gz)")
@@ -43,8 +45,14 @@ int cmd_replay(const std::vector<std::string>& args) {
     ("hints", po::value(&hints_path),
      "another store (e.g. the shipped tuning.db) whose rows of other GPU models seed the search")
     ("no-defaults", po::bool_switch(&no_defaults), "no seed from the built-in defaults")
+    ("every-twin", po::bool_switch(&every_twin),
+     "offer the search every evict-first twin, as on the GPU (the store holds only those of each point's fastest "
+     "plain configurations: one it lacks costs a measurement and gives no time)")
     ("points", po::bool_switch(&points), "print every point")
-    ("worst", po::value(&worst_n), "print the N points where the search ended farthest from the best, worst first");
+    ("worst", po::value(&worst_n), "print the N points where the search ended farthest from the best, worst first")
+    ("trace", po::value(&traces)->composing(),
+     "print what the search measured, in order, at the points named so (e.g. \"float32 sum columns 8192x2048\"; "
+     "a part of a name names every point it is part of)");
   auto vm = cli::parse(args, desc);
   if (cli::help_asked(vm, desc)) return 0;
   if (db_path.empty()) throw cli::Usage("replay needs --db STORE");
@@ -67,7 +75,7 @@ int cmd_replay(const std::vector<std::string>& args) {
 
   ReplayOptions o;
   o.strategy = *strategy, o.budget = *budget, o.seed = seed, o.hints_from_other_gpus = !no_other;
-  o.hints = hints ? &*hints : nullptr, o.defaults = !no_defaults;
+  o.hints = hints ? &*hints : nullptr, o.defaults = !no_defaults, o.every_twin = every_twin;
   const ReplaySummary main = replay(store, o);
   if (main.points.empty()) {
     std::fprintf(stderr, "replay: %s holds no point with two or more valid measurements\n", db_path.c_str());
@@ -91,10 +99,36 @@ int cmd_replay(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < main.points.size(); ++i) {
     const auto& p = main.points[i];
     auto& [a, b] = by[{p.device, p.problem}];
-    a.ratios.push_back(p.ratio()), a.used += p.measured, a.recorded += p.candidates;
+    a.ratios.push_back(p.ratio()), a.used += p.measured, a.recorded += p.recorded;
     if (i < second.points.size())
-      b.ratios.push_back(second.points[i].ratio()), b.used += second.points[i].measured, b.recorded += p.candidates;
+      b.ratios.push_back(second.points[i].ratio()), b.used += second.points[i].measured, b.recorded += p.recorded;
     if (points) line(p);
+  }
+  for (const std::string& wanted : traces) {
+    // Names compared without spaces: "8192x2048" and "8192 x 2048" name one shape.
+    auto bare = [](std::string t) {
+      t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+      return t;
+    };
+    std::size_t shown = 0;
+    for (const auto& p : main.points) {
+      const std::string label = std::string(name(p.dtype)) + " " + std::string(name(p.op)) + " " +
+                                std::string(name(p.problem)) + " " + std::to_string(p.shape.count) + "x" +
+                                std::to_string(p.shape.length);
+      if (bare(label).find(bare(wanted)) == std::string::npos) continue;
+      ++shown;
+      line(p);
+      double best = INFINITY;
+      for (std::size_t i = 0; i < p.trace.size(); ++i) {
+        const auto& [key, us] = p.trace[i];
+        const bool better = us < best;
+        if (better) best = us;
+        if (std::isnan(us)) std::printf("  %2zu %-48s not recorded\n", i + 1, key.c_str());
+        else std::printf("  %2zu %-48s %10.2f us%s\n", i + 1, key.c_str(), us, better ? "  *" : "");
+      }
+    }
+    if (!shown) std::printf("no point named '%s'\n", wanted.c_str());
+    std::printf("\n");
   }
   if (worst_n) {
     // Worst first; ties in the replay's order, so the list is the same from run to run.
@@ -128,6 +162,9 @@ int cmd_replay(const std::vector<std::string>& args) {
   if (baseline)
     std::printf("%s at the same budget: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n",
                 baseline_text.c_str(), second.median, second.worst, 100 * second.share);
+  if (every_twin)
+    std::printf("twins the store lacks: %zu measurements asked for one, at %zu of %zu points\n", main.unrecorded,
+                main.unrecorded_points, main.points.size());
   std::printf("replay: median %.2f, worst %.2f of the exhaustive best with %.1f%% of the measurements\n", main.median,
               main.worst, 100 * main.share);
   return 0;

@@ -51,6 +51,20 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       Recorded r;
       for (const auto& [key_text, us] : by_key)
         if (auto c = parse_key(key_text)) r.configs.push_back(*c), r.us.push_back(us), r.keys.push_back(key_text);
+      if (o.every_twin) {
+        // The search's candidates on the GPU: every plain configuration's evict-first twin, where
+        // its variant has one, recorded or not (NaN: not recorded).
+        const std::size_t n = r.configs.size();
+        for (std::size_t i = 0; i < n; ++i) {
+          Config t = r.configs[i];
+          t.variant += "_streaming";
+          const Variant* v = find_variant(t.variant);
+          if (!v || !v->evict_first) continue;
+          std::string tk = key(t);
+          if (by_key.count(tk)) continue;
+          r.configs.push_back(std::move(t)), r.us.push_back(NAN), r.keys.push_back(std::move(tk));
+        }
+      }
       if (std::count_if(r.us.begin(), r.us.end(), [](double v) { return std::isfinite(v); }) >= 2)
         points.emplace(k, std::move(r));
     }
@@ -103,7 +117,11 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       const Recorded& rec = entry->second;
       const PointId point = point_of(k);
       std::size_t best_at = rec.us.size();
+      std::vector<std::pair<std::string, double>> trace;
+      std::size_t unrecorded = 0;
       const std::size_t measured = search.run(point, rec.configs, [&](std::size_t i) {
+        trace.emplace_back(rec.keys[i], rec.us[i]);
+        unrecorded += std::isnan(rec.us[i]);
         if (std::isfinite(rec.us[i]) && (best_at == rec.us.size() || rec.us[i] < rec.us[best_at])) best_at = i;
         return rec.us[i];
       });
@@ -112,9 +130,12 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       p.device = dev.name, p.dtype = point.dtype, p.op = point.op, p.problem = point.problem, p.shape = point.shape;
       p.candidates = rec.us.size(), p.measured = measured;
       p.best_us = rec.us[truth], p.best_key = rec.keys[truth];
+      p.trace = std::move(trace);
       if (best_at < rec.us.size()) p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
       used += measured;
-      recorded += rec.us.size();
+      p.recorded = std::size_t(std::count_if(rec.us.begin(), rec.us.end(), [](double v) { return !std::isnan(v); }));
+      recorded += p.recorded;
+      out.unrecorded += unrecorded, out.unrecorded_points += unrecorded > 0;
       out.points.push_back(p);
     }
   }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace reduce_tune {
@@ -24,6 +25,10 @@ struct ReplayOptions {
   /// be the answer.
   const db::Store* hints = nullptr;
   bool defaults = true;          ///< seed with the built-in default
+  /// Offer the search every evict-first twin, as its candidates on the GPU hold them: the
+  /// exhaustive sweep measures only the twins of each point's fastest plain configurations
+  /// (TwinFilter), so a twin the store lacks costs a measurement and gives no time.
+  bool every_twin = false;
   ReplayOptions() { budget.percent = 5; }
 };
 
@@ -34,8 +39,12 @@ struct ReplayPoint {
   Problem problem = Problem::array;
   Shape shape{1, 1};
   std::size_t candidates = 0, measured = 0;
+  std::size_t recorded = 0;          ///< candidates the store holds (fewer with every_twin)
   double best_us = 0, found_us = 0;  ///< exhaustive best; the search's choice
   std::string best_key, found_key;
+  /// What the search measured there, in order: each configuration's key and time (infinite: it
+  /// failed its check).
+  std::vector<std::pair<std::string, double>> trace;
   double ratio() const { return found_us > 0 ? best_us / found_us : 0; }
 };
 
@@ -43,6 +52,8 @@ struct ReplaySummary {
   std::vector<ReplayPoint> points;
   double median = 0, worst = 0;      ///< of best / found over the points
   double share = 0;                  ///< measurements used / measurements recorded
+  /// With every_twin: the measurements that asked for a twin the store lacks, and at how many points.
+  std::size_t unrecorded = 0, unrecorded_points = 0;
 };
 
 /// Replays `o.strategy` over every point `store` holds with at least two valid configurations.

@@ -56,11 +56,13 @@ public:
 
 /// A search over `candidates` (the point's valid configurations, none twice). exhaustive measures
 /// every candidate, in reverse order (the catalogue runs from the slowest kernels to the fastest);
-/// random draws `budget` of them (seeded); guided measures the hints' seeds, then moves from the
-/// best so far to the untried candidates that differ from it in one parameter (variant, block,
-/// unroll, vec, grid, width, tail, finish), the parameters that paid off first, until the budget is
-/// spent or no neighbour is left untried; its last two measurements go to the evict-first twin (or
-/// plain one) of the runner-up, where that is unmeasured.
+/// random draws `budget` of them (seeded); guided measures the hints' seeds (at most three quarters
+/// of its budget, less two kept for variants none of them is of), then from the best so far: its
+/// evict-first twin (or plain one), a candidate of each untried variant while half the budget or
+/// the two kept are left, then the untried candidates that differ from it in one parameter
+/// (variant, block, unroll, vec, grid, width, tail, finish), the parameters that paid off first,
+/// until the budget is spent or no neighbour is left untried; its last two measurements go to the
+/// evict-first twin (or plain one) of the runner-up, where that is unmeasured.
 std::unique_ptr<Search> make_search(Strategy strategy, const std::vector<Config>& candidates,
                                     const Hints& hints, const Budget& budget, std::uint64_t seed = 1);
 /// The same with the point's limit given (from Budget::plan).
