@@ -140,13 +140,17 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
   Workspace ws;
 
   // The points and their candidates, for the search's budget: the configurations the exhaustive
-  // sweep measures there, as the replay counts them (a search leaves those pointless at the shape
-  // out; for offsets, counted before the layout is drawn, the rules of the longest segment aside).
-  // The exhaustive sweep counts every configuration: it decides pointless ones as it goes.
+  // sweep measures there, as the replay counts them: those not pointless at the shape (for
+  // offsets, counted before the layout is drawn, the rules of the longest segment aside), of which
+  // evict-first twins at most TwinFilter::kKeep (it measures only the twins of its fastest plain
+  // configurations). The search is still offered every twin. The exhaustive sweep counts every
+  // configuration: it decides pointless ones and twins as it goes.
   const auto candidates_at = [&](DType d, Op op, Shape sh) {
-    return std::size_t(std::count_if(jobs.begin(), jobs.end(), [&](const CompileJob& j) {
-      return j.dtype == d && j.op == op && (o.search == Strategy::exhaustive || !pointless(j.config, sh));
-    }));
+    std::size_t plain = 0, twins = 0;
+    for (const CompileJob& j : jobs)
+      if (j.dtype == d && j.op == op && (o.search == Strategy::exhaustive || !pointless(j.config, sh)))
+        ++(evict_first_twin_of(j.config) ? twins : plain);
+    return o.search == Strategy::exhaustive ? plain + twins : plain + std::min(twins, TwinFilter::kKeep);
   };
   std::vector<std::pair<PointId, std::size_t>> points;
   for (DType d : o.dtypes)
