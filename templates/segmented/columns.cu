@@ -127,16 +127,17 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
   for (int e = 0; e < RT_VEC; ++e) acc[e] = rt_identity();
   // Whole vectors where the columns start vector-aligned in every row (always for RT_VEC 1);
-  // scalars otherwise. A round is RT_UNROLL rows (the last one predicated, fewer rows). The rounds
-  // are software-pipelined for the ops that give their own fold (RT_FOLD: argmax, var, logsumexp):
-  // the next round's loads are issued before this round's elements are combined, so a thread's
-  // loads stay in flight while it combines; long per-element work otherwise leaves memory idle
-  // between rounds at two blocks an SM (var and logsumexp 5-7 % faster at 65536 x 256 on an H100).
-  // The other ops load the next round after combining: the pipeline only costs them registers
-  // (sum's b512.u4.v1 from 32 to 40, 2.5 % slower there). Each thread combines its rows in the
-  // same order either way. Each element is folded
-  // into its column's accumulator (rt_fold): a thread's rows come in increasing order, as the
-  // fold's precondition asks (templates/common.cuh).
+  // scalars otherwise. A round is RT_UNROLL rows in flight a thread; the rows left after the last
+  // whole round (fewer than RT_UNROLL) are read in one predicated round: a thread's rows cost
+  // ceil(rows / RT_UNROLL) memory round trips, not one a row. Each element is folded into its
+  // column's accumulator (rt_fold) in increasing row order, as the fold's precondition asks
+  // (templates/common.cuh), and in the same order with or without the pipeline below.
+  // The ops that give their own fold (RT_FOLD: argmax, var, logsumexp), whose per-element work is
+  // long, software-pipeline the rounds: the next round's loads are issued before this round's
+  // elements are combined, so loads stay in flight while a thread combines (var and logsumexp
+  // 5-7 % faster at 65536 x 256 on an H100). The others keep the plain rounds: for sum the
+  // pipeline only cost time (2-2.5 % at the same shape).
+#if defined(RT_FOLD)
   const bool vector = c0 + RT_VEC <= count && stride % RT_VEC == 0 &&
                       (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC == 0
                       RT_IN2_ONLY(&& rt_same_misalign(in, in2));
@@ -191,13 +192,8 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     for (; r < re; r += step) {
       rt_vec w[RT_UNROLL];
       RT_IN2_ONLY(rt_vec w2[RT_UNROLL];)
-#if defined(RT_FOLD)
       load_round(r + step, w RT_IN2_ONLY(, w2)); // in flight while this round combines
       combine_round(r, v RT_IN2_ONLY(, v2));
-#else
-      combine_round(r, v RT_IN2_ONLY(, v2));
-      load_round(r + step, w RT_IN2_ONLY(, w2));
-#endif
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k) {
         v[k] = w[k];
@@ -230,13 +226,8 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
     for (; r < re; r += step) {
       T w[RT_UNROLL][RT_VEC];
       RT_IN2_ONLY(T w2[RT_UNROLL][RT_VEC];)
-#if defined(RT_FOLD)
       load_round(r + step, w RT_IN2_ONLY(, w2)); // in flight while this round combines
       combine_round(r, v RT_IN2_ONLY(, v2));
-#else
-      combine_round(r, v RT_IN2_ONLY(, v2));
-      load_round(r + step, w RT_IN2_ONLY(, w2));
-#endif
 #pragma unroll
       for (int k = 0; k < RT_UNROLL; ++k)
 #pragma unroll
@@ -246,6 +237,73 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
         }
     }
   }
+#else
+  const bool vector = c0 + RT_VEC <= count && stride % RT_VEC == 0 &&
+                      (reinterpret_cast<rt_size>(in) / sizeof(T)) % RT_VEC == 0
+                      RT_IN2_ONLY(&& rt_same_misalign(in, in2));
+  const T* const mine = in + c0; // this thread's columns of row 0
+  auto row_vec = [&](rt_size row) {
+    return rt_load(reinterpret_cast<const rt_vec*>(mine + row * stride));
+  };
+  RT_IN2_ONLY(const T* const mine2 = in2 + c0; // the second input's
+              auto row_vec2 = [&](rt_size row) {
+                return rt_load(reinterpret_cast<const rt_vec*>(mine2 + row * stride));
+              };)
+  rt_size r = rs;
+  const rt_size step = gap * RT_UNROLL;
+  if (vector) {
+    for (; r + rt_size(RT_UNROLL - 1) * gap < re; r += step) {
+      rt_vec v[RT_UNROLL];
+      RT_IN2_ONLY(rt_vec v2[RT_UNROLL];)
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL; ++k) {
+        v[k] = row_vec(r + rt_size(k) * gap);
+        RT_IN2_ONLY(v2[k] = row_vec2(r + rt_size(k) * gap);)
+      }
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL; ++k)
+#pragma unroll
+        for (int e = 0; e < RT_VEC; ++e)
+          acc[e] = rt_pair_fold(acc[e], v[k].x[e], v2[k].x[e], r + rt_size(k) * gap);
+    }
+    if (RT_UNROLL > 1 && r < re) { // fewer than RT_UNROLL rows left
+      rt_vec v[RT_UNROLL];
+      RT_IN2_ONLY(rt_vec v2[RT_UNROLL];)
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL - 1; ++k)
+        if (r + rt_size(k) * gap < re) {
+          v[k] = row_vec(r + rt_size(k) * gap);
+          RT_IN2_ONLY(v2[k] = row_vec2(r + rt_size(k) * gap);)
+        }
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL - 1; ++k)
+        if (r + rt_size(k) * gap < re)
+#pragma unroll
+          for (int e = 0; e < RT_VEC; ++e)
+          acc[e] = rt_pair_fold(acc[e], v[k].x[e], v2[k].x[e], r + rt_size(k) * gap);
+    }
+  } else if (c0 < count) {
+    const int width = count - c0 < RT_VEC ? int(count - c0) : RT_VEC;
+    for (; r < re; r += step) {
+      T v[RT_UNROLL][RT_VEC];
+      RT_IN2_ONLY(T v2[RT_UNROLL][RT_VEC];)
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL; ++k)
+#pragma unroll
+        for (int e = 0; e < RT_VEC; ++e)
+          if (r + rt_size(k) * gap < re && e < width) {
+            v[k][e] = mine[(r + rt_size(k) * gap) * stride + e];
+            RT_IN2_ONLY(v2[k][e] = mine2[(r + rt_size(k) * gap) * stride + e];)
+          }
+#pragma unroll
+      for (int k = 0; k < RT_UNROLL; ++k)
+#pragma unroll
+        for (int e = 0; e < RT_VEC; ++e)
+          if (r + rt_size(k) * gap < re && e < width)
+            acc[e] = rt_pair_fold(acc[e], v[k][e], v2[k][e], r + rt_size(k) * gap);
+    }
+  }
+#endif
 
   // The TY partials of each column: a tree over ty in shared memory.
   if (ty_count > 1) {
