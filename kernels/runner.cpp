@@ -263,12 +263,14 @@ void enqueue(const Kernel& k, const SegmentedPlan& p, const SegmentedArgs& a, Wo
   if (p.chunk_grid)
     cuda::launch(k.chunks, p.chunk_grid, p.block, p.chunk_smem_bytes, s, args, k.programmatic);
   if (p.post) {
-    // A plain launch: it starts once every kernel before it has completed.
+    // Programmatic where k.programmatic: its launch overlaps the kernel before it (the split
+    // columns' two-pass main kernel lets it start at once), and it waits in the kernel
+    // (rt_pdl_wait) until that one has completed and its stores are visible.
     if (!k.post) throw std::logic_error(key(k.config) + ": the plan has a post pass its module lacks");
     // The ordered finish's post pass also reads `in` (the flat mapping's tiles start at its
     // vector alignment) and aux; the atomic finish's takes the first five.
     void* post_args[] = {&out, &result, &offsets, &count, &length, &in, &aux};
-    cuda::launch(k.post, p.post_grid ? p.post_grid : per_result, 256, 0, s, post_args);
+    cuda::launch(k.post, p.post_grid ? p.post_grid : per_result, 256, 0, s, post_args, k.programmatic);
   }
 }
 

@@ -105,6 +105,11 @@ __device__ __noinline__ void rt_last_slices(const A* acc, bool writer, rt_size c
 #endif
 
 extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED_PARAMS) {
+#if defined(RT_FINISH_TWOPASS)
+  // The post pass may be scheduled now; it waits (rt_pdl_wait) until this grid has completed, so
+  // its launch overlaps this kernel rather than following it.
+  rt_pdl_trigger();
+#endif
   const unsigned tx_count = unsigned(aux & 2047u), ty_count = RT_BLOCK / tx_count;
   const rt_size ysplit = aux >> 11;
   const rt_size xblocks = (count + rt_size(tx_count) * RT_VEC - 1) / (rt_size(tx_count) * RT_VEC);
@@ -358,6 +363,7 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 extern "C" __global__ void rt_segmented_post(const A* __restrict__ acc, rt_result_type* __restrict__ result,
                                              const long long* __restrict__, rt_size count,
                                              rt_size length, const T* __restrict__, rt_size aux) {
+  rt_pdl_wait(); // launched programmatically on sm_90+: until the kernel before it has completed
   const rt_size ysplit = aux >> 11;
   unsigned width = 1;
   while (width < 32 && width < ysplit) width <<= 1;

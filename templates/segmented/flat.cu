@@ -497,6 +497,7 @@ __device__ __forceinline__ long long rt_flat_run_of(rt_flat_geometry g, long lon
 extern "C" __global__ void rt_segmented_post(const A* __restrict__ acc, rt_result_type* __restrict__ result,
                                              const long long* __restrict__ offsets, rt_size count,
                                              rt_size, const T* __restrict__ in, rt_size aux) {
+  rt_pdl_wait(); // launched programmatically on sm_90+: until the kernel before it has completed
   const long long segs = (long long)count, base = offsets[0], end = offsets[count];
   const rt_size threads = rt_size(gridDim.x) * blockDim.x;
   const rt_size t0 = rt_size(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -20,6 +20,11 @@ __device__ __forceinline__ R rt_post(A a, rt_size) { return a; }
 extern "C" __global__ void rt_segmented_post(const A* acc, rt_result_type* result,
                                              const long long* __restrict__ offsets, rt_size count,
                                              rt_size length) {
+  // Launched programmatically on sm_90+: until the kernel before it has completed (common.cuh's
+  // rt_pdl_wait, which comes after this file).
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   for (rt_size i = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += rt_size(gridDim.x) * blockDim.x) {
 #if defined(RT_PROBLEM_SEGMENTS)
