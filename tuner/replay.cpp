@@ -2,9 +2,11 @@
 #include "tuner/replay.h"
 
 #include "kernels/catalogue.h"
+#include "kernels/segmented.h"
 #include "runtime/defaults.h"
 #include "runtime/lookup.h"
 #include "tuner/measure.h"
+#include "tuner/segmented_sweep.h"
 #include "tuner/sweep_search.h"
 
 #include <zlib.h>
@@ -82,7 +84,19 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       return std::tuple(p1, d1, c1 * l1, l1, o1) < std::tuple(p2, d2, c2 * l2, l2, o2);
     });
     std::vector<std::pair<PointId, std::size_t>> planned;
-    for (const auto* entry : order) planned.emplace_back(point_of(entry->first), entry->second.us.size());
+    // A point's candidates for the budget, as the GPU's sweep counts them: with every twin
+    // offered, a segmented point's evict-first twins count at most TwinFilter::kKeep, as many as
+    // its exhaustive sweep measures (the 1-D sweep measures every twin).
+    for (const auto* entry : order) {
+      const Recorded& rec = entry->second;
+      std::size_t n = rec.us.size();
+      if (o.every_twin && std::get<Problem>(entry->first) != Problem::array) {
+        const auto twins = std::size_t(std::count_if(rec.configs.begin(), rec.configs.end(),
+                                                     [](const Config& c) { return evict_first_twin_of(c).has_value(); }));
+        n = n - twins + std::min(twins, TwinFilter::kKeep);
+      }
+      planned.emplace_back(point_of(entry->first), n);
+    }
     SweepSearch search(o.strategy, o.budget, planned);
     SeedBook& book = search.seeds();
     // Other GPUs' tuning: the exhaustive best of the store's other GPUs, and the rows of another
