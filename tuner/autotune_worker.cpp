@@ -120,8 +120,8 @@ public:
         return c && c->match == Match::exact;
       };
       owner = db::claim_owner(long(getpid()));
-      db::PointKey point{r.device_uuid, r.dtype, r.op, r.problem, r.shape};
-      if (r.user) point.user = r.user->hash;
+      const db::PointKey point{r.device_uuid, r.dtype, r.op, r.problem, r.shape,
+                               r.user ? std::optional<std::uint64_t>(r.user->hash) : std::nullopt};
       switch (db::acquire_point(*store, point, owner, kClaimLeaseS, kClaimWaitS, tuned)) {
       case db::Acquired::tuned:
         say("done\ttuned_elsewhere\t" + ms_text(t0) + "\t0\t");
