@@ -44,20 +44,14 @@ public:
   /// hold, queue(), release, wait() (which waits for the batch and reads its times). Where the hold
   /// timed out, rerun(). `wait` must replace what an earlier call of it read.
   template <class Queue, class Wait> void batch(CUstream s, Queue&& queue, Wait&& wait) {
-    hold(s);
-    queue();
-    release();
-    wait();
+    once(s, queue, wait);
     if (timed_out()) rerun(s, queue, wait);
   }
   /// A batch whose hold timed out, queued again behind a new hold: counted in reruns(), and in
   /// unprotected() where that hold times out too (its times are kept then).
   template <class Queue, class Wait> void rerun(CUstream s, Queue&& queue, Wait&& wait) {
     ++reruns_;
-    hold(s);
-    queue();
-    release();
-    wait();
+    once(s, queue, wait);
     if (timed_out()) ++unprotected_;
   }
 
@@ -67,6 +61,13 @@ public:
   std::size_t unprotected() const { return unprotected_; }
 
 private:
+  template <class Queue, class Wait> void once(CUstream s, Queue& queue, Wait& wait) {
+    hold(s);
+    queue();
+    release();
+    wait();
+  }
+
   const Nvrtc& nvrtc_;
   CompileCache& cache_;
   ArchTarget target_;
