@@ -422,13 +422,24 @@ std::optional<std::string> needs_mean(const Config& c) {
          " elements or fewer: taken where the call gives its element count";
 }
 
+namespace {
+constexpr std::string_view kTwinSuffix = "_streaming"; ///< an evict-first twin's name: its plain one's + this
+} // namespace
+
 std::optional<Config> evict_first_twin_of(const Config& c) {
-  constexpr std::string_view kSuffix = "_streaming";
   const Variant* v = find_variant(c.variant);
-  if (!v || !v->evict_first || !c.variant.ends_with(kSuffix)) return std::nullopt;
+  if (!v || !v->evict_first || !c.variant.ends_with(kTwinSuffix)) return std::nullopt;
   Config plain = c;
-  plain.variant = c.variant.substr(0, c.variant.size() - kSuffix.size());
+  plain.variant = c.variant.substr(0, c.variant.size() - kTwinSuffix.size());
   return plain;
+}
+
+std::optional<Config> evict_first_twin(const Config& c) {
+  Config twin = c;
+  twin.variant += kTwinSuffix;
+  const Variant* v = find_variant(twin.variant);
+  if (!v || !v->evict_first) return std::nullopt;
+  return twin;
 }
 
 } // namespace reduce_tune

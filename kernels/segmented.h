@@ -29,5 +29,8 @@ std::optional<std::string> needs_mean(const Config& c);
 /// The plain configuration of which `c` is the evict-first twin (a segmented `_streaming` variant:
 /// the same template and parameters, loads with RT_EVICT_FIRST), or nullopt.
 std::optional<Config> evict_first_twin_of(const Config& c);
+/// The evict-first twin of plain configuration `c` (its variant's `_streaming` twin), or nullopt
+/// where its variant has none.
+std::optional<Config> evict_first_twin(const Config& c);
 
 } // namespace reduce_tune

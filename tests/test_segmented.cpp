@@ -65,6 +65,8 @@ TEST_CASE("segmented: the streaming mappings are their plain twins with evict-fi
       }
       seen_twin = true;
       ++twins;
+      CHECK(evict_first_twin(*plain_config) == first); // the way back
+      CHECK_FALSE(evict_first_twin(first));            // a twin has no twin
       const Variant* plain = find_variant(plain_config->variant);
       REQUIRE(plain);
       CHECK(std::string(plain->name) + "_streaming" == v.name);
@@ -89,6 +91,7 @@ TEST_CASE("segmented: the streaming mappings are their plain twins with evict-fi
   }
   CHECK(twins == 11);
   CHECK_FALSE(evict_first_twin_of(cfg("streaming.b256.u4.v4.g2.shfl.atomic"))); // the array's own
+  CHECK_FALSE(evict_first_twin(cfg("vectorized.b256.u4.v4.g2.shfl.atomic")));   // no twin there
 }
 
 TEST_CASE("segmented: the sweep measures the evict-first twins of the fastest plain configurations",

@@ -58,13 +58,11 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
         // its variant has one, recorded or not (NaN: not recorded).
         const std::size_t n = r.configs.size();
         for (std::size_t i = 0; i < n; ++i) {
-          Config t = r.configs[i];
-          t.variant += "_streaming";
-          const Variant* v = find_variant(t.variant);
-          if (!v || !v->evict_first) continue;
-          std::string tk = key(t);
+          std::optional<Config> t = evict_first_twin(r.configs[i]);
+          if (!t) continue;
+          std::string tk = key(*t);
           if (by_key.count(tk)) continue;
-          r.configs.push_back(std::move(t)), r.us.push_back(NAN), r.keys.push_back(std::move(tk));
+          r.configs.push_back(std::move(*t)), r.us.push_back(NAN), r.keys.push_back(std::move(tk));
         }
       }
       if (std::count_if(r.us.begin(), r.us.end(), [](double v) { return std::isfinite(v); }) >= 2)
