@@ -155,6 +155,85 @@ TEST_CASE("search: guided keeps measurements for a variant none of its seeds is 
   CHECK(measured[1] == key(h.seeds[1]));
 }
 
+TEST_CASE("search: guided probes an unseeded variant where another GPU found it best nearby", "[search]") {
+  // Two variants of one set of parameters (vectorized, seeded, and streaming, alike but slower)
+  // and one of others (unrolling: no vec, no grid), fastest of all at 1024 threads and slow at
+  // the small blocks the seeds use. The old probe of an unseeded variant, its candidate nearest to
+  // the best so far, measures unrolling at 128 threads (slower than the seeds) and never reaches
+  // 1024; with another GPU's best at a nearby shape (unrolling at 1024 threads) among the hints,
+  // the probe is made there and finds the optimum.
+  std::vector<Config> cs;
+  for (const char* v : {"vectorized", "streaming"})
+    for (int b : {128, 256, 512})
+      for (int u : {1, 2, 4, 8})
+        for (int vec : {1, 2, 4})
+          for (int g : {2, 4, 8}) {
+            Config c;
+            c.variant = v, c.block = b, c.unroll = u, c.vec = vec, c.grid = g;
+            cs.push_back(c);
+          }
+  for (int b : {128, 256, 512, 1024})
+    for (int u : {1, 2, 4, 8}) {
+      Config c;
+      c.variant = "unrolling", c.block = b, c.unroll = u;
+      cs.push_back(c);
+    }
+  auto t = [](const Config& c) {
+    const double u = std::abs(std::log2(c.unroll / 4.0));
+    if (c.variant == "unrolling") return 8 + 1.5 * std::log2(1024.0 / c.block) + u;
+    return 10 + (c.variant == "streaming" ? 1.0 : 0.0) + std::abs(std::log2(c.block / 128.0)) + u +
+           std::abs(std::log2(c.vec / 4.0)) + std::abs(std::log2(c.grid / 4.0));
+  };
+  Hints h;
+  for (int u : {2, 4, 8})
+    for (int g : {2, 4}) {
+      Config seed;
+      seed.variant = "vectorized", seed.block = 128, seed.unroll = u, seed.vec = 4, seed.grid = g;
+      h.seeds.push_back(seed);
+    }
+  Config there; // another GPU's best at a nearby shape
+  there.variant = "unrolling", there.block = 1024, there.unroll = 4;
+  auto best_of = [&](const Hints& hints) {
+    auto g = make_search(Strategy::guided, cs, hints, 10);
+    double best = 1e300;
+    std::size_t n = 0;
+    while (auto i = g->next()) {
+      ++n;
+      g->observe(*i, t(cs[*i]), true);
+      best = std::min(best, t(cs[*i]));
+    }
+    CHECK(n == 10);
+    return best;
+  };
+  CHECK(best_of(h) > 9.9); // without: the seeded variant's best, no better
+  Hints with = h;
+  Config seeded = h.seeds[0]; // a nearby best of a variant the seeds are of: passed over
+  with.nearby = {seeded, there};
+  CHECK(best_of(with) == Approx(8));
+}
+
+TEST_CASE("search: the seeds name other GPUs' best at the nearest shapes, nearest first", "[search]") {
+  SeedBook book;
+  auto at = [](std::uint64_t count, std::uint64_t length, DType d = DType::f32) {
+    return PointId{d, Op::sum, Problem::segments, Shape{count, length}};
+  };
+  auto config = [](const char* variant, int block) {
+    Config c;
+    c.variant = variant, c.block = block;
+    return c;
+  };
+  book.elsewhere(at(512, 128), {config("segments_flat", 128), config("segments_flat", 256)});
+  book.elsewhere(at(128, 512, DType::i32), {config("segments_block", 512)}); // another dtype of its size
+  book.elsewhere(at(8, 8192), {config("segments_split", 256)});             // farther
+  book.elsewhere(PointId{DType::f32, Op::sum, Problem::rows, Shape{512, 128}}, {config("rows_block", 256)});
+  const Hints h = book.hints(at(512, 128));
+  // Each point's best only, the point itself first, another problem's never.
+  REQUIRE(h.nearby.size() == 3);
+  CHECK(h.nearby[0] == config("segments_flat", 128));
+  CHECK(h.nearby[1] == config("segments_block", 512));
+  CHECK(h.nearby[2] == config("segments_split", 256));
+}
+
 TEST_CASE("search: guided spends its last measurements on the runner-up's evict-first twin", "[search]") {
   // Plain and evict-first columns_split configurations. The plain landscape is smooth with its
   // optimum at b256 u4 v1 g4 (A), and every evict-first twin is slower than its plain one, except

@@ -190,6 +190,7 @@ public:
         queue_.push_back(best);
     }
     if (queue_.empty() && !candidates.empty()) queue_.push_back(candidates.size() - 1); // the catalogue's last
+    for (const Config& c : hints.nearby) nearby_.push_back(params_of(c, variants));
   }
 
   std::optional<std::size_t> next() override {
@@ -219,12 +220,14 @@ public:
     if (taken_ + kConfirm >= limit_)
       if (const auto twin = unmeasured_twin(runner_up())) return take(*twin);
     // Variants not tried yet, while half the budget is left or the ones kept for them are not
-    // spent: each one's candidate nearest to the best so far (another variant's parameters only
-    // partly match: the nearest by the others).
+    // spent: first those another GPU found best at the nearest shapes, each at its candidate
+    // nearest to that configuration; then each one's candidate nearest to the best so far
+    // (another variant's parameters only partly match: the nearest by the others).
     if (2 * taken_ < limit_ || explored_ < explore) {
       std::vector<bool> tried(variant_count_, false);
       for (std::size_t i = 0; i < time_.size(); ++i)
         if (time_[i] != kUnmeasured) tried[std::size_t(params_[i].v[0])] = true;
+      if (const auto probe = nearby_probe(tried)) return ++explored_, take(*probe);
       std::size_t pick = time_.size();
       double pick_size = std::numeric_limits<double>::infinity();
       for (std::size_t i = 0; i < time_.size(); ++i) {
@@ -278,6 +281,25 @@ private:
   /// the H100 and H200 stores at 5 % and 10 %: the points within 0.97 of the best rise, none
   /// falls under 0.95; one or three: no better).
   static constexpr std::size_t kConfirm = 2;
+  /// The first of the nearby configurations (Hints::nearby, nearest shape first) whose variant is
+  /// untried and has an unmeasured candidate: that candidate nearest to it. A mapping wins over
+  /// a range of shapes, and the range moves from one GPU to another; the nearest-to-the-best
+  /// probe instead goes to the variants most like the seeded one and, for a variant of other
+  /// parameters, to a configuration no GPU chose for it.
+  std::optional<std::size_t> nearby_probe(const std::vector<bool>& tried) const {
+    for (const Params& q : nearby_) {
+      if (q.v[0] >= double(variant_count_) || tried[std::size_t(q.v[0])]) continue;
+      std::size_t pick = time_.size();
+      double pick_size = std::numeric_limits<double>::infinity();
+      for (std::size_t i = 0; i < time_.size(); ++i) {
+        if (time_[i] != kUnmeasured || params_[i].v[0] != q.v[0]) continue;
+        const double size = difference(q, params_[i]).size;
+        if (size < pick_size) pick = i, pick_size = size;
+      }
+      if (pick < time_.size()) return pick;
+    }
+    return std::nullopt;
+  }
   /// The unmeasured evict-first twin (or plain one) of candidate `of`, if any.
   std::optional<std::size_t> unmeasured_twin(std::size_t of) const {
     if (of >= time_.size()) return std::nullopt;
@@ -309,7 +331,7 @@ private:
     time_[i] = -2; // asked for, not yet observed
     return i;
   }
-  std::vector<Params> params_;
+  std::vector<Params> params_, nearby_;
   std::vector<double> time_;
   std::vector<std::size_t> queue_;
   std::array<double, kParams> gains_{};

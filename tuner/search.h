@@ -42,6 +42,9 @@ std::optional<Budget> parse_budget(std::string_view text, std::string* why = nul
 /// What a strategy may start from at a point, most promising first.
 struct Hints {
   std::vector<Config> seeds;
+  /// Other GPUs' best configurations at the shapes nearest this point's (its own included),
+  /// nearest first: where the search probes a variant none of its seeds is of.
+  std::vector<Config> nearby;
 };
 
 /// One point's search. next() names the candidate to measure (an index into the candidates it was
@@ -59,8 +62,10 @@ public:
 /// random draws `budget` of them (seeded); guided measures the hints' seeds (at most three quarters
 /// of its budget, less two kept for variants none of them is of), then from the best so far: its
 /// evict-first twin (or plain one), a candidate of each untried variant while half the budget or
-/// the two kept are left, then the untried candidates that differ from it in one parameter
-/// (variant, block, unroll, vec, grid, width, tail, finish), the parameters that paid off first,
+/// the two kept are left (the variants of the hints' nearby configurations first, each at its
+/// candidate nearest to that configuration; then each one's candidate nearest to the best), then
+/// the untried candidates that differ from it in one parameter (variant, block, unroll, vec, grid,
+/// width, tail, finish), the parameters that paid off first,
 /// until the budget is spent or no neighbour is left untried; its last two measurements go to the
 /// evict-first twin (or plain one) of the runner-up, where that is unmeasured.
 std::unique_ptr<Search> make_search(Strategy strategy, const std::vector<Config>& candidates,

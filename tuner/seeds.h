@@ -43,7 +43,8 @@ public:
   void found(const PointId& p, const std::vector<std::pair<Config, double>>& measured);
   /// The seeds for `p`, most promising first: the best found at the nearest point searched, the
   /// best known from elsewhere at `p` (or its nearest shape), the default, then the runners-up of
-  /// those, and the best of the next nearest points.
+  /// those, and the best of the next nearest points; and (Hints::nearby) the best known from
+  /// elsewhere at the nearest points, `p` included, nearest first.
   Hints hints(const PointId& p) const;
 
 private:
