@@ -47,6 +47,35 @@ std::size_t run(Search& s, const std::vector<Config>& cs, std::size_t* best) {
   return n;
 }
 
+/// Two variants of one set of parameters (vectorized, and streaming, alike but slower) and one of
+/// others (unrolling: no vec, no grid), fastest of all at 1024 threads and slow at 128.
+std::vector<Config> three_variants() {
+  std::vector<Config> cs;
+  for (const char* v : {"vectorized", "streaming"})
+    for (int b : {128, 256, 512})
+      for (int u : {1, 2, 4, 8})
+        for (int vec : {1, 2, 4})
+          for (int g : {2, 4, 8}) {
+            Config c;
+            c.variant = v, c.block = b, c.unroll = u, c.vec = vec, c.grid = g;
+            cs.push_back(c);
+          }
+  for (int b : {128, 256, 512, 1024})
+    for (int u : {1, 2, 4, 8}) {
+      Config c;
+      c.variant = "unrolling", c.block = b, c.unroll = u;
+      cs.push_back(c);
+    }
+  return cs;
+}
+
+double three_variants_cost(const Config& c) {
+  const double u = std::abs(std::log2(c.unroll / 4.0));
+  if (c.variant == "unrolling") return 8 + 1.5 * std::log2(1024.0 / c.block) + u;
+  return 10 + (c.variant == "streaming" ? 1.0 : 0.0) + std::abs(std::log2(c.block / 128.0)) + u +
+         std::abs(std::log2(c.vec / 4.0)) + std::abs(std::log2(c.grid / 4.0));
+}
+
 } // namespace
 
 TEST_CASE("search: budgets as counts or shares", "[search]") {
@@ -156,34 +185,12 @@ TEST_CASE("search: guided keeps measurements for a variant none of its seeds is 
 }
 
 TEST_CASE("search: guided probes an unseeded variant where another GPU found it best nearby", "[search]") {
-  // Two variants of one set of parameters (vectorized, seeded, and streaming, alike but slower)
-  // and one of others (unrolling: no vec, no grid), fastest of all at 1024 threads and slow at
-  // the small blocks the seeds use. The old probe of an unseeded variant, its candidate nearest to
-  // the best so far, measures unrolling at 128 threads (slower than the seeds) and never reaches
-  // 1024; with another GPU's best at a nearby shape (unrolling at 1024 threads) among the hints,
-  // the probe is made there and finds the optimum.
-  std::vector<Config> cs;
-  for (const char* v : {"vectorized", "streaming"})
-    for (int b : {128, 256, 512})
-      for (int u : {1, 2, 4, 8})
-        for (int vec : {1, 2, 4})
-          for (int g : {2, 4, 8}) {
-            Config c;
-            c.variant = v, c.block = b, c.unroll = u, c.vec = vec, c.grid = g;
-            cs.push_back(c);
-          }
-  for (int b : {128, 256, 512, 1024})
-    for (int u : {1, 2, 4, 8}) {
-      Config c;
-      c.variant = "unrolling", c.block = b, c.unroll = u;
-      cs.push_back(c);
-    }
-  auto t = [](const Config& c) {
-    const double u = std::abs(std::log2(c.unroll / 4.0));
-    if (c.variant == "unrolling") return 8 + 1.5 * std::log2(1024.0 / c.block) + u;
-    return 10 + (c.variant == "streaming" ? 1.0 : 0.0) + std::abs(std::log2(c.block / 128.0)) + u +
-           std::abs(std::log2(c.vec / 4.0)) + std::abs(std::log2(c.grid / 4.0));
-  };
+  // The seeds are all vectorized at 128 threads. The old probe of an unseeded variant, its
+  // candidate nearest to the best so far, measures unrolling at 128 threads (slower than the
+  // seeds) and never reaches 1024; with another GPU's best at a nearby shape (unrolling at 1024
+  // threads) among the hints, the probe is made there and finds the optimum.
+  const std::vector<Config> cs = three_variants();
+  auto t = three_variants_cost;
   Hints h;
   for (int u : {2, 4, 8})
     for (int g : {2, 4}) {
@@ -322,6 +329,30 @@ TEST_CASE("search: a sweep's point loop keeps the run's budget and seeds each po
   e.run(points[0].first, cs, [&](std::size_t i) { return order.push_back(i), cost(cs[i]); },
         [&] { return order.size() == 5; });
   CHECK(order == std::vector<std::size_t>{0, 1, 2, 3, 4});
+}
+
+TEST_CASE("search: a sweep asks what is known of every planned point before the first search", "[search]") {
+  // What is known of a later point (another GPU's best there: unrolling at 1024 threads) directs
+  // the first point's probe of a variant its seed is not of.
+  const std::vector<Config> cs = three_variants();
+  const PointId first{DType::f32, Op::sum, Problem::array, Shape{1, 1u << 20}};
+  const PointId later{DType::f32, Op::sum, Problem::array, Shape{1, 1u << 21}};
+  std::vector<std::pair<PointId, std::size_t>> points = {{first, cs.size()}, {later, cs.size()}};
+  SweepSearch s(Strategy::guided, *parse_budget("10"), points);
+  std::vector<PointId> asked;
+  s.known([&](const PointId& p) -> std::optional<Config> {
+    asked.push_back(p);
+    Config c;
+    if (p.shape.length == first.shape.length) c.variant = "vectorized", c.block = 128, c.unroll = 4, c.vec = 4, c.grid = 4;
+    else c.variant = "unrolling", c.block = 1024, c.unroll = 4;
+    return c;
+  });
+  double best = 1e300;
+  s.run(first, cs, [&](std::size_t i) { return best = std::min(best, three_variants_cost(cs[i])), three_variants_cost(cs[i]); });
+  CHECK(asked.size() == 2); // both points, once
+  CHECK(best == Approx(8));
+  s.run(later, cs, [&](std::size_t i) { return three_variants_cost(cs[i]); });
+  CHECK(asked.size() == 2); // not asked again
 }
 
 TEST_CASE("first-use deadline: a search stops once past it, with three measurements, one valid", "[search][autotune]") {

@@ -42,8 +42,9 @@ std::optional<Budget> parse_budget(std::string_view text, std::string* why = nul
 /// What a strategy may start from at a point, most promising first.
 struct Hints {
   std::vector<Config> seeds;
-  /// Other GPUs' best configurations at the shapes nearest this point's (its own included),
-  /// nearest first: where the search probes a variant none of its seeds is of.
+  /// The best configurations known from elsewhere (the lookup's answers, other GPUs' tuning) at
+  /// the shapes nearest this point's (its own included), nearest first: where the search probes a
+  /// variant none of its seeds is of.
   std::vector<Config> nearby;
 };
 

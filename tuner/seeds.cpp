@@ -9,7 +9,7 @@ namespace reduce_tune {
 
 namespace {
 constexpr std::size_t kSeedRanks = 2;
-/// The points whose best (another GPU's) Hints::nearby holds. Replayed at 5 % on the H100's store
+/// The points whose best known from elsewhere Hints::nearby holds. Replayed at 5 % on the H100's store
 /// with the H200's rows: 4, 3 points under 0.95 of the best; 6 to all of them, 1; on the H200's,
 /// no change.
 constexpr std::size_t kNearby = 8;
@@ -78,7 +78,8 @@ Hints SeedBook::hints(const PointId& p) const {
     for (std::size_t i = 1; i < mine.size(); ++i)
       if (rank < mine[i]->size()) add((*mine[i])[rank]);
   }
-  // Other GPUs' best at the nearest shapes: where a variant none of the seeds is of is probed.
+  // The best known from elsewhere at the nearest shapes: where a variant none of the seeds is of
+  // is probed.
   for (const std::vector<Config>* list : nearest(elsewhere_, p, kNearby)) h.nearby.push_back(list->front());
   return h;
 }

@@ -40,7 +40,12 @@ std::size_t SweepSearch::run(const PointId& p, const std::vector<Config>& candid
     return visited;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  if (known_)
+  if (known_ && !known_asked_) {
+    for (const auto& [q, n] : limits_)
+      if (const std::optional<Config> c = known_(q)) book_.elsewhere(q, {*c});
+    known_asked_ = true;
+  }
+  if (known_ && !limits_.count(p))
     if (const std::optional<Config> c = known_(p)) book_.elsewhere(p, {*c});
   auto search = make_search(strategy_, candidates, book_.hints(p), limit(p, candidates.size()),
                             p.shape.count * 0x9e3779b97f4a7c15ull ^ p.shape.length ^ std::uint64_t(p.dtype));

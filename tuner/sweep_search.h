@@ -32,7 +32,9 @@ public:
                   const std::function<double(std::size_t)>& measure, const std::function<bool()>& stop = {});
 
   /// What is known of a point without measuring it (the runtime's lookup), a seed beside the
-  /// points searched before; nullopt: nothing.
+  /// points searched before; nullopt: nothing. Asked of every planned point before the first
+  /// search, as the nearby points' answers direct the probes of unseeded variants (Hints::nearby),
+  /// the points searched later included, as the replay has them.
   void known(std::function<std::optional<Config>(const PointId&)> f) { known_ = std::move(f); }
 
   /// The limit of `p` (its candidates when the point was not planned).
@@ -47,6 +49,7 @@ private:
   std::map<PointId, std::size_t> limits_;
   SeedBook book_;
   std::function<std::optional<Config>(const PointId&)> known_;
+  bool known_asked_ = false; ///< known_ asked of every planned point
   double seeding_s_ = 0;
 };
 
