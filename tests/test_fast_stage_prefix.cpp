@@ -26,6 +26,7 @@ bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; 
 // Every field of two stages that apply, byte for byte (the values and scales as bytes: NaN too).
 void require_same(const FastStage& got, const FastStage& want) {
   REQUIRE(got.applies == want.applies);
+  CHECK(got.decided == want.decided);
   if (!want.applies) return; // the rest is not read
   CHECK(got.shape == want.shape);
   CHECK(got.op == want.op);
@@ -103,6 +104,7 @@ TEST_CASE("fast stage from prefix sums: byte for byte the stage of the prefix su
                      Shape{1, n}, Shape{0, 16}}) {
       INFO(name(d) << " rows " << sh.count << " x " << sh.length);
       applied += same_stage(x, p, rows(sh), result, least, reused);
+      CHECK(reused.decided == (sh.count > 0 && sh.count < least)); // too few: refused whatever the References
     }
     // Offsets: few distinct lengths, empty segments among them (bounds by length class), around
     // kMinResults; the skewed lengths of the sweep (too many lengths at this count: no stage for
@@ -137,12 +139,15 @@ TEST_CASE("fast stage from prefix sums: none where they do not serve the point",
   // Sums only.
   CHECK_FALSE(FastCheck::stage(p, rows({8192, 8}), Op::max, DType::f32, FastCheck::kMinResults, st));
   CHECK_FALSE(st.applies);
+  CHECK_FALSE(st.decided); // the References of max may still be staged
   // A segment past the input (the others within it), and rows past it.
   Segmentation beyond = cycled(8192, {4, 8});
   beyond.offsets[8000] = beyond.offsets[8001] = 70000;
   REQUIRE_FALSE(p.serves(beyond, Op::sum));
   CHECK_FALSE(FastCheck::stage(p, beyond, Op::sum, DType::f32, 1, st));
+  CHECK_FALSE(st.decided);
   CHECK_FALSE(FastCheck::stage(p, rows({8193, 8}), Op::sum, DType::f32, FastCheck::kMinResults, st));
+  CHECK_FALSE(st.decided);
   // Columns are not served.
   Segmentation cols = rows({8192, 8});
   cols.problem = Problem::columns, cols.stride = 8192;

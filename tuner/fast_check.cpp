@@ -174,11 +174,14 @@ bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& 
 
 bool FastCheck::begin_stage(const Reference* front, std::uint64_t size, const Segmentation& s, Op op, DType result,
                             std::uint64_t min_results, FastStage& st) {
-  st.applies = false;
+  st.applies = st.decided = false;
   st.shape = s.shape, st.op = op, st.result = result;
   st.form = form_of(front, size, s, op, result, min_results);
-  if (st.form == FastForm::none) return false;
-  if (st.form != FastForm::exact && !classify(s, st.by_class, st.classes)) return false;
+  if (st.form == FastForm::none) {
+    st.decided = front && size == s.shape.count; // the References' dtype and count: any References'
+    return false;
+  }
+  if (st.form != FastForm::exact && !classify(s, st.by_class, st.classes)) return st.decided = true, false;
   if (st.form == FastForm::exact) st.by_class = false;
   st.count = front->count, st.length = s.shape.length;
   const std::uint64_t n = s.shape.count;

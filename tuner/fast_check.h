@@ -48,6 +48,10 @@ struct FastVerdict {
 /// current one is measured, and FastCheck::prepare(const FastStage&) uploads them.
 struct FastStage {
   bool applies = false; ///< whether the fast pass applies to the point
+  /// Where it does not: whether it refuses the point whatever References it is made from (too few
+  /// results, no fast form for the op and dtype, too many distinct lengths), so that staging the
+  /// point again from other References would refuse it too.
+  bool decided = false;
   Shape shape{0, 0};
   Op op = Op::sum;
   DType result = DType::f32;

@@ -384,10 +384,11 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             if (ahead_ready && refs_ahead.take(op, refs, from_prefix, refs_owed)) {
               ++res.times.references_ahead;
               use_stage = stage_made_ahead = staged && stage_now.op == op && stage_now.result == got.dtype;
-            } else if (!fast_off && prefix_built &&
-                       FastCheck::stage(prefix, sd.seg, op, got.dtype, fast.min_results(), stage_now)) {
+            } else if (const bool tried = !fast_off && prefix_built;
+                       tried && FastCheck::stage(prefix, sd.seg, op, got.dtype, fast.min_results(), stage_now)) {
               from_prefix = refs_owed = use_stage = true;
             } else {
+              use_stage = tried && stage_now.decided; // refused whatever its References: not staged again
               from_prefix = point_references(data, &data2, prefix_built ? &prefix : nullptr, sd.seg, op, refs);
             }
             res.times.prefix_points += from_prefix;
@@ -437,7 +438,8 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             };
             then.made = [&stage_ahead, d, first = o.ops.front(), least = fast.min_results()](
                             Op of, const std::vector<Reference>& r, const Segmentation& sg) {
-              if (of == first) FastCheck::stage(r, sg, of, result_dtype(of, d), least, stage_ahead);
+              const bool refused = stage_ahead.decided && stage_ahead.shape == sg.shape && stage_ahead.op == of;
+              if (of == first && !refused) FastCheck::stage(r, sg, of, result_dtype(of, d), least, stage_ahead);
             };
           }
           refs_ahead.start(*next, [problem = o.problem, nx = *next, next_seed] { return segmentation(problem, nx, next_seed); },
