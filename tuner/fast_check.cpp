@@ -181,7 +181,10 @@ bool FastCheck::begin_stage(const Reference* front, std::uint64_t size, const Se
     st.decided = front && size == s.shape.count; // the References' dtype and count: any References'
     return false;
   }
-  if (st.form != FastForm::exact && !classify(s, st.by_class, st.classes)) return st.decided = true, false;
+  if (st.form != FastForm::exact && !classify(s, st.by_class, st.classes)) {
+    st.decided = true; // too many distinct lengths
+    return false;
+  }
   if (st.form == FastForm::exact) st.by_class = false;
   st.count = front->count, st.length = s.shape.length;
   const std::uint64_t n = s.shape.count;
