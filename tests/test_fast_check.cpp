@@ -260,10 +260,14 @@ TEST_CASE("fast check: the profile says how the checked launches were decided an
         std::string::npos);
   CHECK(counted.find("check setup") != std::string::npos);
   CHECK(counted.find("50.00 ms a point") != std::string::npos);
-  CHECK(counted.find("made with the references") == std::string::npos);
+  CHECK(counted.find("while the shape before was measured") == std::string::npos);
+  CHECK(counted.find("prefix sums") == std::string::npos);
   t.check_staged = 6;
-  CHECK(profile_text(t).find("6 made with the references, while the shape before was measured") != std::string::npos);
-  t.check_staged = 0;
+  CHECK(profile_text(t).find("6 made while the shape before was measured, with the references or from the prefix sums") !=
+        std::string::npos);
+  t.prefix_straight = 5;
+  CHECK_THAT(profile_text(t), Catch::Contains("those made from the prefix sums on this thread count as the reference's time"));
+  t.check_staged = 0, t.prefix_straight = 0;
   // The setup is accounted for: "other" is what is left of the total.
   CHECK(counted.find("other             7.60 s") != std::string::npos);
 }

@@ -214,6 +214,11 @@ TEST_CASE("fast check on the GPU: a rows sweep decides its checked launches on t
   CHECK(r.times.cpu_checked == 0);
   CHECK(r.times.check_setups == 8);
   CHECK(r.times.check_staged == 4); // 2^15 x 32 and 2^14 x 64, each dtype
+  // The shared input's three shapes are sums its prefix sums serve: their check data were made
+  // straight from them, and no References were needed (nothing was checked on the CPU).
+  CHECK(r.times.prefix_straight == 6);
+  CHECK(r.times.references_on_demand == 0);
+  CHECK_THAT(profile_text(r.times), Catch::Contains("6 of them made from the prefix sums straight into the GPU check's data"));
   CHECK_THAT(profile_text(r.times), Catch::Contains("passed on the GPU"));
   std::filesystem::remove_all(dir);
 }

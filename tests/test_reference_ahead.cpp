@@ -2,10 +2,13 @@
 // bits as the general reference, for the shapes and ops they are asked for and no others.
 #include <catch2/catch.hpp>
 
+#include "kernels/ops.h"
+#include "tuner/fast_check.h"
 #include "tuner/reference.h"
 #include "tuner/reference_ahead.h"
 #include "tuner/sum_prefix.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -61,13 +64,14 @@ TEST_CASE("references made ahead equal the general reference bit for bit", "[ref
         REQUIRE(seg.offsets == want_seg.offsets);
         REQUIRE(seg.stride == want_seg.stride);
         std::vector<Reference> got(7); // memory the next start reuses
-        bool from_prefix = true;
-        CHECK_FALSE(ahead.take(Op::min, got, from_prefix)); // not asked for
+        bool from_prefix = true, straight = true;
+        CHECK_FALSE(ahead.take(Op::min, got, from_prefix, straight)); // not asked for
         for (Op op : {Op::max, Op::sum, Op::dot}) {
-          REQUIRE(ahead.take(op, got, from_prefix));
+          REQUIRE(ahead.take(op, got, from_prefix, straight));
           CHECK(from_prefix == (op == Op::sum && prefix.serves(want_seg, Op::sum)));
+          CHECK_FALSE(straight); // no GPU check data asked for: every reference made
           require_same(got, op == Op::dot ? segmented_reference(x, y, want_seg, op) : segmented_reference(x, want_seg, op));
-          CHECK_FALSE(ahead.take(op, got, from_prefix)); // taken
+          CHECK_FALSE(ahead.take(op, got, from_prefix, straight)); // taken
         }
         // The same from the sweep's own dispatch on the calling thread.
         std::vector<Reference> here;
@@ -91,6 +95,62 @@ TEST_CASE("references made ahead throw where the shape takes them", "[reference]
   ahead.start({2, 512}, []() -> Segmentation { throw std::runtime_error("no offsets"); }, x, nullptr, nullptr, {Op::sum});
   CHECK_THROWS_WITH(ahead.take_segmentation({2, 512}, seg), "no offsets");
   std::vector<Reference> out;
-  bool from_prefix = false;
-  CHECK_FALSE(ahead.take(Op::sum, out, from_prefix));
+  bool from_prefix = false, straight = false;
+  CHECK_FALSE(ahead.take(Op::sum, out, from_prefix, straight));
+}
+
+TEST_CASE("references left unmade for the GPU check's data made straight from the prefix sums equal the eager ones",
+          "[reference][reference_ahead][fast_stage]") {
+  const std::uint64_t n = std::uint64_t(1) << 16;
+  for (DType d : {DType::f32, DType::i64}) {
+    const HostArray x = make_input(d, n, 31);
+    const SumPrefix prefix(x);
+    const DType result = result_dtype(Op::sum, d);
+    for (Problem p : {Problem::rows, Problem::segments, Problem::columns}) {
+      ReferenceAhead ahead;
+      std::size_t straights = 0;
+      for (Shape sh : {Shape{8192, 8}, Shape{16, 4096}, Shape{4096, 16}}) {
+        INFO(name(d) << " " << name(p) << " " << sh.count << " x " << sh.length);
+        // As the sweep asks: the GPU check's data of sum straight from the prefix sums where they
+        // serve it; the references of the rest (and the ops made from them, noted).
+        FastStage stage;
+        std::vector<Op> made_for;
+        ReferenceAhead::Then then;
+        then.straight = [&](Op op, const SumPrefix& sp, const Segmentation& sg) {
+          return op == Op::sum && FastCheck::stage(sp, sg, op, result, FastCheck::kMinResults, stage);
+        };
+        then.made = [&](Op op, const std::vector<Reference>&, const Segmentation&) { made_for.push_back(op); };
+        ahead.start(sh, [p, sh] { return shape_of(p, sh, 17); }, x, nullptr, &prefix, {Op::sum, Op::max}, then);
+        Segmentation seg;
+        REQUIRE(ahead.take_segmentation(sh, seg));
+        const std::vector<Reference> eager = segmented_reference(x, seg, Op::sum);
+        FastStage want;
+        const bool applies = prefix.serves(seg, Op::sum) &&
+                             FastCheck::stage(eager, seg, Op::sum, result, FastCheck::kMinResults, want);
+        std::vector<Reference> got(3);
+        bool from_prefix = false, straight = false;
+        REQUIRE(ahead.take(Op::sum, got, from_prefix, straight));
+        CHECK(straight == applies);
+        CHECK(from_prefix == prefix.serves(seg, Op::sum));
+        CHECK((std::find(made_for.begin(), made_for.end(), Op::sum) == made_for.end()) == straight);
+        CHECK(std::find(made_for.begin(), made_for.end(), Op::max) != made_for.end());
+        if (straight) {
+          ++straights;
+          CHECK(got.empty()); // unmade: nothing of another shape's
+          REQUIRE(stage.applies);
+          CHECK(stage.want == want.want);
+          CHECK(std::memcmp(stage.scale.data(), want.scale.data(), want.scale.size() * sizeof(float)) == 0);
+          // Made on demand, as the sweep makes them for a CPU check: the eager ones, bit for bit.
+          CHECK(point_references(x, nullptr, &prefix, seg, Op::sum, got));
+        }
+        require_same(got, eager);
+        REQUIRE(ahead.take(Op::max, got, from_prefix, straight));
+        CHECK_FALSE(straight);
+        require_same(got, segmented_reference(x, seg, Op::max));
+      }
+      // Rows sums straight at 8192 and 4096 results; columns never (not served).
+      if (p == Problem::rows) CHECK(straights == 2);
+      if (p == Problem::columns) CHECK(straights == 0);
+    }
+  }
 }

@@ -413,9 +413,14 @@ TEST_CASE("profile: the counts of inputs made ahead, references from prefix sums
   const std::string counted = profile_text(t);
   CHECK(counted.find("19 generated ahead, while the one before was measured") != std::string::npos);
   CHECK(counted.find("(100 from their input's prefix sums)") != std::string::npos);
+  CHECK(counted.find("straight") == std::string::npos); // none made straight into the GPU check's data
   CHECK(counted.find("20 input(s) read back and compared") != std::string::npos);
   t.inputs_hashed = 18; // the GPU's hash matched the host's for 18 of them
   CHECK_THAT(profile_text(t), Catch::Contains("20 input(s) checked: 18 by their hash on the GPU, the rest read back"));
+  t.prefix_straight = 90, t.references_on_demand = 2; // of the 100, 90 without References, 2 made for a CPU check
+  CHECK_THAT(profile_text(t), Catch::Contains("(100 from their input's prefix sums, 90 of them made from the prefix sums "
+                                              "straight into the GPU check's data, their References made only where "
+                                              "the CPU checked their results (2))"));
 }
 
 TEST_CASE("profile: the timed batches' holds and their reruns", "[search][profile]") {

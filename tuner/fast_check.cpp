@@ -113,43 +113,52 @@ void FastCheck::upload(DType result, FastForm form, const void* want, const floa
   ready_ = true;
 }
 
-FastForm FastCheck::form_of(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result,
+FastForm FastCheck::form_of(const Reference* front, std::uint64_t size, const Segmentation& s, Op op, DType result,
                             std::uint64_t min_results) {
   // Rows and columns: every result has one length, so one depth a measurement; offsets segments:
   // one a distinct length.
   if (s.problem == Problem::array) return FastForm::none;
   const std::uint64_t n = s.shape.count;
-  if (n < std::max<std::uint64_t>(min_results, 1) || refs.size() != n) return FastForm::none;
+  if (n < std::max<std::uint64_t>(min_results, 1) || size != n || !front) return FastForm::none;
   // A float32 result of a bf16 or f16 reduction has another bound and min/max rule.
-  if (refs.front().value.dtype != result) return FastForm::none;
+  if (front->value.dtype != result) return FastForm::none;
   return fast_form(op, result);
 }
 
+namespace {
+
+// Result i's expected value (and scale) from its Reference `r`, into want and scale; false where
+// `r` does not fit the point (another dtype; another count than its bound's).
+bool fill_one(const Reference& r, std::uint64_t i, Op op, DType result, FastForm form, bool by_class,
+              const LengthClasses& classes, double count, unsigned char* want, float* scale) {
+  if (r.value.dtype != result) return false;
+  if (form == FastForm::exact) {
+    const std::size_t rs = size_of(result);
+    std::memcpy(want + i * rs, &r.value.bits, rs); // little-endian: the low bytes
+    return true;
+  }
+  // The bound's count (mean, var, float64 sumsq) is one for the measurement (rows, columns) or
+  // its length class's (offsets): every segment's.
+  const double c = by_class ? double(classes.lengths[classes.of[i]]) : count;
+  if (r.count != c) return false;
+  const double value = fast_want(r);
+  std::memcpy(want + i * sizeof(double), &value, sizeof value);
+  scale[i] = scale_down(fast_scale(op, r));
+  return true;
+}
+
+} // namespace
+
 bool FastCheck::fill_point(const std::vector<Reference>& refs, Op op, DType result, FastForm form, bool by_class,
                            const LengthClasses& classes, double count, unsigned char* want, float* scale) {
-  const std::uint64_t n = refs.size();
-  const std::size_t rs = size_of(result);
-  if (form == FastForm::exact)
-    return fill(n, [&](std::uint64_t i) {
-      if (refs[i].value.dtype != result) return false;
-      std::memcpy(want + i * rs, &refs[i].value.bits, rs); // little-endian: the low bytes
-      return true;
-    });
-  auto* values = reinterpret_cast<double*>(want);
-  return fill(n, [&](std::uint64_t i) {
-    // The bound's count (mean, var, float64 sumsq) is one for the measurement (rows, columns) or
-    // its length class's (offsets): every segment's.
-    const double c = by_class ? double(classes.lengths[classes.of[i]]) : count;
-    if (refs[i].count != c || refs[i].value.dtype != result) return false;
-    values[i] = fast_want(refs[i]);
-    scale[i] = scale_down(fast_scale(op, refs[i]));
-    return true;
+  return fill(refs.size(), [&](std::uint64_t i) {
+    return fill_one(refs[i], i, op, result, form, by_class, classes, count, want, scale);
   });
 }
 
 bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result) {
   ready_ = false;
-  const FastForm form = form_of(refs, s, op, result, min_results_);
+  const FastForm form = form_of(refs.empty() ? nullptr : &refs.front(), refs.size(), s, op, result, min_results_);
   if (form == FastForm::none) return false;
   if (form != FastForm::exact && !classify(s, by_class_, classes_)) return false;
   if (form == FastForm::exact) by_class_ = false; // the bits alone decide
@@ -163,19 +172,55 @@ bool FastCheck::prepare(const std::vector<Reference>& refs, const Segmentation& 
   return true;
 }
 
-bool FastCheck::stage(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result,
-                      std::uint64_t min_results, FastStage& st) {
-  st.applies = false;
+bool FastCheck::begin_stage(const Reference* front, std::uint64_t size, const Segmentation& s, Op op, DType result,
+                            std::uint64_t min_results, FastStage& st) {
+  st.applies = st.decided = false;
   st.shape = s.shape, st.op = op, st.result = result;
-  st.form = form_of(refs, s, op, result, min_results);
-  if (st.form == FastForm::none) return false;
-  if (st.form != FastForm::exact && !classify(s, st.by_class, st.classes)) return false;
+  st.form = form_of(front, size, s, op, result, min_results);
+  if (st.form == FastForm::none) {
+    st.decided = front && size == s.shape.count; // the References' dtype and count: any References'
+    return false;
+  }
+  if (st.form != FastForm::exact && !classify(s, st.by_class, st.classes)) {
+    st.decided = true; // too many distinct lengths
+    return false;
+  }
   if (st.form == FastForm::exact) st.by_class = false;
-  st.count = refs.front().count, st.length = s.shape.length;
+  st.count = front->count, st.length = s.shape.length;
   const std::uint64_t n = s.shape.count;
   st.want.resize(n * (st.form == FastForm::exact ? size_of(result) : sizeof(double)));
   st.scale.resize(st.form == FastForm::exact ? 0 : n);
+  return true;
+}
+
+bool FastCheck::stage(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result,
+                      std::uint64_t min_results, FastStage& st) {
+  if (!begin_stage(refs.empty() ? nullptr : &refs.front(), refs.size(), s, op, result, min_results, st)) return false;
   st.applies = fill_point(refs, op, result, st.form, st.by_class, st.classes, st.count, st.want.data(), st.scale.data());
+  return st.applies;
+}
+
+bool FastCheck::stage(const SumPrefix& prefix, const Segmentation& s, Op op, DType result, std::uint64_t min_results,
+                      FastStage& st) {
+  // The References prefix.reference(s) would make: s.shape.count of them, the first made here.
+  Reference front;
+  const bool served = op == Op::sum && s.shape.count > 0 && prefix.references(s, 0, 1, &front);
+  if (!begin_stage(served ? &front : nullptr, s.shape.count, s, op, result, min_results, st)) return false;
+  // A block of References a time, in the thread's cache (40 bytes each), not every result's.
+  constexpr std::uint64_t kBlock = 512;
+  std::atomic<bool> ok{true};
+  parallel_for(s.shape.count, std::uint64_t(1) << 15, [&](std::uint64_t lo, std::uint64_t hi) {
+    std::vector<Reference> block(kBlock);
+    for (std::uint64_t b = lo; b < hi && ok.load(std::memory_order_relaxed); b += kBlock) {
+      const std::uint64_t e = std::min(hi, b + kBlock);
+      if (!prefix.references(s, b, e, block.data())) return ok.store(false);
+      for (std::uint64_t i = b; i < e; ++i)
+        if (!fill_one(block[i - b], i, op, result, st.form, st.by_class, st.classes, st.count, st.want.data(),
+                      st.scale.data()))
+          return ok.store(false);
+    }
+  });
+  st.applies = ok;
   return st.applies;
 }
 

@@ -16,6 +16,7 @@
 #include "tuner/fast_bound.h"
 #include "tuner/length_classes.h"
 #include "tuner/reference.h"
+#include "tuner/sum_prefix.h"
 #include "tuner/user_check.h"
 
 #include <cstdint>
@@ -47,6 +48,10 @@ struct FastVerdict {
 /// current one is measured, and FastCheck::prepare(const FastStage&) uploads them.
 struct FastStage {
   bool applies = false; ///< whether the fast pass applies to the point
+  /// Where it does not: whether it refuses the point whatever References it is made from (too few
+  /// results, no fast form for the op and dtype, too many distinct lengths), so that staging the
+  /// point again from other References would refuse it too.
+  bool decided = false;
   Shape shape{0, 0};
   Op op = Op::sum;
   DType result = DType::f32;
@@ -80,6 +85,13 @@ public:
   /// or more, into `st` (its memory reused); on any thread. Returns st.applies.
   static bool stage(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result,
                     std::uint64_t min_results, FastStage& st);
+  /// The same for a sum over rows or offsets segments whose References `prefix` makes (where
+  /// prefix.serves(s, op)), made from the prefix sums a few thousand results at a time without
+  /// holding every result's Reference: the same FastStage, byte for byte, as stage() makes from
+  /// prefix.reference(s). False (st.applies) where the fast pass does not apply or the prefix
+  /// sums do not serve the point; the caller then makes the References.
+  static bool stage(const SumPrefix& prefix, const Segmentation& s, Op op, DType result,
+                    std::uint64_t min_results, FastStage& st);
   /// Prepares a point staged by stage(): uploads it (from pageable memory). Returns st.applies.
   bool prepare(const FastStage& st);
   std::uint64_t min_results() const { return min_results_; }
@@ -106,9 +118,14 @@ private:
   // Whether the results of `s` differ in length (offsets), and if so their length classes (into
   // `classes`); false where there are too many of them for the fast pass.
   static bool classify(const Segmentation& s, bool& by_class, LengthClasses& classes);
-  // The form of a built-in op's point, or none where the fast pass does not apply (before classes).
-  static FastForm form_of(const std::vector<Reference>& refs, const Segmentation& s, Op op, DType result,
+  // The form of a built-in op's point of `size` results, the first `front` (null: none), or
+  // none where the fast pass does not apply (before classes).
+  static FastForm form_of(const Reference* front, std::uint64_t size, const Segmentation& s, Op op, DType result,
                           std::uint64_t min_results);
+  // stage()'s fields but the values and scales (sized for them), from the point's first
+  // Reference; false where nothing is to be filled.
+  static bool begin_stage(const Reference* front, std::uint64_t size, const Segmentation& s, Op op, DType result,
+                          std::uint64_t min_results, FastStage& st);
   // The expected values (bits or doubles) and scales of `refs` into want and scale (n each).
   static bool fill_point(const std::vector<Reference>& refs, Op op, DType result, FastForm form, bool by_class,
                          const LengthClasses& classes, double count, unsigned char* want, float* scale);

@@ -29,21 +29,28 @@ public:
   ReferenceAhead& operator=(const ReferenceAhead&) = delete;
   ~ReferenceAhead() { wait(); }
 
-  /// What is made from an op's references on the thread too (the GPU check's data).
-  using Then = std::function<void(Op, const std::vector<Reference>&, const Segmentation&)>;
+  /// What is made on the thread besides an op's references (the GPU check's data), each part
+  /// may be empty. `straight`, where there are prefix sums, first: made from them; where it
+  /// returns true the op's references are not made (take() says so: the caller makes them where
+  /// its CPU check needs them). `made`: from the references, where they were made.
+  struct Then {
+    std::function<bool(Op, const SumPrefix&, const Segmentation&)> straight;
+    std::function<void(Op, const std::vector<Reference>&, const Segmentation&)> made;
+  };
   /// Starts making the segmentation of `shape` (`segmentation()`, on the thread) and the
-  /// references of each of `ops` over it, each followed by `then` (may be empty), after waiting
-  /// for what was started before. `data`, `data2` (may be null) and `prefix` (may be null), and
-  /// what `then` writes, must stay untouched until take_segmentation(), wait() or the next start().
+  /// references of each of `ops` over it, each with `then`, after waiting for what was started
+  /// before. `data`, `data2` (may be null) and `prefix` (may be null), and what `then` writes,
+  /// must stay untouched until take_segmentation(), wait() or the next start().
   void start(Shape shape, std::function<Segmentation()> segmentation, const HostArray& data,
              const HostArray* data2, const SumPrefix* prefix, std::vector<Op> ops, Then then = {});
   /// Whether start() was last called for `shape`; if so, waits for it and moves its segmentation
   /// into `seg` (or throws what making them threw).
   bool take_segmentation(Shape shape, Segmentation& seg);
   /// After take_segmentation() for the shape: swaps the references of `op` into `out` (whose
-  /// memory the next start() reuses), says whether they came from the prefix sums, and returns
-  /// true; false where `op` was not started.
-  bool take(Op op, std::vector<Reference>& out, bool& from_prefix);
+  /// memory the next start() reuses), says whether they came from the prefix sums and whether
+  /// they were left unmade (`straight`: then.straight made the op's GPU check data instead; `out`
+  /// is then empty), and returns true; false where `op` was not started.
+  bool take(Op op, std::vector<Reference>& out, bool& from_prefix, bool& straight);
   /// Waits for the thread (before the inputs it reads change); what it made is still taken for
   /// its shape.
   void wait();
@@ -55,7 +62,7 @@ private:
   Segmentation seg_;
   std::vector<Op> ops_;
   std::vector<std::vector<Reference>> refs_;
-  std::vector<char> from_prefix_; // per op of ops_
+  std::vector<char> from_prefix_, straight_; // per op of ops_
   std::exception_ptr error_;
 };
 

@@ -370,6 +370,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         const std::size_t rs = size_of(got.dtype);
         const bool op_two = describe(op).traits.two_inputs;
         args.in2 = op_two ? d_in2.get() : 0;
+        // Where the prefix sums serve the op and the GPU check applies, its data are made straight
+        // from them (stage_now) and the point's References only where its CPU check needs them
+        // (refs_owed until then).
+        bool refs_owed = false, use_stage = false, stage_made_ahead = false;
         {
           PhaseTimer t(res.times.reference_s);
           if (o.user) {
@@ -377,11 +381,32 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                                     : user_expected(*o.user, data, sd.seg);
           } else {
             bool from_prefix = false;
-            if (ahead_ready && refs_ahead.take(op, refs, from_prefix)) ++res.times.references_ahead;
-            else from_prefix = point_references(data, &data2, prefix_built ? &prefix : nullptr, sd.seg, op, refs);
+            if (ahead_ready && refs_ahead.take(op, refs, from_prefix, refs_owed)) {
+              ++res.times.references_ahead;
+              use_stage = stage_made_ahead = staged && stage_now.op == op && stage_now.result == got.dtype;
+            } else if (const bool tried = !fast_off && prefix_built;
+                       tried && FastCheck::stage(prefix, sd.seg, op, got.dtype, fast.min_results(), stage_now)) {
+              from_prefix = refs_owed = use_stage = true;
+            } else {
+              use_stage = tried && stage_now.decided; // refused whatever its References: not staged again
+              from_prefix = point_references(data, &data2, prefix_built ? &prefix : nullptr, sd.seg, op, refs);
+            }
             res.times.prefix_points += from_prefix;
+            res.times.prefix_straight += refs_owed;
           }
         }
+        // Makes the References still owed (before anything reads them); returns its seconds, which
+        // count as the reference's, not the phase's that asked for them.
+        const auto make_owed = [&]() -> double {
+          if (!refs_owed) return 0;
+          const auto t0 = Clock::now();
+          point_references(data, &data2, prefix_built ? &prefix : nullptr, sd.seg, op, refs);
+          refs_owed = false;
+          ++res.times.references_on_demand;
+          const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+          res.times.reference_s += took;
+          return took;
+        };
         // Then the next shape's, while this one is measured: from this input, or from the next
         // one, taken now from the input thread where it had this input's other shapes to be made
         // in (else taking it would wait for all of it, which the next upload waits for anyway).
@@ -402,14 +427,21 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                                        : (pending->prefix_built ? &pending->prefix : nullptr);
           const std::uint64_t next_seed = seg_seed(*next, next_spec.seed);
           // The GPU check's data of its first op too, unless the fast pass is off.
+          // Straight from the prefix sums where they serve it (its references then left unmade).
           ReferenceAhead::Then then;
           refs_ahead.wait(); // a shape skipped for memory did not take what it made
           stage_ahead.shape = Shape{0, 0};
-          if (!fast_off)
-            then = [&stage_ahead, d, first = o.ops.front(), least = fast.min_results()](
-                       Op of, const std::vector<Reference>& r, const Segmentation& sg) {
-              if (of == first) FastCheck::stage(r, sg, of, result_dtype(of, d), least, stage_ahead);
+          if (!fast_off) {
+            then.straight = [&stage_ahead, d, first = o.ops.front(), least = fast.min_results()](
+                                Op of, const SumPrefix& p, const Segmentation& sg) {
+              return of == first && FastCheck::stage(p, sg, of, result_dtype(of, d), least, stage_ahead);
             };
+            then.made = [&stage_ahead, d, first = o.ops.front(), least = fast.min_results()](
+                            Op of, const std::vector<Reference>& r, const Segmentation& sg) {
+              const bool refused = stage_ahead.decided && stage_ahead.shape == sg.shape && stage_ahead.op == of;
+              if (of == first && !refused) FastCheck::stage(r, sg, of, result_dtype(of, d), least, stage_ahead);
+            };
+          }
           refs_ahead.start(*next, [problem = o.problem, nx = *next, next_seed] { return segmentation(problem, nx, next_seed); },
                            x, y, sums, o.ops, std::move(then));
         }
@@ -524,12 +556,12 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
               fast_tried = true;
               PhaseTimer pt(res.times.check_setup_s);
               try {
-                const bool use_stage = staged && stage_now.op == op && stage_now.result == got.dtype;
+                if (!o.user && !use_stage) res.times.check_setup_s -= make_owed();
                 if (o.user             ? fast.prepare(*o.user, d, user_ref, sd.seg)
                     : use_stage        ? fast.prepare(stage_now)
                                        : fast.prepare(refs, sd.seg, op, got.dtype)) {
                   ++res.times.check_setups;
-                  res.times.check_staged += use_stage && !o.user;
+                  res.times.check_staged += stage_made_ahead && !o.user;
                 }
               } catch (const cuda::CudaError&) {
                 throw;
@@ -550,18 +582,20 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             const std::optional<FastVerdict> fv =
                 fast.ready() ? fast.run(d_out.get(), depth, s) : std::nullopt;
             Check chk;
+            double owed_s = 0; // the References made here for the CPU check: the reference's time
             if (fv && fv->passed()) {
               chk.ok = true; // as the CPU check's pass: no texts
               ++res.times.gpu_checked;
             } else {
               RT_CU(cuMemcpyDtoHAsync(got.bytes.data(), d_out.get(), shape.count * rs, s));
+              if (!o.user) owed_s = make_owed(); // while the results are copied
               RT_CU(cuStreamSynchronize(s));
               chk = o.user ? check_user_segmented(*o.user, d, user_ref, got, sd.seg, depth)
                            : check_segmented(refs, got, sd.seg, op, depth);
               ++res.times.cpu_checked;
               if (fv) ++res.times.cpu_after_gpu;
             }
-            res.times.validate_s += std::chrono::duration<double>(Clock::now() - t_val).count();
+            res.times.validate_s += std::chrono::duration<double>(Clock::now() - t_val).count() - owed_s;
             if (!record_check(chk, m)) {
               keep(m);
               commit(); // stored before the input check may end the sweep

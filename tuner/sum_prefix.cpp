@@ -130,29 +130,44 @@ void SumPrefix::reference(const Segmentation& s, std::vector<Reference>& out) co
   if (!serves(s, Op::sum)) throw std::invalid_argument("SumPrefix: a shape it cannot answer");
   out.resize(s.shape.count);
   const unsigned threads = threads_for(s.shape.count, kMinResults);
-  const auto at = [&](std::uint64_t i) {
-    return s.problem == Problem::segments ? std::uint64_t(s.offsets[i]) : i * s.stride;
-  };
+  on_threads(threads, [&](unsigned t) {
+    const std::uint64_t first = s.shape.count * t / threads, last = s.shape.count * (t + 1) / threads;
+    references(s, first, last, out.data() + first); // within the input: served
+  });
+}
+
+bool SumPrefix::references(const Segmentation& s, std::uint64_t first, std::uint64_t last, Reference* out) const {
+  if (!exact_ || last > s.shape.count || first > last) return false;
+  const bool segments = s.problem == Problem::segments;
+  // serves()'s conditions, but for the segments' bounds: those of the range only.
+  if (segments ? s.offsets.size() != s.shape.count + 1
+               : s.problem != Problem::rows ||
+                     !(s.shape.count == 0 || (s.stride >= s.shape.length && s.input_elements() <= n_)))
+    return false;
+  bool within = true;
   visit(dtype_, [&](auto tag) {
     using T = decltype(tag);
-    on_threads(threads, [&](unsigned t) {
-      const std::uint64_t first = s.shape.count * t / threads, last = s.shape.count * (t + 1) / threads;
-      for (std::uint64_t i = first; i < last; ++i) {
-        const std::uint64_t len = s.length(i), b = len ? at(i) : 0, e = b + len;
-        // As the element-by-element reference finishes a sum (tuner/reference.cpp).
-        Reference r;
-        r.count = double(len);
-        if constexpr (is_float_like_v<T>) {
-          r.abs_sum = len ? abs_[e] - abs_[b] : 0;
-          r.exact = len ? sum_[e] - sum_[b] : 0;
-          r.value = Scalar::of(T(r.exact));
-        } else {
-          r.value = Scalar::of(T(std::make_unsigned_t<T>(wrap_[e] - wrap_[b])));
-        }
-        out[i] = r;
+    for (std::uint64_t i = first; i < last; ++i) {
+      const std::uint64_t len = s.length(i);
+      if (len && segments && (s.offsets[i] < 0 || std::uint64_t(s.offsets[i + 1]) > n_)) {
+        within = false;
+        return;
       }
-    });
+      const std::uint64_t b = len ? (segments ? std::uint64_t(s.offsets[i]) : i * s.stride) : 0, e = b + len;
+      // As the element-by-element reference finishes a sum (tuner/reference.cpp).
+      Reference r;
+      r.count = double(len);
+      if constexpr (is_float_like_v<T>) {
+        r.abs_sum = len ? abs_[e] - abs_[b] : 0;
+        r.exact = len ? sum_[e] - sum_[b] : 0;
+        r.value = Scalar::of(T(r.exact));
+      } else {
+        r.value = Scalar::of(T(std::make_unsigned_t<T>(wrap_[e] - wrap_[b])));
+      }
+      out[i - first] = r;
+    }
   });
+  return within;
 }
 
 } // namespace reduce_tune

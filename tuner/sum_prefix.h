@@ -31,6 +31,12 @@ public:
   /// One Reference per result of `s`, as segmented_reference(a, s, Op::sum, out) gives them (the
   /// same bits); throws std::invalid_argument unless serves(s, Op::sum).
   void reference(const Segmentation& s, std::vector<Reference>& out) const;
+  /// The References of results [first, last) of `s` into out[0, last - first), the same bits as
+  /// reference() gives them, on the calling thread: for a consumer that wants a few thousand at a
+  /// time (in cache) rather than every result's 40 bytes in memory. False where `s` is not
+  /// served: not exact, not a rows or offsets shape, or a segment of the range outside the input
+  /// (the other segments' bounds are not read: serves(s, Op::sum) says whether all are within).
+  bool references(const Segmentation& s, std::uint64_t first, std::uint64_t last, Reference* out) const;
 
 private:
   DType dtype_ = DType::f32;

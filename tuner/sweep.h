@@ -114,7 +114,8 @@ struct SweepTimes {
   double input_s = 0;       ///< input generation (with what is made with it where it is not
                             ///< made ahead: prefix sums, the array sweep's references), its
                             ///< upload, the offsets layout, buffers
-  double reference_s = 0;   ///< the CPU reference of every point
+  double reference_s = 0;   ///< the CPU reference of every point (or the GPU check's data, where made
+                            ///< straight from the prefix sums, and References made later on demand)
   double load_s = 0;        ///< kernels loaded into the context (module loads, cache reads)
   double store_s = 0;       ///< measurements written to the store
   double input_check_s = 0; ///< each input checked once it served its shapes or size
@@ -133,11 +134,15 @@ struct SweepTimes {
   std::size_t inputs_ahead = 0;  ///< inputs made on a thread while the one before was measured
   std::size_t prefix_points = 0; ///< points whose references came from their input's prefix sums
   std::size_t references_ahead = 0; ///< points whose references were made while the shape before was measured
+  std::size_t prefix_straight = 0;  ///< of the prefix points, those whose GPU check data were made straight
+                                    ///< from the prefix sums, their References left unmade
+  std::size_t references_on_demand = 0; ///< of those, points whose References were made after all (a CPU check)
   std::size_t points = 0, measured = 0;
   // Segmented sweeps: how their checked launches were decided (tuner/fast_check.h).
   double check_setup_s = 0;       ///< the GPU check's expected results and scales, once a point
   std::size_t check_setups = 0;   ///< points prepared for it
-  std::size_t check_staged = 0;   ///< of them, made with their references while the shape before was measured
+  std::size_t check_staged = 0;   ///< of them, made (with their references or from the prefix sums) while
+                                  ///< the shape before was measured
   std::size_t gpu_checked = 0;    ///< launches the GPU's fast pass passed (two words read back)
   std::size_t cpu_checked = 0;    ///< launches read back and checked on the CPU
   std::size_t cpu_after_gpu = 0;  ///< of those, after the fast pass found a result outside its bound

@@ -56,9 +56,18 @@ std::string profile_text(const SweepTimes& t) {
       per(t.input_s - t.layout_s, t.inputs, "input") + (t.layouts ? " and the layouts" : "") + " (generated, uploaded, offsets" +
           (t.inputs_ahead ? "; " + std::to_string(t.inputs_ahead) + " generated ahead, while the one before was measured" : "") +
           figures + ")");
+  // Points whose GPU check data came straight from the prefix sums: their References were made only
+  // for a CPU check.
+  const std::string straight =
+      t.prefix_straight ? ", " + std::to_string(t.prefix_straight) +
+                              " of them made from the prefix sums straight into the GPU check's data, their References "
+                              "made only where the CPU checked their results (" +
+                              std::to_string(t.references_on_demand) + ")"
+                        : "";
   row("reference", t.reference_s,
       per(t.reference_s, t.points, "point") +
-          (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums)" : "") +
+          (t.prefix_points ? " (" + std::to_string(t.prefix_points) + " from their input's prefix sums" + straight + ")"
+                           : "") +
           (t.references_ahead ? " (" + std::to_string(t.references_ahead) +
                                     " made while the shape before was measured)" : ""));
   row("load", t.load_s, per(t.load_s, t.measured, "measurement") + " (modules, first use)");
@@ -68,8 +77,12 @@ std::string profile_text(const SweepTimes& t) {
   row("check", t.validate_s, per(t.validate_s, t.measured, "measurement") + " (checked launch, result compared" + paths + ")");
   if (t.check_setups || t.check_setup_s > 0)
     row("check setup", t.check_setup_s,
-        per(t.check_setup_s, t.check_setups, "point") + " (the GPU check's data" +
-            (t.check_staged ? "; " + std::to_string(t.check_staged) + " made with the references, while the shape before was measured" : "") +
+        per(t.check_setup_s, t.check_setups, "point") +
+            " (the GPU check's data, made from the references where not made before, uploaded" +
+            (t.check_staged ? "; " + std::to_string(t.check_staged) +
+                                  " made while the shape before was measured, with the references or from the prefix sums"
+                            : "") +
+            (t.prefix_straight ? "; those made from the prefix sums on this thread count as the reference's time" : "") +
             ")");
   row("timing", t.timing_s,
       per(t.timing_s, t.measured, "measurement") +
