@@ -5,7 +5,7 @@
 # checks, and of all but the 8 fastest configurations of each (GPU model, dtype, op, problem,
 # shape). Provenance (GPU
 # model, driver, tool and NVRTC versions, dates, commands without their file paths) stays in the devices and runs tables
-# and is listed in share/reduce-tune/PROVENANCE.md.
+# and is listed in share/reduce-tune/PROVENANCE.md, whose notes below its tables are kept.
 # Usage: scripts/ship-tuning.sh STORE.db...   (needs build/reduce-tune and the sqlite3 shell)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,8 @@ sqlite3 -separator $'\t' "$tmp/shipped.db" "SELECT id, options FROM runs" | whil
 done
 sqlite3 "$tmp/shipped.db" "PRAGMA journal_mode = DELETE; VACUUM;" >/dev/null
 cp "$tmp/shipped.db" "$out"
+# The notes written by hand below the runs table (what each model's rows come from) are kept.
+notes=$(awk 'f; /^\| run \|/ { t = 1 } t && /^$/ { f = 1 }' share/reduce-tune/PROVENANCE.md 2>/dev/null || true)
 {
   echo "# Shipped tuning: provenance"
   echo
@@ -39,5 +41,6 @@ cp "$tmp/shipped.db" "$out"
   echo "| run | GPU model | tool | NVRTC | started | command |"
   echo "|---:|---|---|---|---|---|"
   sqlite3 -separator ' | ' "$out" "SELECT '| ' || id, substr(device_uuid, 7), tool_version, nvrtc_version, started, options || ' |' FROM runs"
+  if [ -n "$notes" ]; then echo; printf '%s\n' "$notes"; fi
 } > share/reduce-tune/PROVENANCE.md
 ls -la "$out"
