@@ -6,6 +6,7 @@
 #include "tuner/fast_bound.h"
 #include "tuner/fast_check.h"
 #include "tuner/reference.h"
+#include "tests/segmentation_fixture.h"
 
 #include <cstring>
 #include <vector>
@@ -14,18 +15,12 @@ using namespace reduce_tune;
 
 namespace {
 
+using testing::rows_of;
+
 double want_at(const FastStage& st, std::size_t i) {
   double w = 0;
   std::memcpy(&w, st.want.data() + i * sizeof(double), sizeof w);
   return w;
-}
-
-Segmentation rows(Shape sh) {
-  Segmentation s;
-  s.problem = Problem::rows;
-  s.shape = sh;
-  s.stride = sh.length;
-  return s;
 }
 
 } // namespace
@@ -37,7 +32,7 @@ TEST_CASE("fast check stage: the expected values and scales of the fast pass, ma
   SECTION("float32 rows sums: bounded, one length") {
     const HostArray x = make_input(DType::f32, n, 5);
     for (Shape sh : {Shape{4096, 16}, Shape{8192, 8}}) {
-      const Segmentation s = rows(sh);
+      const Segmentation s = rows_of(sh);
       const std::vector<Reference> refs = segmented_reference(x, s, Op::sum);
       REQUIRE(FastCheck::stage(refs, s, Op::sum, DType::f32, FastCheck::kMinResults, st));
       CHECK(st.form == FastForm::bound);
@@ -54,7 +49,7 @@ TEST_CASE("fast check stage: the expected values and scales of the fast pass, ma
   }
   SECTION("int32 rows sums: exact, the results' bits") {
     const HostArray x = make_input(DType::i32, n, 6);
-    const Segmentation s = rows({4096, 16});
+    const Segmentation s = rows_of({4096, 16});
     const std::vector<Reference> refs = segmented_reference(x, s, Op::sum);
     REQUIRE(FastCheck::stage(refs, s, Op::sum, DType::i32, FastCheck::kMinResults, st));
     CHECK(st.form == FastForm::exact);
@@ -80,11 +75,11 @@ TEST_CASE("fast check stage: the expected values and scales of the fast pass, ma
   }
   SECTION("where the fast pass does not apply") {
     const HostArray x = make_input(DType::f32, n, 8);
-    const Segmentation s = rows({4096, 16});
+    const Segmentation s = rows_of({4096, 16});
     const std::vector<Reference> refs = segmented_reference(x, s, Op::sum);
     CHECK_FALSE(FastCheck::stage(refs, s, Op::sum, DType::f32, 8192, st)); // fewer results than it takes
     CHECK_FALSE(st.applies);
     CHECK_FALSE(FastCheck::stage(refs, s, Op::sum, DType::f64, FastCheck::kMinResults, st)); // another dtype
-    CHECK_FALSE(FastCheck::stage(refs, rows({2048, 32}), Op::sum, DType::f32, FastCheck::kMinResults, st)); // another shape
+    CHECK_FALSE(FastCheck::stage(refs, rows_of({2048, 32}), Op::sum, DType::f32, FastCheck::kMinResults, st)); // another shape
   }
 }

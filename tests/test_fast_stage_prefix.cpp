@@ -8,6 +8,7 @@
 #include "kernels/ops.h"
 #include "tuner/fast_check.h"
 #include "tuner/reference.h"
+#include "tests/segmentation_fixture.h"
 #include "tuner/sum_prefix.h"
 
 #include <algorithm>
@@ -20,6 +21,8 @@
 using namespace reduce_tune;
 
 namespace {
+
+using testing::rows_of;
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -43,14 +46,6 @@ void require_same(const FastStage& got, const FastStage& want) {
   REQUIRE(got.scale.size() == want.scale.size());
   CHECK(std::memcmp(got.want.data(), want.want.data(), want.want.size()) == 0);
   CHECK(std::memcmp(got.scale.data(), want.scale.data(), want.scale.size() * sizeof(float)) == 0);
-}
-
-Segmentation rows(Shape sh) {
-  Segmentation s;
-  s.problem = Problem::rows;
-  s.shape = sh;
-  s.stride = sh.length;
-  return s;
 }
 
 Segmentation offsets(std::vector<std::int64_t> o) {
@@ -103,7 +98,7 @@ TEST_CASE("fast stage from prefix sums: byte for byte the stage of the prefix su
     for (Shape sh : {Shape{least, 16}, Shape{least - 1, 16}, Shape{least + 1, 15}, Shape{n, 1}, Shape{n / 3, 3},
                      Shape{1, n}, Shape{0, 16}}) {
       INFO(name(d) << " rows " << sh.count << " x " << sh.length);
-      applied += same_stage(x, p, rows(sh), result, least, reused);
+      applied += same_stage(x, p, rows_of(sh), result, least, reused);
       CHECK(reused.decided == (sh.count > 0 && sh.count < least)); // too few: refused whatever the References
     }
     // Offsets: few distinct lengths, empty segments among them (bounds by length class), around
@@ -128,7 +123,7 @@ TEST_CASE("fast stage from prefix sums: byte for byte the stage of the prefix su
     applied += same_stage(x, p, cycled(600, {1, 2, 3, 4, 0}), result, 1, reused);
     CHECK(applied >= 6); // the shapes above kMinResults (and the classes' ones for bounded results)
     // Another result dtype than the References' (a float32 result of a bf16 or f16 sum): none.
-    if (d == DType::bf16 || d == DType::f16) CHECK_FALSE(same_stage(x, p, rows({least, 16}), DType::f32, least, reused));
+    if (d == DType::bf16 || d == DType::f16) CHECK_FALSE(same_stage(x, p, rows_of({least, 16}), DType::f32, least, reused));
   }
 }
 
@@ -137,7 +132,7 @@ TEST_CASE("fast stage from prefix sums: none where they do not serve the point",
   const SumPrefix p(x);
   FastStage st;
   // Sums only.
-  CHECK_FALSE(FastCheck::stage(p, rows({8192, 8}), Op::max, DType::f32, FastCheck::kMinResults, st));
+  CHECK_FALSE(FastCheck::stage(p, rows_of({8192, 8}), Op::max, DType::f32, FastCheck::kMinResults, st));
   CHECK_FALSE(st.applies);
   CHECK_FALSE(st.decided); // the References of max may still be staged
   // A segment past the input (the others within it), and rows past it.
@@ -146,16 +141,16 @@ TEST_CASE("fast stage from prefix sums: none where they do not serve the point",
   REQUIRE_FALSE(p.serves(beyond, Op::sum));
   CHECK_FALSE(FastCheck::stage(p, beyond, Op::sum, DType::f32, 1, st));
   CHECK_FALSE(st.decided);
-  CHECK_FALSE(FastCheck::stage(p, rows({8193, 8}), Op::sum, DType::f32, FastCheck::kMinResults, st));
+  CHECK_FALSE(FastCheck::stage(p, rows_of({8193, 8}), Op::sum, DType::f32, FastCheck::kMinResults, st));
   CHECK_FALSE(st.decided);
   // Columns are not served.
-  Segmentation cols = rows({8192, 8});
+  Segmentation cols = rows_of({8192, 8});
   cols.problem = Problem::columns, cols.stride = 8192;
   CHECK_FALSE(FastCheck::stage(p, cols, Op::sum, DType::f32, FastCheck::kMinResults, st));
   // Prefix sums that are not exact (or none): no stage.
-  CHECK_FALSE(FastCheck::stage(SumPrefix(), rows({8192, 8}), Op::sum, DType::f32, FastCheck::kMinResults, st));
+  CHECK_FALSE(FastCheck::stage(SumPrefix(), rows_of({8192, 8}), Op::sum, DType::f32, FastCheck::kMinResults, st));
   // Served again after those: the same as the References' stage.
-  CHECK(same_stage(x, p, rows({8192, 8}), DType::f32, FastCheck::kMinResults, st));
+  CHECK(same_stage(x, p, rows_of({8192, 8}), DType::f32, FastCheck::kMinResults, st));
 }
 
 TEST_CASE("fast stage from prefix sums: a float16 sum past the dtype's range is expected as its infinity",
@@ -171,8 +166,8 @@ TEST_CASE("fast stage from prefix sums: a float16 sum past the dtype's range is 
   const SumPrefix p(x);
   REQUIRE(p.exact());
   FastStage st;
-  REQUIRE(same_stage(x, p, rows({4096, 16}), DType::f16, FastCheck::kMinResults, st)); // 16384: finite
-  REQUIRE(same_stage(x, p, rows({512, 128}), DType::f16, 512, st));
+  REQUIRE(same_stage(x, p, rows_of({4096, 16}), DType::f16, FastCheck::kMinResults, st)); // 16384: finite
+  REQUIRE(same_stage(x, p, rows_of({512, 128}), DType::f16, 512, st));
   double w = 0;
   std::memcpy(&w, st.want.data(), sizeof w);
   CHECK(w == std::numeric_limits<double>::infinity());
@@ -189,7 +184,7 @@ TEST_CASE("fast stage from prefix sums: its time against References then stage",
   const auto ms_since = [](std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
-  std::vector<Segmentation> points = {rows({n >> 4, 16}), rows({n, 1}), cycled(n >> 2, {0, 2, 4, 8, 2})};
+  std::vector<Segmentation> points = {rows_of({n >> 4, 16}), rows_of({n, 1}), cycled(n >> 2, {0, 2, 4, 8, 2})};
   for (const Segmentation& s : points) {
     std::vector<Reference> refs;
     FastStage via, straight;

@@ -3,6 +3,7 @@
 
 #include "tuner/reference.h"
 #include "tuner/sum_prefix.h"
+#include "tests/segmentation_fixture.h"
 
 #include <cstring>
 #include <limits>
@@ -33,11 +34,7 @@ void check_shape(const HostArray& a, const SumPrefix& p, const Segmentation& s) 
 }
 
 Segmentation rows(std::uint64_t count, std::uint64_t length, std::uint64_t stride) {
-  Segmentation s;
-  s.problem = Problem::rows;
-  s.shape = {count, length};
-  s.stride = stride;
-  return s;
+  return testing::rows_of({count, length}, stride);
 }
 
 Segmentation segments(std::uint64_t count, std::uint64_t total, std::uint64_t seed) {
