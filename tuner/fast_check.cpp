@@ -76,13 +76,21 @@ std::string render_compare(DType result) {
 
 // Calls at(i) for i in [0, n) on one thread a core, 2^15 results a thread at least (16M references
 // take a core the better part of a second); returns whether every call returned true.
-template <typename F> bool FastCheck::fill(std::uint64_t n, F&& at) {
+template <typename F> bool FastCheck::fill_ranges(std::uint64_t n, std::uint64_t most, F&& at) {
   std::atomic<bool> ok{true};
   parallel_for(n, std::uint64_t(1) << 15, [&](std::uint64_t lo, std::uint64_t hi) {
-    for (std::uint64_t i = lo; i < hi && ok.load(std::memory_order_relaxed); ++i)
-      if (!at(i)) ok = false;
+    for (std::uint64_t b = lo; b < hi && ok.load(std::memory_order_relaxed); b += most)
+      if (!at(b, std::min(hi, b + most))) ok = false;
   });
   return ok;
+}
+
+template <typename F> bool FastCheck::fill(std::uint64_t n, F&& at) {
+  return fill_ranges(n, 256, [&](std::uint64_t lo, std::uint64_t hi) {
+    for (std::uint64_t i = lo; i < hi; ++i)
+      if (!at(i)) return false;
+    return true;
+  });
 }
 
 bool FastCheck::classify(const Segmentation& s, bool& by_class, LengthClasses& classes) {
@@ -208,19 +216,16 @@ bool FastCheck::stage(const SumPrefix& prefix, const Segmentation& s, Op op, DTy
   if (!begin_stage(served ? &front : nullptr, s.shape.count, s, op, result, min_results, st)) return false;
   // A block of References a time, in the thread's cache (40 bytes each), not every result's.
   constexpr std::uint64_t kBlock = 512;
-  std::atomic<bool> ok{true};
-  parallel_for(s.shape.count, std::uint64_t(1) << 15, [&](std::uint64_t lo, std::uint64_t hi) {
-    std::vector<Reference> block(kBlock);
-    for (std::uint64_t b = lo; b < hi && ok.load(std::memory_order_relaxed); b += kBlock) {
-      const std::uint64_t e = std::min(hi, b + kBlock);
-      if (!prefix.references(s, b, e, block.data())) return ok.store(false);
-      for (std::uint64_t i = b; i < e; ++i)
-        if (!fill_one(block[i - b], i, op, result, st.form, st.by_class, st.classes, st.count, st.want.data(),
-                      st.scale.data()))
-          return ok.store(false);
-    }
+  st.applies = fill_ranges(s.shape.count, kBlock, [&](std::uint64_t lo, std::uint64_t hi) {
+    thread_local std::vector<Reference> block;
+    block.resize(kBlock);
+    if (!prefix.references(s, lo, hi, block.data())) return false;
+    for (std::uint64_t i = lo; i < hi; ++i)
+      if (!fill_one(block[i - lo], i, op, result, st.form, st.by_class, st.classes, st.count, st.want.data(),
+                    st.scale.data()))
+        return false;
+    return true;
   });
-  st.applies = ok;
   return st.applies;
 }
 

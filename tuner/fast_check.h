@@ -114,6 +114,8 @@ public:
 
 private:
   CUfunction function(DType result, FastForm form, bool classes);
+  // at(lo, hi) over [0, n) in ranges of at most `most`, on every core; false if any call is.
+  template <typename F> static bool fill_ranges(std::uint64_t n, std::uint64_t most, F&& at);
   template <typename F> static bool fill(std::uint64_t n, F&& at);
   // Whether the results of `s` differ in length (offsets), and if so their length classes (into
   // `classes`); false where there are too many of them for the fast pass.

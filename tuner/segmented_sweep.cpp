@@ -322,6 +322,10 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         // from them (stage_now) and the point's References only where its CPU check needs them
         // (refs_owed until then).
         bool refs_owed = false, use_stage = false, stage_made_ahead = false;
+        // This point's References, made here (true where the prefix sums gave them).
+        const auto make_refs = [&] {
+          return point_references(data, &data2, prefix_built ? &prefix : nullptr, sd.seg, op, refs);
+        };
         {
           PhaseTimer t(res.times.reference_s);
           if (o.user) {
@@ -337,7 +341,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
               from_prefix = refs_owed = use_stage = true;
             } else {
               use_stage = tried && stage_now.decided; // refused whatever its References: not staged again
-              from_prefix = point_references(data, &data2, prefix_built ? &prefix : nullptr, sd.seg, op, refs);
+              from_prefix = make_refs();
             }
             res.times.prefix_points += from_prefix;
             res.times.prefix_straight += refs_owed;
@@ -348,7 +352,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         const auto make_owed = [&]() -> double {
           if (!refs_owed) return 0;
           const auto t0 = Clock::now();
-          point_references(data, &data2, prefix_built ? &prefix : nullptr, sd.seg, op, refs);
+          make_refs();
           refs_owed = false;
           ++res.times.references_on_demand;
           const double took = std::chrono::duration<double>(Clock::now() - t0).count();
