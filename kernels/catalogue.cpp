@@ -261,7 +261,7 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
            "(sm_70+); --unsafe-tails admits it for study";
   // The op's facts: a built-in op's description, or a user reduction's (conservative traits,
   // sum's atomic for an additive one).
-  const OpDescription op = t.user ? OpDescription{Op::sum, t.user->name, {}, t.user->traits()} : describe(t.op);
+  const OpDescription op = t.user ? OpDescription{Op::sum, t.user->name, {}, t.user->traits(), Op::sum} : describe(t.op);
   const std::string op_name(op.name);
   // A user reduction's accumulator as a dtype where it is additive; the others' is never read
   // (they have no atomic and no redux).

@@ -59,11 +59,17 @@ struct OpDescription {
   std::string_view name;
   std::string_view summary; ///< one line for the CLI's listing and the docs
   OpTraits traits;
+  /// Its family: ops of one family run the same kernels but for the post-map or the sense of a
+  /// comparison (mean is sum's, std is var's, argmin argmax's), so one's timings are the nearest
+  /// guess for another's; the lookup's related grade takes them first (runtime/lookup.cpp).
+  Op family;
 };
 
 /// Every op, in Op's order.
 std::span<const OpDescription> op_descriptions();
 const OpDescription& describe(Op op);
+/// Whether a and b are of one family (OpDescription::family).
+inline bool same_family(Op a, Op b) { return describe(a).family == describe(b).family; }
 
 /// Why `op` does not reduce `dtype` (an op of floats given integers), or nullopt.
 std::optional<std::string> op_unsupported(Op op, DType dtype);

@@ -89,9 +89,9 @@ private:
   std::vector<std::string> items_;
 };
 
-/// The fastest usable row at the shape nearest to `at` that has one. Rows met before it (at
-/// nearer shapes, or faster at its shape) are recorded in `passed`. `valid_rows` counts the
-/// candidates.
+/// The fastest usable row at the shape nearest to `at` that has one, rows of the call's op family
+/// (OpDescription::family) before the others' there. Rows met before it (at nearer shapes, or
+/// before it at its shape) are recorded in `passed`. `valid_rows` counts the candidates.
 std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target& t,
                          const Requirements& req, PassedOver& passed, std::size_t& valid_rows) {
   const auto order = [](Shape a, Shape b) {
@@ -105,9 +105,13 @@ std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target
   for (auto& [shape, rows] : by_shape) {
     shapes.push_back(shape);
     valid_rows += rows.size();
-    // Fastest first; equal medians keep the store's order (oldest first), as best() does.
-    std::stable_sort(rows.begin(), rows.end(),
-                     [](const Row& a, const Row& b) { return a.m->median_us < b.m->median_us; });
+    // The call's op family first (a related op's rows: std takes var's before argmax's, which
+    // may be faster for argmax and slower for std); then fastest first, equal medians in the
+    // store's order (oldest first), as best() does.
+    const auto other_family = [&](const Row& r) { return !t.user && !same_family(r.m->op, t.op); };
+    std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+      return std::pair(other_family(a), a.m->median_us) < std::pair(other_family(b), b.m->median_us);
+    });
   }
   db::order_by_nearness(shapes, at, t.problem);
   for (const Shape shape : shapes)

@@ -137,3 +137,33 @@ TEST_CASE("lookup: dot is stored as \"dot\"; without its own rows it takes anoth
   REQUIRE(stored.size() == 1);
   CHECK(stored[0].op == Op::dot);
 }
+
+TEST_CASE("lookup: at a shape, the rows of the call's op family come before other related ops'",
+          "[lookup]") {
+  db::Store s(":memory:");
+  s.upsert_device(device(A.uuid, "H100 A", 9, 0));
+  const std::string fast_for_argmax = "streaming.b512.u1.v4.g4.shfl.lastblock";
+  const std::string var_best = "streaming.b256.u4.v2.g4.shfl.lastblock";
+  add(s, A.uuid, {row(fast_for_argmax, k24, 27.3, DType::f32, Op::argmax),
+                  row(var_best, k24, 27.5, DType::f32, Op::var)});
+  // std runs var's kernels but for the square root: var's row, though argmax's measured faster.
+  Choice c = lookup(s, A, DType::f32, Op::std_, k24, {});
+  CHECK(c.match == Match::related);
+  CHECK(key_of(c) == var_best);
+  CHECK(c.note == "tuned for float32 var");
+  // argmin is argmax's family.
+  CHECK(lookup(s, A, DType::f32, Op::argmin, k24, {}).note == "tuned for float32 argmax");
+  // The shape stays first: at a nearer shape another op's row wins over the family's farther one.
+  const std::string near = "vectorized.b256.u4.v4.g8.shfl.lastblock";
+  add(s, A.uuid, {row(near, k20, 9.0, DType::f32, Op::argmax)});
+  c = lookup(s, A, DType::f32, Op::std_, k20, {});
+  CHECK(key_of(c) == near);
+  CHECK(c.note == "tuned for float32 argmax");
+  // mean takes the sum's rows before a faster sum of squares' at the shape.
+  add(s, A.uuid, {row(kVector, k20, 12.0, DType::f32, Op::sum),
+                  row("streaming.b512.u2.v4.g8.shfl.lastblock", k20, 8.0, DType::f32, Op::sumsq)});
+  c = lookup(s, A, DType::f32, Op::mean, k20, {});
+  CHECK(key_of(c) == kVector);
+  CHECK(c.note == "tuned for float32 sum");
+  CHECK(lookup(s, A, DType::f32, Op::norm2, k20, {}).note == "tuned for float32 sumsq");
+}

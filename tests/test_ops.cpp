@@ -99,6 +99,26 @@ TEST_CASE("ops: accumulator and result dtypes as torch", "[ops]") {
   }
 }
 
+TEST_CASE("ops: a family shares its accumulator and combine: one member's tuning fits another", "[ops]") {
+  std::size_t families = 0;
+  for (const OpDescription& o : op_descriptions()) {
+    const OpDescription& f = describe(o.family);
+    CHECK(f.family == f.op); // a family is named by a member of its own
+    families += f.op == o.op;
+    CHECK(same_family(o.op, o.family));
+    CHECK(o.traits.compound == f.traits.compound);
+    CHECK((o.traits.atomic == OpAtomic::none) == (f.traits.atomic == OpAtomic::none));
+    CHECK(o.traits.two_inputs == f.traits.two_inputs);
+    for (DType d : {DType::f32, DType::f64, DType::bf16})
+      CHECK(accumulator_bytes(o.op, d) == accumulator_bytes(f.op, d));
+  }
+  CHECK(families == 10);
+  CHECK(same_family(Op::std_, Op::var_population));
+  CHECK(same_family(Op::mean, Op::sum));
+  CHECK_FALSE(same_family(Op::argmax, Op::var));
+  CHECK_FALSE(same_family(Op::sumsq, Op::sum));
+}
+
 TEST_CASE("ops: the source is the description's; the templates name no op", "[ops]") {
   const std::string mean = op_source(Op::mean, DType::i32);
   CHECK_THAT(mean, Catch::Contains("// op: mean") && Catch::Contains("typedef double A;") &&
