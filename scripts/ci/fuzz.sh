@@ -5,7 +5,7 @@
 # exists, the reference-data CSV parser (tuner/compare.cpp). Built with clang++ directly, not
 # through the project's CMake (which uses g++), into build-fuzz/.
 #
-# Each target runs FUZZ_TIME seconds (default 60; the targets run in parallel, one per core) from
+# Each target runs FUZZ_TIME seconds (default 30; the targets run in parallel, one per core) from
 # its seed corpus in tests/fuzz/corpus/<target>. A crash, a sanitizer report, an input slower than
 # FUZZ_TIMEOUT seconds (default 10) or more than 2048 MiB fails the script; the reproducer stays in
 # build-fuzz/artifacts/<target>/ and is dumped in hex into the log. Replay one:
@@ -14,7 +14,7 @@
 # shellcheck disable=SC2206,SC2207,SC2046  # source lists are split on purpose (no spaces in them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-FUZZ_TIME=${FUZZ_TIME:-60}
+FUZZ_TIME=${FUZZ_TIME:-30}
 FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-10}
 B=build-fuzz
 CXX=${FUZZ_CXX:-clang++-14}
