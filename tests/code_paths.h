@@ -29,7 +29,6 @@ public:
     const int block_class = c.block <= 32 ? 0 : c.block >= 1024 ? 2 : 1;
     return seen_.insert({c.variant, c.tail, c.finish, c.vec, c.width, c.unroll, block_class}).second || every_;
   }
-  std::size_t paths() const { return seen_.size(); }
 
 private:
   bool every_ = compile_every_configuration();
