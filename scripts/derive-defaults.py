@@ -44,9 +44,11 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIPPED = os.path.join(HERE, "..", "share", "reduce-tune", "tuning.db")
-# The full default sweeps kept for replay: every configuration the sweep considers at every point
-# (the evict-first twins of the fastest plain ones only).
-EXHAUSTIVE = sorted(glob.glob(os.path.join(HERE, "..", "data", "replay", "*.db.gz")))
+# The full default sweeps kept for replay that the defaults are derived from: every configuration
+# the sweep considers at every point (the evict-first twins of the fastest plain ones only). The
+# stores of every twin (*-every-twin-sweeps, for replaying the guided search) are not among them.
+EXHAUSTIVE = sorted(p for p in glob.glob(os.path.join(HERE, "..", "data", "replay", "*.db.gz"))
+                    if "-every-twin-" not in os.path.basename(p))
 
 SIZE = {"int32": 4, "uint32": 4, "int64": 8, "float32": 4, "float64": 8, "bfloat16": 2,
         "float16": 2}

@@ -26,6 +26,9 @@ expect(2 "unrecognised option|unrecognized option" --frob)
 # The search of a sweep: a known strategy, and a budget only where a search spends one.
 expect(2 "--search: unknown strategy 'annealing'" --search annealing)
 expect(2 "--budget is for --search guided or random" --budget 5%)
+# Every evict-first twin: the exhaustive sweep of a segmented problem's (the 1-D sweep measures all).
+expect(2 "--every-twin is for --search exhaustive of a segmented problem" --every-twin)
+expect(2 "--every-twin is for --search exhaustive of a segmented problem" --problem rows --search guided --every-twin)
 expect(2 "--budget '0': expected" --search guided --budget 0)
 expect(2 "--budget '101%': expected" tune --search random --budget 101%)
 # A time limit (first-use tuning's) is a search's too, and a positive one.

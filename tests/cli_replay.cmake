@@ -26,3 +26,12 @@ expect(0 "no point named 'float32 sum rows 3x5'" --db ${STORE} --baseline none -
 # how often it asked for one the store lacks (shown in the trace as not recorded).
 expect(0 "twins the store lacks: [0-9]+ measurements asked for one, at [0-9]+ of [0-9]+ points\nreplay: median [01]\\.[0-9]+, worst [01]\\.[0-9]+ "
        --db ${STORE} --search guided --budget 5% --baseline none --every-twin)
+# A store of every twin (`tune --every-twin`): nothing the search asks for is missing from it, and
+# the exhaustive strategy measures every configuration it holds (100 % of them), where a search's
+# share is of what the GPU's exhaustive default sweep measures.
+if(COMPLETE)
+  expect(0 "twins the store lacks: 0 measurements asked for one, at 0 of [0-9]+ points\nreplay: median "
+         --db ${COMPLETE} --search guided --budget 5% --baseline none --every-twin)
+  expect(0 "replay: median 1\\.00, worst 1\\.00 of the exhaustive best with 100\\.0% of the measurements\n$"
+         --db ${COMPLETE} --search exhaustive --budget 100% --baseline none)
+endif()

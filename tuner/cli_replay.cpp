@@ -19,7 +19,7 @@ namespace {
 
 struct Tally {
   std::vector<double> ratios;
-  std::size_t used = 0, recorded = 0;
+  std::size_t used = 0, recorded = 0; // recorded: the points' basis (ReplayPoint::basis)
 };
 
 } // namespace
@@ -99,9 +99,9 @@ int cmd_replay(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < main.points.size(); ++i) {
     const auto& p = main.points[i];
     auto& [a, b] = by[{p.device, p.problem}];
-    a.ratios.push_back(p.ratio()), a.used += p.measured, a.recorded += p.recorded;
+    a.ratios.push_back(p.ratio()), a.used += p.measured, a.recorded += p.basis;
     if (i < second.points.size())
-      b.ratios.push_back(second.points[i].ratio()), b.used += second.points[i].measured, b.recorded += p.recorded;
+      b.ratios.push_back(second.points[i].ratio()), b.used += second.points[i].measured, b.recorded += p.basis;
     if (points) line(p);
   }
   for (const std::string& wanted : traces) {

@@ -127,6 +127,8 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
                                              "(setup, compile, seeds, input, reference, load, check, timing, "
                                              "store, input check)")
     ("unsafe-tails", po::bool_switch(&o.allow_unsafe), "admit the volatile tail on sm_70+ (study)")
+    ("every-twin", po::bool_switch(&o.every_twin), "exhaustive segmented sweeps: measure every "
+     "evict-first twin (default: the twins of each point's six fastest plain configurations)")
     ("resume", po::bool_switch(&o.resume), "skip points already stored for this GPU (any earlier run)")
     ("seed", po::value(&o.seed)->default_value(o.seed), "random data seed")
     ("db", po::value(&o.db_path), "tuning database (default $REDUCE_TUNE_DB or the XDG data dir)")
@@ -246,6 +248,8 @@ TuneCommand parse_tune(const std::vector<std::string>& args, bool worker) {
   // --recorded searches guided unless --search says otherwise (tuner/recorded.h), so its budget is
   // judged as the guided search's.
   if (t.recorded && !t.search_given) o.search = Strategy::guided;
+  if (o.every_twin && (o.search != Strategy::exhaustive || o.problem == Problem::array))
+    throw Usage("--every-twin is for --search exhaustive of a segmented problem (the 1-D sweep measures every twin)");
   if (!budget.empty()) {
     if (o.search == Strategy::exhaustive) throw Usage("--budget is for --search guided or random");
     std::string why;

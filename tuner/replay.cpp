@@ -69,7 +69,7 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
         points.emplace(k, std::move(r));
     }
   }
-  std::size_t used = 0, recorded = 0;
+  std::size_t used = 0, basis_total = 0;
   for (const auto& [uuid, points] : all) {
     const db::DeviceRecord& dev = devices[uuid];
     const DeviceKey gpu = device_key(dev);
@@ -81,14 +81,16 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       const auto [d2, o2, p2, c2, l2] = b->first;
       return std::tuple(p1, d1, c1 * l1, l1, o1) < std::tuple(p2, d2, c2 * l2, l2, o2);
     });
+    // A point's basis, from which a search's budget is dealt and its share counted: for guided
+    // and random, the measurements the GPU's exhaustive default sweep takes there, its candidates
+    // but of a segmented point's evict-first twins at most TwinFilter::kKeep (the 1-D sweep
+    // measures every twin), whether the store holds those only (offered every twin, the others
+    // are not recorded) or every one (`tune --every-twin`); for exhaustive, every candidate.
     std::vector<std::pair<PointId, std::size_t>> planned;
-    // A point's candidates for the budget, as the GPU's sweep counts them: with every twin
-    // offered, a segmented point's evict-first twins count at most TwinFilter::kKeep, as many as
-    // its exhaustive sweep measures (the 1-D sweep measures every twin).
     for (const auto* entry : order) {
       const Recorded& rec = entry->second;
       std::size_t n = rec.us.size();
-      if (o.every_twin && std::get<Problem>(entry->first) != Problem::array) {
+      if (o.strategy != Strategy::exhaustive && std::get<Problem>(entry->first) != Problem::array) {
         const auto twins = std::size_t(std::count_if(rec.configs.begin(), rec.configs.end(),
                                                      [](const Config& c) { return evict_first_twin_of(c).has_value(); }));
         n = n - twins + std::min(twins, TwinFilter::kKeep);
@@ -128,6 +130,7 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       const PointKey& k = entry->first;
       const Recorded& rec = entry->second;
       const PointId point = point_of(k);
+      const std::size_t basis = planned[at].second;
       std::size_t best_at = rec.us.size();
       std::vector<std::pair<std::string, double>> trace;
       std::size_t unrecorded = 0;
@@ -146,7 +149,8 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       if (best_at < rec.us.size()) p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
       used += measured;
       p.recorded = std::size_t(std::count_if(rec.us.begin(), rec.us.end(), [](double v) { return !std::isnan(v); }));
-      recorded += p.recorded;
+      p.basis = basis;
+      basis_total += basis;
       out.unrecorded += unrecorded, out.unrecorded_points += unrecorded > 0;
       out.points.push_back(p);
     }
@@ -157,7 +161,7 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
     out.median = median(ratios);
     out.worst = *std::min_element(ratios.begin(), ratios.end());
   }
-  out.share = recorded ? double(used) / double(recorded) : 0;
+  out.share = basis_total ? double(used) / double(basis_total) : 0;
   return out;
 }
 

@@ -40,6 +40,11 @@ struct ReplayPoint {
   Shape shape{1, 1};
   std::size_t candidates = 0, measured = 0;
   std::size_t recorded = 0;          ///< candidates the store holds (fewer with every_twin)
+  /// The share's basis at the point: for guided and random the measurements the exhaustive
+  /// default sweep takes there, its configurations but of a segmented point's evict-first twins
+  /// at most TwinFilter::kKeep (a store recorded with `tune --every-twin` holds them all); for
+  /// exhaustive every configuration the store holds.
+  std::size_t basis = 0;
   double best_us = 0, found_us = 0;  ///< exhaustive best; the search's choice
   std::string best_key, found_key;
   /// What the search measured there, in order: each configuration's key and time (infinite: it
@@ -51,7 +56,7 @@ struct ReplayPoint {
 struct ReplaySummary {
   std::vector<ReplayPoint> points;
   double median = 0, worst = 0;      ///< of best / found over the points
-  double share = 0;                  ///< measurements used / measurements recorded
+  double share = 0;                  ///< measurements used / the points' basis
   /// With every_twin: the measurements that asked for a twin the store lacks, and at how many points.
   std::size_t unrecorded = 0, unrecorded_points = 0;
 };

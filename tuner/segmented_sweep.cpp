@@ -469,7 +469,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
             return NAN;
           }
           std::optional<std::string> why = pointless(j.config, shape, longest);
-          if (!why && exhaustive) why = twins.skip(j.config);
+          if (!why && exhaustive && !o.every_twin) why = twins.skip(j.config);
           if (why) {
             skip(k, *why);
             eta.skipped(bytes);

@@ -39,6 +39,10 @@ struct SweepOptions {
   bool hold = true;
   bool allow_unsafe = false;      ///< admit the volatile tail on sm_70+ (for study)
   bool resume = false;            ///< skip points already stored for this device (any run)
+  /// The exhaustive segmented sweep: measure every evict-first twin, not only those of the
+  /// point's fastest plain configurations (TwinFilter); for stores that replay a search as the
+  /// GPU runs it, every twin it may ask for recorded.
+  bool every_twin = false;
   std::int64_t run_id = 0;        ///< continue this run (a restarted worker): skip what it holds,
                                   ///< leave ending it to the caller; 0 = begin and end a new run
   std::string db_path;
