@@ -33,6 +33,7 @@ struct Source {
 struct Row {
   const db::Measurement* m;
   const Source* source;
+  bool other_family = false; ///< of an op outside the call's family (OpDescription::family)
 };
 
 /// A usable row and the configuration its key names.
@@ -100,7 +101,8 @@ std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target
   std::map<Shape, std::vector<Row>, decltype(order)> by_shape(order);
   for (const Source& s : sources)
     for (const db::Measurement& m : s.rows)
-      if (m.valid && std::isfinite(m.median_us)) by_shape[m.shape()].push_back({&m, &s});
+      if (m.valid && std::isfinite(m.median_us))
+        by_shape[m.shape()].push_back({&m, &s, !t.user && !same_family(m.op, t.op)});
   std::vector<Shape> shapes;
   for (auto& [shape, rows] : by_shape) {
     shapes.push_back(shape);
@@ -108,9 +110,8 @@ std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target
     // The call's op family first (a related op's rows: std takes var's before argmax's, which
     // may be faster for argmax and slower for std); then fastest first, equal medians in the
     // store's order (oldest first), as best() does.
-    const auto other_family = [&](const Row& r) { return !t.user && !same_family(r.m->op, t.op); };
-    std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-      return std::pair(other_family(a), a.m->median_us) < std::pair(other_family(b), b.m->median_us);
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+      return std::pair(a.other_family, a.m->median_us) < std::pair(b.other_family, b.m->median_us);
     });
   }
   db::order_by_nearness(shapes, at, t.problem);
