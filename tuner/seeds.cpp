@@ -15,19 +15,32 @@ constexpr std::size_t kSeedRanks = 2;
 constexpr std::size_t kNearby = 8;
 } // namespace
 
+namespace {
+double lg(std::uint64_t v) { return std::log2(double(std::max<std::uint64_t>(v, 1))); }
+/// shape_distance from the shapes' logarithms.
+double log_distance(double count_a, double length_a, double count_b, double length_b) {
+  return 2 * std::abs(length_a - length_b) + std::abs(count_a - count_b);
+}
+} // namespace
+
 double shape_distance(Shape a, Shape b) {
-  auto lg = [](std::uint64_t v) { return std::log2(double(std::max<std::uint64_t>(v, 1))); };
-  return 2 * std::abs(lg(a.length) - lg(b.length)) + std::abs(lg(a.count) - lg(b.count));
+  return log_distance(lg(a.count), lg(a.length), lg(b.count), lg(b.length));
+}
+
+SeedBook::Known& SeedBook::at(std::map<PointId, Known>& m, const PointId& p) {
+  const auto [it, added] = m.try_emplace(p);
+  if (added) it->second.log_count = lg(p.shape.count), it->second.log_length = lg(p.shape.length);
+  return it->second;
 }
 
 void SeedBook::elsewhere(const PointId& p, std::vector<Config> fastest_first) {
-  auto& list = elsewhere_[p];
+  auto& list = at(elsewhere_, p).configs;
   for (Config& c : fastest_first)
     if (std::find(list.begin(), list.end(), c) == list.end()) list.push_back(std::move(c));
 }
 
 void SeedBook::first(const PointId& p, const std::vector<Config>& configs) {
-  auto& list = elsewhere_[p];
+  auto& list = at(elsewhere_, p).configs;
   for (auto c = configs.rbegin(); c != configs.rend(); ++c) {
     list.erase(std::remove(list.begin(), list.end(), *c), list.end());
     list.insert(list.begin(), *c);
@@ -39,23 +52,35 @@ void SeedBook::found(const PointId& p, const std::vector<std::pair<Config, doubl
   for (const auto& m : measured)
     if (std::isfinite(m.second)) valid.push_back(m);
   std::stable_sort(valid.begin(), valid.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  auto& list = found_[p];
+  auto& list = at(found_, p).configs;
   list.clear();
   for (auto& m : valid) list.push_back(m.first);
 }
 
-std::vector<const std::vector<Config>*> SeedBook::nearest(const std::map<PointId, std::vector<Config>>& m,
+std::vector<const std::vector<Config>*> SeedBook::nearest(const std::map<PointId, Known>& m,
                                                           const PointId& p, std::size_t most) const {
-  std::vector<std::pair<double, const std::vector<Config>*>> near;
-  for (const auto& [q, list] : m) {
-    if (q.problem != p.problem || list.empty()) continue;
+  // The `most` nearest by distance, ties in the map's order: selected, not the whole list sorted
+  // (a run of every dtype and op holds thousands of points, and each point asks three times).
+  struct Near {
+    double distance;
+    std::size_t at; ///< in the map's order
+    const std::vector<Config>* list;
+  };
+  std::vector<Near> near;
+  near.reserve(m.size());
+  const double count = lg(p.shape.count), length = lg(p.shape.length);
+  for (const auto& [q, known] : m) {
+    if (q.problem != p.problem || known.configs.empty()) continue;
     // Another dtype or op of the problem: after every point of p's own within 6 steps.
     const double other = q.dtype == p.dtype && q.op == p.op ? 0 : size_of(q.dtype) == size_of(p.dtype) && q.op == p.op ? 0.5 : 6;
-    near.emplace_back(shape_distance(p.shape, q.shape) + other, &list);
+    near.push_back({log_distance(count, length, known.log_count, known.log_length) + other, near.size(), &known.configs});
   }
-  std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto k = std::min(most, near.size());
+  std::partial_sort(near.begin(), near.begin() + std::ptrdiff_t(k), near.end(), [](const Near& a, const Near& b) {
+    return a.distance < b.distance || (a.distance == b.distance && a.at < b.at);
+  });
   std::vector<const std::vector<Config>*> out;
-  for (std::size_t i = 0; i < near.size() && i < most; ++i) out.push_back(near[i].second);
+  for (std::size_t i = 0; i < k; ++i) out.push_back(near[i].list);
   return out;
 }
 
@@ -65,7 +90,7 @@ Hints SeedBook::hints(const PointId& p) const {
     if (std::find(h.seeds.begin(), h.seeds.end(), c) == h.seeds.end()) h.seeds.push_back(c);
   };
   std::vector<const std::vector<Config>*> other;
-  if (auto it = elsewhere_.find(p); it != elsewhere_.end()) other.push_back(&it->second);
+  if (auto it = elsewhere_.find(p); it != elsewhere_.end()) other.push_back(&it->second.configs);
   else other = nearest(elsewhere_, p, 1);
   const std::vector<const std::vector<Config>*> mine = nearest(found_, p, 3);
   // Rank by rank: the nearest point's best, elsewhere's best, the default; then the second of

@@ -50,9 +50,15 @@ public:
 private:
   /// The lists of the points of p's dtype, op and problem (other dtypes and ops of the problem
   /// after them), nearest first.
-  std::vector<const std::vector<Config>*> nearest(const std::map<PointId, std::vector<Config>>& m,
+  /// A point's configurations and its shape's logarithms (shape_distance's terms, worked out once).
+  struct Known {
+    std::vector<Config> configs;
+    double log_count = 0, log_length = 0;
+  };
+  static Known& at(std::map<PointId, Known>& m, const PointId& p);
+  std::vector<const std::vector<Config>*> nearest(const std::map<PointId, Known>& m,
                                                   const PointId& p, std::size_t most) const;
-  std::map<PointId, std::vector<Config>> elsewhere_, found_;
+  std::map<PointId, Known> elsewhere_, found_;
   std::function<Config(const PointId&)> default_;
 };
 
