@@ -19,7 +19,7 @@ namespace {
 
 struct Tally {
   std::vector<double> ratios;
-  std::size_t used = 0, recorded = 0; // recorded: the points' basis (ReplayPoint::basis)
+  std::size_t used = 0, basis = 0; // measurements used; the points' basis (ReplayPoint::basis)
 };
 
 } // namespace
@@ -99,9 +99,9 @@ int cmd_replay(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < main.points.size(); ++i) {
     const auto& p = main.points[i];
     auto& [a, b] = by[{p.device, p.problem}];
-    a.ratios.push_back(p.ratio()), a.used += p.measured, a.recorded += p.basis;
+    a.ratios.push_back(p.ratio()), a.used += p.measured, a.basis += p.basis;
     if (i < second.points.size())
-      b.ratios.push_back(second.points[i].ratio()), b.used += second.points[i].measured, b.recorded += p.basis;
+      b.ratios.push_back(second.points[i].ratio()), b.used += second.points[i].measured, b.basis += p.basis;
     if (points) line(p);
   }
   for (const std::string& wanted : traces) {
@@ -147,10 +147,10 @@ int cmd_replay(const std::vector<std::string>& args) {
     const auto& [a, b] = t;
     std::printf("| %s | %s | %zu | %.3f | %.3f | %.1f%% |", k.first.c_str(), std::string(name(k.second)).c_str(),
                 a.ratios.size(), median(a.ratios), *std::min_element(a.ratios.begin(), a.ratios.end()),
-                100.0 * double(a.used) / double(a.recorded));
+                100.0 * double(a.used) / double(a.basis));
     if (baseline)
       std::printf(" %.3f | %.3f | %.1f%% |", median(b.ratios), *std::min_element(b.ratios.begin(), b.ratios.end()),
-                  100.0 * double(b.used) / double(b.recorded));
+                  100.0 * double(b.used) / double(b.basis));
     std::printf("\n");
   }
   // What the guided search started from: never the replayed GPU's own answer at a point.

@@ -148,7 +148,6 @@ ReplaySummary replay(const db::Store& store, const ReplayOptions& o) {
       p.trace = std::move(trace);
       if (best_at < rec.us.size()) p.found_us = rec.us[best_at], p.found_key = rec.keys[best_at];
       used += measured;
-      p.recorded = std::size_t(std::count_if(rec.us.begin(), rec.us.end(), [](double v) { return !std::isnan(v); }));
       p.basis = basis;
       basis_total += basis;
       out.unrecorded += unrecorded, out.unrecorded_points += unrecorded > 0;

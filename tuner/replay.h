@@ -39,7 +39,6 @@ struct ReplayPoint {
   Problem problem = Problem::array;
   Shape shape{1, 1};
   std::size_t candidates = 0, measured = 0;
-  std::size_t recorded = 0;          ///< candidates the store holds (fewer with every_twin)
   /// The share's basis at the point: for guided and random the measurements the exhaustive
   /// default sweep takes there, its configurations but of a segmented point's evict-first twins
   /// at most TwinFilter::kKeep (a store recorded with `tune --every-twin` holds them all); for

@@ -13,9 +13,7 @@ constexpr std::size_t kSeedRanks = 2;
 /// with the H200's rows: 4, 3 points under 0.95 of the best; 6 to all of them, 1; on the H200's,
 /// no change.
 constexpr std::size_t kNearby = 8;
-} // namespace
 
-namespace {
 double lg(std::uint64_t v) { return std::log2(double(std::max<std::uint64_t>(v, 1))); }
 /// shape_distance from the shapes' logarithms.
 double log_distance(double count_a, double length_a, double count_b, double length_b) {

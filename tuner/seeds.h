@@ -48,14 +48,15 @@ public:
   Hints hints(const PointId& p) const;
 
 private:
-  /// The lists of the points of p's dtype, op and problem (other dtypes and ops of the problem
-  /// after them), nearest first.
   /// A point's configurations and its shape's logarithms (shape_distance's terms, worked out once).
   struct Known {
     std::vector<Config> configs;
     double log_count = 0, log_length = 0;
   };
+  /// p's entry of `m`, made with its logarithms where it has none.
   static Known& at(std::map<PointId, Known>& m, const PointId& p);
+  /// The lists of at most `most` points of p's problem, nearest first (other dtypes and ops of the
+  /// problem after p's own).
   std::vector<const std::vector<Config>*> nearest(const std::map<PointId, Known>& m,
                                                   const PointId& p, std::size_t most) const;
   std::map<PointId, Known> elsewhere_, found_;
