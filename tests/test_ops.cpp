@@ -387,7 +387,7 @@ TEST_CASE("ops: the CPU reference of logsumexp, var and std", "[ops][reference]"
   CHECK(std::isnan(reference(array_of<std::int64_t>({5}), Op::var).exact));
   CHECK(reference(array_of<std::int64_t>({5}), Op::var_population).exact == 0.0);
   CHECK(std::isnan(reference(empty, Op::var_population).value.as<float>()));
-  // A large mean: Welford's deviations, no cancellation.
+  // A large mean: the deviations from it (the second pass), no cancellation.
   CHECK(reference(array_of<double>({1e9 + 1, 1e9 + 2, 1e9 + 3}), Op::var).exact == Approx(1.0).epsilon(1e-12));
   // An infinity or a NaN: NaN.
   CHECK(std::isnan(reference(array_of<double>({1.0, inf}), Op::var).exact));

@@ -3,6 +3,7 @@
 
 #include "kernels/ops.h"
 #include "tuner/mix.h"
+#include "tuner/reference_acc.h"
 
 #include <algorithm>
 #include <cmath>
@@ -40,181 +41,48 @@ template <typename F> void parallel_items(std::uint64_t n, std::uint64_t work, F
   for (auto& th : pool) th.join();
 }
 
-// The result of type T from its accumulator (exact for min/max and integers).
-template <typename T> T narrow(acc_t<T> v) {
-  if constexpr (is_half_float_v<T>) return T(double(v));
-  else return v;
-}
-
-// One result's reference, element by element, for any op: the kernels' combine for the exact ops
-// (integers, min/max, counts), double sums of the mapped values for the float ones.
-template <typename T> struct RefAcc {
-  using A = acc_t<T>;
-  Op op = Op::sum;
-  A acc{};                    // the kernels' accumulator: sum, min, max; integer sumsq
-  double sum = 0, abs = 0;    // the mapped values' double sum and their |.|'s (floats, mean)
-  __int128 isum = 0;          // integer mean: the exact sum
-  std::uint64_t n = 0, nonzero = 0;
-  // argmax, argmin: the winner so far and its index in the range (-1: none yet).
-  A best{};
-  std::int64_t best_i = -1;
-  // logsumexp: the running maximum and the sum of exp(x - max), in extended precision.
-  long double lm = -std::numeric_limits<long double>::infinity(), ls = 0;
-  // var, std: Welford's mean and sum of squared deviations, in extended precision.
-  long double mean = 0, m2 = 0;
-
-  explicit RefAcc(Op o) : op(o), acc(identity<A>(o)) {}
-
-  static bool arg_op(Op o) { return o == Op::argmax || o == Op::argmin; }
-  static bool var_op(Op o) {
-    return o == Op::var || o == Op::std_ || o == Op::var_population || o == Op::std_population;
-  }
-  // torch's rule: a NaN beats any number and the first NaN later ones; else the larger (smaller)
-  // value, the first on ties.
-  void take_arg(A v, std::int64_t i) {
-    bool take = best_i < 0;
-    if (!take) {
-      const bool better = op == Op::argmax ? v > best : v < best;
-      const bool tie = v == best && i < best_i;
-      if constexpr (std::is_floating_point_v<A>) {
-        const bool an = std::isnan(best), bn = std::isnan(v);
-        take = bn ? (!an || i < best_i) : (!an && (better || tie));
-      } else {
-        take = better || tie;
-      }
+// The accumulators of one result before its elements: `start(i)` for result i. var and std take
+// two passes over the same elements (RefAcc): the first finds each result's mean, which the second
+// centres on.
+template <typename T, RefKind K> struct Starts {
+  Op op;
+  const std::vector<Reference>* means = nullptr; // var's second pass: each result's first
+  bool centring = false;                         // var's first pass
+  RefAcc<T, K> operator()(std::uint64_t i) const {
+    if constexpr (RefAcc<T, K>::var) {
+      if (centring) return RefAcc<T, K>::centre(op);
+      return RefAcc<T, K>::around(op, (*means)[i].exact);
     }
-    if (take) best = v, best_i = i;
-  }
-  // Merges a maximum and rescaled sum into lm, ls as the kernels' combine does (NaN wins).
-  void take_lse(long double m, long double sum) {
-    const long double r = (std::isnan(lm) || lm > m) ? lm : m;
-    const long double ea = lm == r ? 1.0L : std::exp(lm - r), eb = m == r ? 1.0L : std::exp(m - r);
-    ls = ls * ea + sum * eb;
-    lm = r;
-  }
-
-  void add(T x) {
-    const A v = widen(x);
-    if (arg_op(op)) take_arg(v, std::int64_t(n));
-    if (op == Op::logsumexp) take_lse(static_cast<long double>(double(v)), 1.0L);
-    if (var_op(op)) {
-      // Welford; an infinity makes M2 NaN (inf * (inf - inf)), as torch's var gives.
-      const long double xv = is_float_like_v<T> ? static_cast<long double>(double(v))
-                                                : static_cast<long double>(v);
-      const long double delta = xv - mean;
-      mean += delta / static_cast<long double>(n + 1);
-      m2 += delta * (xv - mean);
-      abs += double(xv) * double(xv);
-      ++n;
-      return;
-    }
-    ++n;
-    if (v != A(0)) ++nonzero; // a NaN is not zero
-    if constexpr (is_float_like_v<T>) {
-      const double d = double(v);
-      const double m = op == Op::sumsq || op == Op::norm2 ? d * d : op == Op::norm1 ? std::fabs(d) : d;
-      sum += m;
-      abs += std::fabs(m);
-      if (op == Op::min || op == Op::max) acc = host_ops::combine(acc, v, op);
-    } else {
-      using U = std::make_unsigned_t<A>;
-      if (op == Op::mean) {
-        isum += v;
-        abs += std::fabs(double(v));
-      } else if (op == Op::sumsq) {
-        acc = A(U(acc) + U(v) * U(v)); // wraps as the kernels' unsigned product and sum
-      } else {
-        acc = host_ops::combine(acc, v, op);
-      }
-    }
-  }
-  // dot: the product x * y as the mapped value.
-  void add2(T x, T y) {
-    ++n;
-    if constexpr (is_float_like_v<T>) {
-      const double m = double(widen(x)) * double(widen(y));
-      sum += m;
-      abs += std::fabs(m);
-    } else {
-      using U = std::make_unsigned_t<A>;
-      acc = A(U(acc) + U(widen(x)) * U(widen(y))); // wraps as the kernels' unsigned arithmetic
-    }
-  }
-  void merge(const RefAcc& o) {
-    if (arg_op(op) && o.best_i >= 0) take_arg(o.best, o.best_i + std::int64_t(n)); // o follows
-    if (op == Op::logsumexp) take_lse(o.lm, o.ls);
-    if (var_op(op) && o.n > 0) { // Chan's merge
-      if (n == 0) {
-        mean = o.mean, m2 = o.m2;
-      } else {
-        const long double na = n, nb = o.n, d = o.mean - mean;
-        mean += d * nb / (na + nb);
-        m2 += o.m2 + d * d * na * nb / (na + nb);
-      }
-    }
-    n += o.n, nonzero += o.nonzero, sum += o.sum, abs += o.abs, isum += o.isum;
-    acc = host_ops::combine(acc, o.acc, op); // integer sumsq: a wrapping add, as its combine
-  }
-  Reference finish() const {
-    Reference r;
-    r.count = double(n);
-    switch (op) {
-    case Op::count_nonzero: r.value = Scalar::of(std::int64_t(nonzero)); return r;
-    case Op::any: r.value = Scalar::of(std::uint8_t(nonzero > 0)); return r;
-    case Op::all: r.value = Scalar::of(std::uint8_t(nonzero == n)); return r;
-    case Op::min:
-    case Op::max: r.value = Scalar::of(narrow<T>(acc)); return r;
-    case Op::argmax:
-    case Op::argmin: r.value = Scalar::of(std::int64_t(best_i)); return r; // -1: empty
-    default: break;
-    }
-    if (op == Op::logsumexp) {
-      r.exact = double(lm + std::log(ls)); // empty or all -inf: -inf; NaN: NaN
-      r.abs_sum = double(std::log(ls));    // log of the rescaled sum, for the bound
-      if constexpr (is_float_like_v<T>) r.value = Scalar::of(T(r.exact));
-      return r;
-    }
-    if (var_op(op)) {
-      const long double c = static_cast<long double>(n) - ((op == Op::var || op == Op::std_) ? 1 : 0);
-      long double var = m2 / (c > 0 ? c : 0.0L); // n <= correction: 0 / 0 (NaN) or inf, as torch
-      if (op == Op::std_ || op == Op::std_population) var = std::sqrt(var);
-      r.exact = double(var);
-      r.abs_sum = abs; // the sum of squares, for the bound
-      if constexpr (is_float_like_v<T>) r.value = Scalar::of(T(r.exact));
-      else r.value = Scalar::of(r.exact);
-      return r;
-    }
-    if constexpr (is_float_like_v<T>) {
-      r.abs_sum = abs;
-      r.exact = op == Op::mean ? sum / double(n) : op == Op::norm2 ? std::sqrt(sum) : sum;
-      r.value = Scalar::of(T(r.exact)); // rounded once (0 / 0: NaN)
-    } else if (op == Op::mean) {
-      r.abs_sum = abs;
-      r.exact = double(isum) / double(n);
-      r.value = Scalar::of(r.exact);
-    } else {
-      r.value = Scalar::of(T(acc));
-    }
-    return r;
+    return RefAcc<T, K>(op);
   }
 };
 
-// Reduces [0, n) in parallel chunks; `y`: the second input of an op of two (else null).
-template <typename T>
-Reference reduce_host(const T* x, std::uint64_t n, Op op, const T* y = nullptr) {
+// Adds element i of x (and of y, for an op of two inputs).
+template <typename T, RefKind K> void feed(RefAcc<T, K>& acc, const T* x, const T* y, std::uint64_t i) {
+  if constexpr (RefAcc<T, K>::two_inputs) acc.add2(x[i], y[i]);
+  else acc.add(x[i]);
+}
+
+// Reduces [0, n) in parallel chunks from `start`; `y`: the second input of an op of two (else null).
+template <typename T, RefKind K>
+Reference reduce_host(const T* x, std::uint64_t n, const T* y, const RefAcc<T, K>& start) {
   const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<RefAcc<T>> part(slots, RefAcc<T>(op));
+  std::vector<RefAcc<T, K>> part(slots, start);
   parallel_chunks(n, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
-    RefAcc<T> acc(op);
-    if (y)
-      for (std::uint64_t i = lo; i < hi; ++i) acc.add2(x[i], y[i]);
-    else
-      for (std::uint64_t i = lo; i < hi; ++i) acc.add(x[i]);
+    RefAcc<T, K> acc = start;
+    for (std::uint64_t i = lo; i < hi; ++i) feed(acc, x, y, i);
     part[t] = acc;
   });
-  RefAcc<T> acc(op);
+  RefAcc<T, K> acc = start;
   for (unsigned t = 0; t < slots; ++t) acc.merge(part[t]);
   return acc.finish();
+}
+
+// Runs `pass(starts)` once, or, for var and std, twice: `out` holds the means after the first.
+template <typename T, RefKind K, typename Pass>
+void in_passes(Op op, std::vector<Reference>& out, Pass&& pass) {
+  if constexpr (RefAcc<T, K>::var) pass(Starts<T, K>{op, nullptr, true});
+  pass(Starts<T, K>{op, &out, false});
 }
 
 } // namespace
@@ -271,65 +139,77 @@ void check_inputs(const HostArray& x, const HostArray* y, Op op) {
 
 } // namespace
 
+namespace {
+
+// The reference of x[0, n) (and y's, for an op of two inputs), in parallel chunks.
+template <typename T, RefKind K> Reference reduce_array(Op op, const T* x, std::uint64_t n, const T* y) {
+  RefAcc<T, K> start(op);
+  if constexpr (RefAcc<T, K>::var)
+    start = RefAcc<T, K>::around(op, reduce_host(x, n, y, RefAcc<T, K>::centre(op)).exact);
+  return reduce_host(x, n, y, start);
+}
+
+} // namespace
+
 Reference reference(const HostArray& a, Op op) {
   check_inputs(a, nullptr, op);
-  return visit(a.dtype, [&](auto t) { return reduce_host(a.data<decltype(t)>(), a.n, op); });
+  return visit(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    return visit_kind(op, [&](auto k) { return reduce_array<T, decltype(k)::value>(op, a.data<T>(), a.n, nullptr); });
+  });
 }
 
 Reference reference(const HostArray& x, const HostArray& y, Op op) {
   check_inputs(x, &y, op);
   return visit(x.dtype, [&](auto t) {
     using T = decltype(t);
-    return reduce_host(x.data<T>(), x.n, op, y.data<T>());
+    return visit_kind(op, [&](auto k) { return reduce_array<T, decltype(k)::value>(op, x.data<T>(), x.n, y.data<T>()); });
   });
 }
 
 namespace {
 
-// Reduces x[0], x[step], ... (len elements) as reduce_host does, on the calling thread; `y` (an
-// op of two inputs) is read where x is.
-template <typename T>
-Reference reduce_strided(const T* x, std::uint64_t len, std::uint64_t step, Op op, const T* y) {
-  RefAcc<T> acc(op);
-  for (std::uint64_t i = 0; i < len; ++i) {
-    if (y) acc.add2(x[i * step], y[i * step]);
-    else acc.add(x[i * step]);
-  }
-  return acc.finish();
-}
-
-// Columns: each thread takes a range of columns and walks the rows, so reads stay row-major.
-// Fewer columns than cores: each thread takes a range of rows for every column, and the ranges'
-// accumulators are merged in row order.
-template <typename T>
-void reduce_columns_host(const T* x, const T* y, const Segmentation& s, Op op,
+// Columns: each thread takes a range of columns and walks the rows, a block of columns at a time
+// (their accumulators stay in cache), so reads stay row-major. Fewer columns than cores: each
+// thread takes a range of rows for every column, and the ranges' accumulators are merged in row
+// order.
+template <typename T, RefKind K>
+void reduce_columns_host(const T* x, const T* y, const Segmentation& s, const Starts<T, K>& start,
                          std::vector<Reference>& out) {
+  using Acc = RefAcc<T, K>;
   const std::uint64_t cols = s.shape.count, rows = s.shape.length, work = cols * rows;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   // Row r's columns [lo, hi) into acc[0, hi - lo).
-  const auto add_row = [&](std::vector<RefAcc<T>>& acc, std::uint64_t r, std::uint64_t lo, std::uint64_t hi) {
-    const T* row = x + r * s.stride;
-    if (y)
-      for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add2(row[c], y[r * s.stride + c]);
-    else
-      for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add(row[c]);
+  const auto add_row = [&](std::vector<Acc>& acc, std::uint64_t r, std::uint64_t lo, std::uint64_t hi) {
+    const std::uint64_t at = r * s.stride;
+    for (std::uint64_t c = lo; c < hi; ++c) feed(acc[c - lo], x + at, y ? y + at : nullptr, c);
+  };
+  const auto starts = [&](std::vector<Acc>& acc, std::uint64_t lo, std::uint64_t hi) {
+    acc.clear();
+    for (std::uint64_t c = lo; c < hi; ++c) acc.push_back(start(c));
   };
   if (cols < cores && work >= (1u << 20)) {
-    std::vector<std::vector<RefAcc<T>>> part(cores, std::vector<RefAcc<T>>(cols, RefAcc<T>(op)));
+    std::vector<std::vector<Acc>> part(cores);
+    for (auto& p : part) starts(p, 0, cols);
     parallel_items(rows, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
       for (std::uint64_t r = lo; r < hi; ++r) add_row(part[t], r, 0, cols);
     });
     for (std::uint64_t c = 0; c < cols; ++c) {
-      RefAcc<T> acc(op);
+      Acc acc = start(c);
       for (unsigned t = 0; t < cores; ++t) acc.merge(part[t][c]);
       out[c] = acc.finish();
     }
     return;
   }
+  constexpr std::uint64_t kBlock = 1024;
   parallel_items(cols, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
-    std::vector<RefAcc<T>> acc(hi - lo, RefAcc<T>(op));
-    for (std::uint64_t r = 0; r < rows; ++r) add_row(acc, r, lo, hi);
-    for (std::uint64_t c = lo; c < hi; ++c) out[c] = acc[c - lo].finish();
+    std::vector<Acc> acc;
+    for (std::uint64_t b = lo; b < hi; b += kBlock) {
+      const std::uint64_t e = std::min(hi, b + kBlock);
+      starts(acc, b, e);
+      for (std::uint64_t r = 0; r < rows; ++r) add_row(acc, r, b, e);
+      for (std::uint64_t c = b; c < e; ++c) out[c] = acc[c - b].finish();
+    }
   });
 }
 
@@ -366,19 +246,29 @@ void segmented_host(const HostArray& a, const HostArray* b, const Segmentation& 
     using T = decltype(t);
     const T* x = a.data<T>();
     const T* y = b ? b->data<T>() : nullptr;
-    if (s.problem == Problem::columns) return reduce_columns_host(x, y, s, op, out);
     const auto at = [&](std::uint64_t i) {
       return s.problem == Problem::segments ? std::uint64_t(s.offsets[i]) : i * s.stride;
     };
-    // Fewer results than cores: each one's elements in parallel, as the 1-D reference.
-    if (s.shape.count < cores && work >= (1u << 20)) {
-      for (std::uint64_t i = 0; i < s.shape.count; ++i)
-        out[i] = reduce_host(x + at(i), s.length(i), op, y ? y + at(i) : nullptr);
-      return;
-    }
-    parallel_items(s.shape.count, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
-      for (std::uint64_t i = lo; i < hi; ++i)
-        out[i] = reduce_strided(x + at(i), s.length(i), 1, op, y ? y + at(i) : nullptr);
+    visit_kind(op, [&](auto k) {
+      constexpr RefKind K = decltype(k)::value;
+      in_passes<T, K>(op, out, [&](const Starts<T, K>& start) {
+        if (s.problem == Problem::columns) return reduce_columns_host<T, K>(x, y, s, start, out);
+        // Fewer results than cores: each one's elements in parallel, as the 1-D reference.
+        if (s.shape.count < cores && work >= (1u << 20)) {
+          for (std::uint64_t i = 0; i < s.shape.count; ++i)
+            out[i] = reduce_host(x + at(i), s.length(i), y ? y + at(i) : nullptr, start(i));
+          return;
+        }
+        parallel_items(s.shape.count, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+          for (std::uint64_t i = lo; i < hi; ++i) {
+            RefAcc<T, K> acc = start(i);
+            const T* xi = x + at(i);
+            const T* yi = y ? y + at(i) : nullptr;
+            for (std::uint64_t k = 0, len = s.length(i); k < len; ++k) feed(acc, xi, yi, k);
+            out[i] = acc.finish();
+          }
+        });
+      });
     });
   });
 }

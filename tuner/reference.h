@@ -30,8 +30,11 @@ struct Reference {
                        ///< dtype once (also for bf16 and f16)
   double exact = 0;    ///< those float results in double precision: the sum of the mapped
                        ///< values (x, x^2, |x|), over the count for mean, its root for norm2;
-                       ///< logsumexp, var and std from extended-precision accumulators (argmax
-                       ///< and argmin: `value` is the exact int64 index, -1 for nothing)
+                       ///< logsumexp and var/std from double accumulators for elements of 4
+                       ///< bytes or fewer, extended precision for float64 and integers (var:
+                       ///< two passes, the sums of x - mean and their squares; logsumexp: exp
+                       ///< in double) (argmax and argmin: `value` is the exact int64 index, -1
+                       ///< for nothing)
   double abs_sum = 0;  ///< the sum of |mapped value| (norm2, var, std: the sum of squares;
                        ///< logsumexp: the log of the sum rescaled to the maximum)
   double count = 0;    ///< elements reduced
