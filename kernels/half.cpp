@@ -2,6 +2,7 @@
 #include "kernels/half.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -16,28 +17,25 @@ Format format(DType d) { return d == DType::bf16 ? Format{7, 127} : Format{10, 1
 
 } // namespace
 
-float widen_half(std::uint16_t bits, DType dtype) {
-  if (dtype == DType::bf16) {
-    const std::uint32_t u = std::uint32_t(bits) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-  }
-  const bool neg = bits & 0x8000u;
-  const int exp = (bits >> 10) & 0x1f, mant = bits & 0x3ff;
-  float v;
-  if (exp == 0x1f) v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else if (exp == 0) v = std::ldexp(float(mant), -24);             // subnormal: mant * 2^-24
-  else v = std::ldexp(float(mant | 0x400), exp - 25);             // (1024 + mant) * 2^(exp-15-10)
-  return neg ? -v : v;
-}
-
 std::uint16_t narrow_half(double v, DType dtype) {
   const Format f = format(dtype);
   const int exp_bits = dtype == DType::bf16 ? 8 : 5;
   const std::uint16_t sign = std::signbit(v) ? 0x8000u : 0;
   const std::uint16_t inf = std::uint16_t(((1u << exp_bits) - 1) << f.mant);
   if (std::isnan(v)) return std::uint16_t(sign | inf | (1u << (f.mant - 1))); // quiet NaN
+  // The normal binades of the type, straight from the bits: the fraction's top `mant` bits, rounded
+  // to nearest (ties to even) by the rest; a carry moves into the exponent, out of the largest
+  // binade to the infinity's pattern, as rounding to nearest overflows.
+  const auto bits = std::bit_cast<std::uint64_t>(v);
+  const int e = int((bits >> 52) & 0x7ffu) - 1023;
+  if (e >= 1 - f.bias && e <= f.bias) {
+    const int drop = 52 - f.mant;
+    const std::uint64_t fraction = bits & ((std::uint64_t(1) << 52) - 1);
+    const std::uint64_t rest = fraction & ((std::uint64_t(1) << drop) - 1), half = std::uint64_t(1) << (drop - 1);
+    std::uint64_t field = (std::uint64_t(e + f.bias) << f.mant) | (fraction >> drop);
+    if (rest > half || (rest == half && (field & 1))) ++field;
+    return std::uint16_t(sign | field);
+  }
   const double a = std::fabs(v);
   if (std::isinf(a)) return sign | inf;
   if (a == 0) return sign;

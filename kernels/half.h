@@ -6,6 +6,7 @@
 #include "reduce_tune/config.h"
 #include "reduce_tune/element.h"
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <ostream>
@@ -13,8 +14,18 @@
 
 namespace reduce_tune {
 
-/// The value of a bf16 or f16 bit pattern (exact: every such value is a float).
-float widen_half(std::uint16_t bits, DType dtype);
+/// The value of a bf16 or f16 bit pattern (exact: every such value is a float; an f16 NaN
+/// becomes float's quiet NaN of its sign). Inline: the CPU reference widens every element.
+inline float widen_half(std::uint16_t bits, DType dtype) {
+  if (dtype == DType::bf16) return std::bit_cast<float>(std::uint32_t(bits) << 16);
+  const std::uint32_t sign = std::uint32_t(bits & 0x8000u) << 16, exp = (bits >> 10) & 0x1fu, mant = bits & 0x3ffu;
+  if (exp == 0x1f) return std::bit_cast<float>(sign | (mant ? 0x7fc00000u : 0x7f800000u));
+  if (exp == 0) { // subnormal: mant * 2^-24, exact in float
+    const float v = float(mant) * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13)); // rebiased from 15 to 127
+}
 /// `v` rounded to bf16 or f16, to nearest with ties to even, in one step (no double rounding
 /// through float); beyond the largest finite value the result is an infinity, NaN stays NaN
 /// (quiet, sign kept).

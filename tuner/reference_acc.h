@@ -193,8 +193,9 @@ template <typename T, RefKind K> struct RefAcc {
     } else if constexpr (K == RefKind::min_max) r.value = Scalar::of(narrow<T>(acc));
     else if constexpr (arg) r.value = Scalar::of(std::int64_t(best_i)); // -1: empty
     else if constexpr (lse) {
-      r.exact = double(lm + std::log(ls)); // empty or all -inf: -inf; NaN: NaN
-      r.abs_sum = double(std::log(ls));    // log of the rescaled sum, for the bound
+      const W log_sum = std::log(ls);
+      r.exact = double(lm + log_sum); // empty or all -inf: -inf; NaN: NaN
+      r.abs_sum = double(log_sum);    // log of the rescaled sum, for the bound
       if constexpr (is_float_like_v<T>) r.value = Scalar::of(T(r.exact));
     } else if constexpr (var) {
       if (centring) {
@@ -203,9 +204,13 @@ template <typename T, RefKind K> struct RefAcc {
       }
       W m2 = n ? s2 - s1 * s1 / W(n) : W(0);
       if (m2 < 0) m2 = 0; // rounding below zero (a NaN stays)
-      const W c = W(n) - ((op == Op::var || op == Op::std_) ? 1 : 0);
-      W v = m2 / (c > 0 ? c : W(0)); // n <= correction: 0 / 0 (NaN) or inf, as torch
-      if (op == Op::std_ || op == Op::std_population) v = std::sqrt(v);
+      const std::uint64_t correction = op == Op::var || op == Op::std_;
+      // n <= correction: 0 / 0 (NaN) or inf, as torch; made, not divided (extended precision's
+      // division by zero or of NaNs takes a slow path on some hosts).
+      W v = n > correction ? m2 / W(n - correction)
+            : m2 > 0       ? std::numeric_limits<W>::infinity()
+                           : std::numeric_limits<W>::quiet_NaN();
+      if ((op == Op::std_ || op == Op::std_population) && v > 0) v = std::sqrt(v);
       r.exact = double(v);
       r.abs_sum = abs; // the sum of squares, for the bound
       if constexpr (is_float_like_v<T>) r.value = Scalar::of(T(r.exact));
