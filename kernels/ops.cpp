@@ -304,6 +304,8 @@ std::string compound_source(Op op, DType dtype, DType acc, DType result) {
 std::span<const OpDescription> op_descriptions() { return kOps; }
 
 const OpDescription& describe(Op op) {
+  // kOps is in Op's order: op's own entry, checked; a search otherwise.
+  if (const auto i = std::size_t(op); i < kOps.size() && kOps[i].op == op) return kOps[i];
   for (const OpDescription& d : kOps)
     if (d.op == op) return d;
   throw std::invalid_argument("unknown op " + std::to_string(static_cast<int>(op)));

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,12 +23,27 @@
 namespace reduce_tune {
 namespace {
 
-/// One device's stored measurements for (dtype, op, problem).
+/// One device's stored measurements for (dtype, op, problem), held by the store's rows in memory
+/// (runtime/store_rows.h) or by the lookup's own copy of a store's (Rows).
 struct Source {
   std::string uuid, name;
-  std::vector<db::Measurement> rows;
+  std::vector<const db::Measurement*> rows;
   double distance = 0; ///< gpu_distance from the GPU looked up for
 };
+
+/// The rows a lookup read from a store (its queries return copies): kept at stable addresses for
+/// the lookup's Sources. Rows in memory (StoreRows) are not copied.
+using Rows = std::deque<db::Measurement>;
+
+/// f(m) for each of the rows of device `uuid` in `s` that `filter` passes, in the store's order.
+template <typename F>
+void for_rows(const db::Store& s, const std::string& uuid, const db::MeasurementFilter& filter, Rows& keep, F&& f) {
+  for (db::Measurement& m : s.measurements(uuid, filter)) f(keep.emplace_back(std::move(m)));
+}
+template <typename F>
+void for_rows(const StoreRows& s, const std::string& uuid, const db::MeasurementFilter& filter, Rows&, F&& f) {
+  s.each(uuid, filter, f);
+}
 
 /// A measurement and the device it came from.
 struct Row {
@@ -100,9 +116,9 @@ std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target
   };
   std::map<Shape, std::vector<Row>, decltype(order)> by_shape(order);
   for (const Source& s : sources)
-    for (const db::Measurement& m : s.rows)
-      if (m.valid && std::isfinite(m.median_us))
-        by_shape[m.shape()].push_back({&m, &s, !t.user && !same_family(m.op, t.op)});
+    for (const db::Measurement* m : s.rows)
+      if (m->valid && std::isfinite(m->median_us))
+        by_shape[m->shape()].push_back({m, &s, !t.user && !same_family(m->op, t.op)});
   std::vector<Shape> shapes;
   for (auto& [shape, rows] : by_shape) {
     shapes.push_back(shape);
@@ -295,6 +311,14 @@ Choice lookup_in(const S* store, const S* shipped, const DeviceKey& device, DTyp
     const std::size_t a = size_of(m.dtype), b = size_of(dtype);
     return int(std::bit_width(std::max(a, b) / std::min(a, b))); // 1, 2 or 3
   };
+  Rows kept; // a store's rows the Sources below point into
+  // alike(o, op, dtype) for each op o, asked once.
+  std::vector<signed char> alike_of(op_descriptions().size(), -1);
+  const auto alike_op = [&](Op o) {
+    signed char& a = alike_of.at(std::size_t(o));
+    if (a < 0) a = alike(o, op, dtype);
+    return a == 1;
+  };
   // Rows of ranks [0, ranks) into into[rank][tier]: this call's own (rank 0 only), or the related.
   const auto gather = [&](bool related, int ranks, std::vector<Source> (&into)[kRanks][kTiers]) {
     db::MeasurementFilter filter;
@@ -310,17 +334,17 @@ Choice lookup_in(const S* store, const S* shipped, const DeviceKey& device, DTyp
                                                                    : kCarried;
         const std::string source = is_shipped ? d.name + " (shipped)" : d.name;
         for (int r = 0; r < ranks; ++r) into[r][tier].push_back({d.uuid, source, {}, gpu_distance(device, d)});
-        for (db::Measurement& m : s->measurements(d.uuid, filter)) {
+        for_rows(*s, d.uuid, filter, kept, [&](const db::Measurement& m) {
           const int r = rank(m);
-          if ((related && m.dtype == dtype && m.op == op) || r >= ranks) continue;
+          if ((related && m.dtype == dtype && m.op == op) || r >= ranks) return;
           // Another op's rows only where its accumulator, on this call's dtype, is as large as
           // this op's (the partials, shared memory and registers a configuration was tuned
           // with: argmax's 16-byte value and index never takes a sum's 4-byte rows) and combines
           // alike (a struct, or the same atomic): count_nonzero's 8-byte atomic add never takes
           // logsumexp's rows, tuned among mappings without atomics.
-          if (related && m.op != op && !alike(m.op, op, dtype)) continue;
-          into[r][tier].back().rows.push_back(std::move(m));
-        }
+          if (related && m.op != op && !alike_op(m.op)) return;
+          into[r][tier].back().rows.push_back(&m);
+        });
       }
     }
     for (auto& tiers : into)
@@ -408,6 +432,7 @@ std::optional<Choice> lookup_own(const db::Store* store, const db::Store* shippe
   shape.count = std::max<std::uint64_t>(shape.count, 1);
   const Target t = target_of(device, dtype, op.builtin().value_or(Op::sum), problem, req);
   enum Tier { kOwn, kModel, kArch, kTiers };
+  Rows kept; // the rows the Sources below point into
   std::vector<Source> tiers[kTiers];
   db::MeasurementFilter filter;
   filter.dtype = dtype, filter.op = op, filter.problem = problem;
@@ -418,7 +443,8 @@ std::optional<Choice> lookup_own(const db::Store* store, const db::Store* shippe
       const int tier = !is_shipped && d.uuid == device.uuid                                   ? kOwn
                        : is_shipped && !device.name.empty() && d.name == device.name ? kModel
                                                                                        : kArch;
-      Source src{d.uuid, is_shipped ? d.name + " (shipped)" : d.name, s->measurements(d.uuid, filter), 0};
+      Source src{d.uuid, is_shipped ? d.name + " (shipped)" : d.name, {}, 0};
+      for_rows(*s, d.uuid, filter, kept, [&](const db::Measurement& m) { src.rows.push_back(&m); });
       if (!src.rows.empty()) tiers[tier].push_back(std::move(src));
     }
   }

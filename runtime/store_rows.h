@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,24 @@ public:
   /// As db::Store::measurements (the same rows in the same order) for a filter of a built-in op
   /// or none; std::invalid_argument for a user reduction's op, whose rows are not held.
   std::vector<db::Measurement> measurements(const std::string& device_uuid, const db::MeasurementFilter& f) const;
+  /// f(m) for each of those rows, held here (not copied), in the same order.
+  template <typename F> void each(const std::string& device_uuid, const db::MeasurementFilter& f, F&& fn) const {
+    if (f.op && !f.op->builtin()) throw std::invalid_argument("StoreRows: a user reduction's rows are not held");
+    const auto rows = rows_.find(device_uuid);
+    if (rows == rows_.end()) return;
+    const auto keep = [&](const db::Measurement& m) {
+      return (!f.dtype || m.dtype == *f.dtype) && (!f.op || m.op == *f.op->builtin()) &&
+             (!f.shape || (m.count == f.shape->count && m.n == f.shape->length));
+    };
+    if (f.problem) {
+      if (const auto at = by_problem_.find({device_uuid, *f.problem}); at != by_problem_.end())
+        for (std::size_t i : at->second)
+          if (keep(rows->second[i])) fn(rows->second[i]);
+      return;
+    }
+    for (const db::Measurement& m : rows->second)
+      if (keep(m)) fn(m);
+  }
 
 private:
   std::vector<db::DeviceRecord> devices_;
