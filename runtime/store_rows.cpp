@@ -1,7 +1,6 @@
 // reduce-tune: a store's rows in memory, for repeated lookups (runtime/store_rows.h).
 #include "runtime/store_rows.h"
 
-
 namespace reduce_tune {
 
 StoreRows::StoreRows(const db::Store& store) : devices_(store.devices()) {
