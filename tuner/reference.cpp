@@ -62,6 +62,16 @@ template <typename T, RefKind K> void feed(RefAcc<T, K>& acc, const T* x, const 
   else acc.add(x[i]);
 }
 
+// Adds elements [lo, hi) of x (and of y).
+template <typename T, RefKind K>
+void feed_all(RefAcc<T, K>& acc, const T* x, const T* y, std::uint64_t lo, std::uint64_t hi) {
+  if constexpr (RefAcc<T, K>::two_inputs) {
+    for (std::uint64_t i = lo; i < hi; ++i) feed(acc, x, y, i);
+  } else {
+    acc.add_all(x + lo, hi - lo);
+  }
+}
+
 // Reduces [0, n) in parallel chunks from `start`; `y`: the second input of an op of two (else null).
 template <typename T, RefKind K>
 Reference reduce_host(const T* x, std::uint64_t n, const T* y, const RefAcc<T, K>& start) {
@@ -69,7 +79,7 @@ Reference reduce_host(const T* x, std::uint64_t n, const T* y, const RefAcc<T, K
   std::vector<RefAcc<T, K>> part(slots, start);
   parallel_chunks(n, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
     RefAcc<T, K> acc = start;
-    for (std::uint64_t i = lo; i < hi; ++i) feed(acc, x, y, i);
+    feed_all(acc, x, y, lo, hi);
     part[t] = acc;
   });
   RefAcc<T, K> acc = start;
@@ -183,6 +193,21 @@ void reduce_columns_host(const T* x, const T* y, const Segmentation& s, const St
     const std::uint64_t at = r * s.stride;
     for (std::uint64_t c = lo; c < hi; ++c) feed(acc[c - lo], x + at, y ? y + at : nullptr, c);
   };
+  // Rows [r0, r1) of columns [lo, hi) (min and max: folded into the columns' keys a row at a time,
+  // a loop that vectorises; columns that hold a NaN again element by element).
+  const auto add_rows = [&](std::vector<Acc>& acc, std::uint64_t r0, std::uint64_t r1, std::uint64_t lo,
+                            std::uint64_t hi) {
+    if constexpr (K == RefKind::min_max) {
+      using M = MinMaxKey<T>;
+      const bool min = combine_kind(start.op) == OpAtomic::min;
+      std::vector<typename M::Key> keys(hi - lo, M::identity(min));
+      if (r1 > r0 && !fold_min_max_columns(x + r0 * s.stride + lo, s.stride, r1 - r0, hi - lo, min, keys.data())) {
+        for (std::uint64_t c = lo; c < hi; ++c) acc[c - lo].add_folded(M::value(keys[c - lo]), r1 - r0);
+        return;
+      }
+    }
+    for (std::uint64_t r = r0; r < r1; ++r) add_row(acc, r, lo, hi);
+  };
   const auto starts = [&](std::vector<Acc>& acc, std::uint64_t lo, std::uint64_t hi) {
     acc.clear();
     for (std::uint64_t c = lo; c < hi; ++c) acc.push_back(start(c));
@@ -191,7 +216,7 @@ void reduce_columns_host(const T* x, const T* y, const Segmentation& s, const St
     std::vector<std::vector<Acc>> part(cores);
     for (auto& p : part) starts(p, 0, cols);
     parallel_items(rows, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
-      for (std::uint64_t r = lo; r < hi; ++r) add_row(part[t], r, 0, cols);
+      add_rows(part[t], lo, hi, 0, cols);
     });
     for (std::uint64_t c = 0; c < cols; ++c) {
       Acc acc = start(c);
@@ -206,7 +231,7 @@ void reduce_columns_host(const T* x, const T* y, const Segmentation& s, const St
     for (std::uint64_t b = lo; b < hi; b += kBlock) {
       const std::uint64_t e = std::min(hi, b + kBlock);
       starts(acc, b, e);
-      for (std::uint64_t r = 0; r < rows; ++r) add_row(acc, r, b, e);
+      add_rows(acc, 0, rows, b, e);
       for (std::uint64_t c = b; c < e; ++c) out[c] = acc[c - b].finish();
     }
   });
@@ -263,7 +288,7 @@ void segmented_host(const HostArray& a, const HostArray* b, const Segmentation& 
             RefAcc<T, K> acc = start(i);
             const T* xi = x + at(i);
             const T* yi = y ? y + at(i) : nullptr;
-            for (std::uint64_t k = 0, len = s.length(i); k < len; ++k) feed(acc, xi, yi, k);
+            feed_all(acc, xi, yi, 0, s.length(i));
             out[i] = acc.finish();
           }
         });

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/values.h"
+#include "tuner/min_max_fold.h"
 #include "tuner/reference.h"
 
 #include <cmath>
@@ -172,6 +173,22 @@ template <typename T, RefKind K> struct RefAcc {
       using U = std::make_unsigned_t<A>;
       acc = A(U(acc) + U(widen(x)) * U(widen(y))); // wraps as the kernels' unsigned arithmetic
     }
+  }
+  /// Adds x[0, len) (min and max of 16 elements or more: by fold_min_max where none is a NaN; a
+  /// call costs more than a few elements' combines).
+  void add_all(const T* x, std::uint64_t len) {
+    if constexpr (K == RefKind::min_max) {
+      if (len >= 16) {
+        const MinMaxFold<T> f = fold_min_max(x, len, combine_kind(op) == OpAtomic::min);
+        if (!f.nan) return add_folded(MinMaxKey<T>::value(f.key), len);
+      }
+    }
+    for (std::uint64_t i = 0; i < len; ++i) add(x[i]);
+  }
+  /// min and max: adds `count` elements whose min or max (as the op) is m.
+  void add_folded(T m, std::uint64_t count) {
+    acc = host_ops::combine(acc, widen(m), op);
+    n += count;
   }
   /// Merges the accumulator of the elements that follow this one's (var: of the same pass and
   /// shift).
