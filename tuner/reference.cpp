@@ -3,6 +3,7 @@
 
 #include "kernels/ops.h"
 #include "tuner/mix.h"
+#include "tuner/parallel.h"
 #include "tuner/reference_acc.h"
 
 #include <algorithm>
@@ -12,32 +13,18 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 #include <type_traits>
 
 namespace reduce_tune {
 namespace {
 
-// Chunks of n items on `threads` threads (0: one below 2^20 items, else one a core).
-template <typename F> void parallel_chunks(std::uint64_t n, F&& f, unsigned threads = 0) {
-  if (!threads) threads = n < (1u << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] { f(n * t / threads, n * (t + 1) / threads, t); });
-  for (auto& th : pool) th.join();
-}
+// Threads for n items: one below 2^20 items, else one a core (tuner/parallel.h runs them).
+unsigned chunk_threads(std::uint64_t n) { return n < (1u << 20) ? 1 : host_cores(); }
 
-// The same over n items that hold `work` elements in all: one thread below 2^20 elements, else
-// one per core, at most one per item. (By the items alone, 256 rows of 2^20 elements were
-// reduced on one thread.)
-template <typename F> void parallel_items(std::uint64_t n, std::uint64_t work, F&& f) {
-  const std::uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const auto threads = unsigned(work < (1u << 20) ? 1 : std::max<std::uint64_t>(1, std::min(cores, n)));
-  if (threads == 1) return f(std::uint64_t(0), n, 0u);
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] { f(n * t / threads, n * (t + 1) / threads, t); });
-  for (auto& th : pool) th.join();
+// The same for n items that hold `work` elements in all: one below 2^20 elements, else one a core,
+// at most one an item. (By the items alone, 256 rows of 2^20 elements were reduced on one thread.)
+unsigned item_threads(std::uint64_t n, std::uint64_t work) {
+  return work < (1u << 20) ? 1 : unsigned(std::clamp<std::uint64_t>(n, 1, host_cores()));
 }
 
 // The accumulators of one result before its elements: `start(i)` for result i. var and std take
@@ -75,9 +62,9 @@ void feed_all(RefAcc<T, K>& acc, const T* x, const T* y, std::uint64_t lo, std::
 // Reduces [0, n) in parallel chunks from `start`; `y`: the second input of an op of two (else null).
 template <typename T, RefKind K>
 Reference reduce_host(const T* x, std::uint64_t n, const T* y, const RefAcc<T, K>& start) {
-  const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned slots = chunk_threads(n);
   std::vector<RefAcc<T, K>> part(slots, start);
-  parallel_chunks(n, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
+  parallel_ranges(n, slots, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
     RefAcc<T, K> acc = start;
     feed_all(acc, x, y, lo, hi);
     part[t] = acc;
@@ -104,7 +91,7 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed, unsigned 
   visit(dtype, [&](auto t) {
     using T = decltype(t);
     T* x = a.data<T>();
-    parallel_chunks(n, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+    parallel_ranges(n, threads ? threads : chunk_threads(n), [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
       for (std::uint64_t i = lo; i < hi; ++i) {
         const std::uint64_t r = mix(seed * 0x100000001b3ull + i);
         if constexpr (is_float_like_v<T>) {
@@ -119,7 +106,7 @@ HostArray make_input(DType dtype, std::uint64_t n, std::uint64_t seed, unsigned 
           x[i] = v == 0 ? T(1) : v;
         }
       }
-    }, threads);
+    });
     if constexpr (is_float_like_v<T>) {
       auto spike = [&](std::uint64_t i, T s) {
         if (i < n) x[i] = s;
@@ -187,7 +174,7 @@ void reduce_columns_host(const T* x, const T* y, const Segmentation& s, const St
                          std::vector<Reference>& out) {
   using Acc = RefAcc<T, K>;
   const std::uint64_t cols = s.shape.count, rows = s.shape.length, work = cols * rows;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = host_cores();
   // Row r's columns [lo, hi) into acc[0, hi - lo).
   const auto add_row = [&](std::vector<Acc>& acc, std::uint64_t r, std::uint64_t lo, std::uint64_t hi) {
     const std::uint64_t at = r * s.stride;
@@ -215,7 +202,7 @@ void reduce_columns_host(const T* x, const T* y, const Segmentation& s, const St
   if (cols < cores && work >= (1u << 20)) {
     std::vector<std::vector<Acc>> part(cores);
     for (auto& p : part) starts(p, 0, cols);
-    parallel_items(rows, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
+    parallel_ranges(rows, item_threads(rows, work), [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
       add_rows(part[t], lo, hi, 0, cols);
     });
     for (std::uint64_t c = 0; c < cols; ++c) {
@@ -226,7 +213,7 @@ void reduce_columns_host(const T* x, const T* y, const Segmentation& s, const St
     return;
   }
   constexpr std::uint64_t kBlock = 1024;
-  parallel_items(cols, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+  parallel_ranges(cols, item_threads(cols, work), [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
     std::vector<Acc> acc;
     for (std::uint64_t b = lo; b < hi; b += kBlock) {
       const std::uint64_t e = std::min(hi, b + kBlock);
@@ -265,7 +252,7 @@ void segmented_host(const HostArray& a, const HostArray* b, const Segmentation& 
                     std::vector<Reference>& out) {
   out.resize(s.shape.count);
   const std::uint64_t work = s.input_elements();
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = host_cores();
   visit(a.dtype, [&](auto t) {
     using T = decltype(t);
     const T* x = a.data<T>();
@@ -283,7 +270,8 @@ void segmented_host(const HostArray& a, const HostArray* b, const Segmentation& 
             out[i] = reduce_host(x + at(i), s.length(i), y ? y + at(i) : nullptr, start(i));
           return;
         }
-        parallel_items(s.shape.count, work, [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
+        parallel_ranges(s.shape.count, item_threads(s.shape.count, work),
+                        [&](std::uint64_t lo, std::uint64_t hi, unsigned) {
           for (std::uint64_t i = lo; i < hi; ++i) {
             RefAcc<T, K> acc = start(i);
             const T* xi = x + at(i);
@@ -469,9 +457,9 @@ Check check_segmented(const std::vector<Reference>& refs, const HostArray& got,
     return v == r.value && std::isfinite(r.exact) && std::isfinite(v.to_double());
   };
   // In parallel chunks; each finds its first failure, and the first chunk's that failed wins.
-  const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned slots = chunk_threads(s.shape.count);
   std::vector<std::optional<std::pair<std::uint64_t, Check>>> first(slots);
-  parallel_chunks(s.shape.count, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
+  parallel_ranges(s.shape.count, slots, [&](std::uint64_t lo, std::uint64_t hi, unsigned t) {
     std::uint64_t last_len = ~0ull, last_depth = 0;
     for (std::uint64_t i = lo; i < hi; ++i) {
       Scalar v;
