@@ -83,6 +83,42 @@ TEST_CASE("references made ahead equal the general reference bit for bit", "[ref
   }
 }
 
+TEST_CASE("a shape's references are taken after the next shape is started, as the sweep does",
+          "[reference][reference_ahead]") {
+  // The sweep starts the next shape's references at the current shape's first op, then takes the
+  // current shape's other ops: those must be the current shape's, made once.
+  const std::uint64_t n = std::uint64_t(1) << 14;
+  const HostArray x = make_input(DType::f32, n, 21);
+  const std::vector<Shape> shapes = {{n / 16, 16}, {n / 4, 4}, {16, n / 16}};
+  const std::vector<Op> ops = {Op::sum, Op::min, Op::max};
+  ReferenceAhead ahead;
+  std::vector<std::size_t> made; // shapes whose ops were made on the thread
+  const auto start = [&](std::size_t k) {
+    ReferenceAhead::Then then;
+    then.made = [&made, k](Op, const std::vector<Reference>&, const Segmentation&) { made.push_back(k); };
+    ahead.start(shapes[k], [k, &shapes] { return shape_of(Problem::rows, shapes[k], 0); }, x, nullptr, nullptr, ops,
+                then);
+  };
+  start(0);
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    INFO("shape " << k);
+    Segmentation seg;
+    REQUIRE(ahead.take_segmentation(shapes[k], seg));
+    std::vector<Reference> got;
+    bool from_prefix = false, straight = false;
+    REQUIRE(ahead.take(ops[0], got, from_prefix, straight));
+    require_same(got, segmented_reference(x, seg, ops[0]));
+    if (k + 1 < shapes.size()) start(k + 1); // the next shape's, before this one's other ops
+    for (std::size_t i = 1; i < ops.size(); ++i) {
+      REQUIRE(ahead.take(ops[i], got, from_prefix, straight));
+      require_same(got, segmented_reference(x, seg, ops[i]));
+    }
+    CHECK_FALSE(ahead.take(ops[1], got, from_prefix, straight)); // taken
+  }
+  ahead.wait();
+  CHECK(made.size() == shapes.size() * ops.size()); // each shape's ops made once
+}
+
 TEST_CASE("references made ahead throw where the shape takes them", "[reference][reference_ahead]") {
   const HostArray x = make_input(DType::f32, 1024, 3);
   ReferenceAhead ahead;

@@ -31,22 +31,24 @@ void ReferenceAhead::start(Shape shape, std::function<Segmentation()> segmentati
   if (thread_.joinable()) thread_.join();
   started_ = true;
   shape_ = shape;
-  ops_ = std::move(ops);
-  refs_.resize(std::max(refs_.size(), ops_.size())); // their memory is kept from shape to shape
-  from_prefix_.assign(ops_.size(), 0);
-  straight_.assign(ops_.size(), 0);
+  Made& next = making_;
+  next.ops = std::move(ops);
+  next.refs.resize(std::max(next.refs.size(), next.ops.size())); // their memory is kept from shape to shape
+  next.from_prefix.assign(next.ops.size(), 0);
+  next.straight.assign(next.ops.size(), 0);
   error_ = nullptr;
   thread_ = std::thread([this, segmentation = std::move(segmentation), &data, data2, prefix, then = std::move(then)] {
+    Made& m = making_;
     try {
       seg_ = segmentation();
-      for (std::size_t i = 0; i < ops_.size(); ++i) {
-        if (prefix && then.straight && then.straight(ops_[i], *prefix, seg_)) {
-          refs_[i].clear(); // not made: nothing of another shape's is taken for them
-          from_prefix_[i] = straight_[i] = 1;
+      for (std::size_t i = 0; i < m.ops.size(); ++i) {
+        if (prefix && then.straight && then.straight(m.ops[i], *prefix, seg_)) {
+          m.refs[i].clear(); // not made: nothing of another shape's is taken for them
+          m.from_prefix[i] = m.straight[i] = 1;
           continue;
         }
-        from_prefix_[i] = point_references(data, data2, prefix, seg_, ops_[i], refs_[i]);
-        if (then.made) then.made(ops_[i], refs_[i], seg_);
+        m.from_prefix[i] = point_references(data, data2, prefix, seg_, m.ops[i], m.refs[i]);
+        if (then.made) then.made(m.ops[i], m.refs[i], seg_);
       }
     } catch (...) {
       error_ = std::current_exception(); // thrown where the shape takes them
@@ -58,26 +60,28 @@ bool ReferenceAhead::take_segmentation(Shape shape, Segmentation& seg) {
   if (!started_ || !(shape_ == shape)) return false;
   if (thread_.joinable()) thread_.join();
   shape_ = Shape{0, 0}; // taken once
+  taken_.ops.clear();   // the shape taken before: what its caller left is not this one's
   if (error_) {
     started_ = false;
     std::rethrow_exception(std::exchange(error_, nullptr));
   }
   seg = std::move(seg_);
+  std::swap(making_, taken_);
   return true;
 }
 
 bool ReferenceAhead::take(Op op, std::vector<Reference>& out, bool& from_prefix, bool& straight) {
-  if (!started_ || thread_.joinable()) return false;
-  const auto at = std::find(ops_.begin(), ops_.end(), op);
-  if (at == ops_.end()) return false;
-  const std::size_t i = std::size_t(at - ops_.begin());
-  out.swap(refs_[i]);
-  from_prefix = from_prefix_[i], straight = straight_[i];
-  ops_.erase(at);
-  from_prefix_.erase(from_prefix_.begin() + std::ptrdiff_t(i));
-  straight_.erase(straight_.begin() + std::ptrdiff_t(i));
-  // The caller's old memory, now at i, goes last (for the next start): refs_[k] stays ops_[k]'s.
-  std::rotate(refs_.begin() + std::ptrdiff_t(i), refs_.begin() + std::ptrdiff_t(i) + 1, refs_.end());
+  Made& m = taken_;
+  const auto at = std::find(m.ops.begin(), m.ops.end(), op);
+  if (at == m.ops.end()) return false;
+  const std::size_t i = std::size_t(at - m.ops.begin());
+  out.swap(m.refs[i]);
+  from_prefix = m.from_prefix[i], straight = m.straight[i];
+  m.ops.erase(at);
+  m.from_prefix.erase(m.from_prefix.begin() + std::ptrdiff_t(i));
+  m.straight.erase(m.straight.begin() + std::ptrdiff_t(i));
+  // The caller's old memory, now at i, goes last (for a later start): refs[k] stays ops[k]'s.
+  std::rotate(m.refs.begin() + std::ptrdiff_t(i), m.refs.begin() + std::ptrdiff_t(i) + 1, m.refs.end());
   return true;
 }
 

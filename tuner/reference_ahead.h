@@ -46,10 +46,11 @@ public:
   /// Whether start() was last called for `shape`; if so, waits for it and moves its segmentation
   /// into `seg` (or throws what making them threw).
   bool take_segmentation(Shape shape, Segmentation& seg);
-  /// After take_segmentation() for the shape: swaps the references of `op` into `out` (whose
-  /// memory the next start() reuses), says whether they came from the prefix sums and whether
-  /// they were left unmade (`straight`: then.straight made the op's GPU check data instead; `out`
-  /// is then empty), and returns true; false where `op` was not started.
+  /// After take_segmentation() for the shape, also once the next shape's start() has been
+  /// called: swaps the references of `op` into `out` (whose memory a later start() reuses), says
+  /// whether they came from the prefix sums and whether they were left unmade (`straight`:
+  /// then.straight made the op's GPU check data instead; `out` is then empty), and returns true;
+  /// false where `op` was not started for the shape last taken, or was taken already.
   bool take(Op op, std::vector<Reference>& out, bool& from_prefix, bool& straight);
   /// Waits for the thread (before the inputs it reads change); what it made is still taken for
   /// its shape.
@@ -60,9 +61,16 @@ private:
   bool started_ = false;
   Shape shape_{0, 0};
   Segmentation seg_;
-  std::vector<Op> ops_;
-  std::vector<std::vector<Reference>> refs_;
-  std::vector<char> from_prefix_, straight_; // per op of ops_
+  /// A shape's references, per op of `ops`.
+  struct Made {
+    std::vector<Op> ops;
+    std::vector<std::vector<Reference>> refs;
+    std::vector<char> from_prefix, straight;
+  };
+  /// The shape the thread makes (start()) and the one taken (take_segmentation()), whose ops the
+  /// caller takes while the next shape's are made. They swap at take_segmentation(), so the
+  /// memory of references taken before is reused.
+  Made making_, taken_;
   std::exception_ptr error_;
 };
 

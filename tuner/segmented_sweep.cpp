@@ -197,14 +197,6 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
     // The next shape's references, made while this one is measured (destroyed, so waited for,
     // before the inputs and stages above).
     ReferenceAhead refs_ahead;
-    // This shape's references of each op (o.ops' order) that were made ahead, all taken when the
-    // shape starts: the next shape's are started at this shape's first op, and start() replaces
-    // what it made before. (Their memory goes back to refs_ahead at the next shape's take.)
-    struct TakenRefs {
-      bool taken = false, from_prefix = false, straight = false;
-      std::vector<Reference> refs;
-    };
-    std::vector<TakenRefs> taken_refs(o.ops.size());
     // The input of `sh` from the input thread; the next one (of this dtype, else the next one's
     // first; supplied inputs: the next shape's) is then started there.
     const auto take_input = [&](Shape sh) {
@@ -258,10 +250,6 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
         return refs_ahead.take_segmentation(shape, made_ahead);
       }();
       if (ahead_ready) std::swap(stage_now, stage_ahead);
-      for (std::size_t k = 0; k < o.ops.size(); ++k) {
-        TakenRefs& made = taken_refs[k];
-        made.taken = ahead_ready && refs_ahead.take(o.ops[k], made.refs, made.from_prefix, made.straight);
-      }
       const bool staged = ahead_ready && stage_now.shape == shape;
       const std::uint64_t elements = shape.elements();
       const std::uint64_t seed = o.check_data ? 0 : spec_of(d, shape).seed; // 0: a supplied input
@@ -325,8 +313,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
       res.times.input_s += std::chrono::duration<double>(Clock::now() - t_data).count();
       covered += (covered.empty() ? "" : ", ") + std::to_string(shape.count) + " x " + std::to_string(shape.length);
 
-      for (std::size_t op_index = 0; op_index < o.ops.size(); ++op_index) {
-        const Op op = o.ops[op_index];
+      for (Op op : o.ops) {
         got.dtype = o.user ? o.user->result_dtype(d) : result_dtype(op, d);
         const std::size_t rs = size_of(got.dtype);
         const bool op_two = describe(op).traits.two_inputs;
@@ -346,9 +333,7 @@ void measure_segmented(const SweepOptions& o, const std::vector<CompileJob>& job
                                     : user_expected(*o.user, data, sd.seg);
           } else {
             bool from_prefix = false;
-            if (TakenRefs& made = taken_refs[op_index]; made.taken) {
-              refs.swap(made.refs);
-              from_prefix = made.from_prefix, refs_owed = made.straight;
+            if (ahead_ready && refs_ahead.take(op, refs, from_prefix, refs_owed)) {
               ++res.times.references_ahead;
               use_stage = stage_made_ahead = staged && stage_now.op == op && stage_now.result == got.dtype;
             } else if (const bool tried = !fast_off && prefix_built;
