@@ -54,7 +54,7 @@ constexpr Variant kColumnsSplit = {
     "columns_split",
     "column stripes x row slices (g blocks per SM), combined atomically, or as partials that a "
     "post pass (twopass) or the last block of each stripe (lastblock) combines in order",
-    kSplit, kU124, kShfl, kColumnsSplitFinishes, true, false, 32, "segmented/columns.cu", {},
+    kSplit, kU1248, kShfl, kColumnsSplitFinishes, true, false, 32, "segmented/columns.cu", {},
     Problem::columns};
 // The tile mapping with stripes of 1 to 8 threads across: where columns_tile covers a matrix of a
 // few hundred to a few thousand columns with a handful of wide stripes (a block each), these give
@@ -163,6 +163,15 @@ constexpr int kSplitBlocks[] = {256, 512};
 constexpr int kVecs[] = {1, 2, 4};
 constexpr int kSplitVecs[] = {2, 4};
 constexpr int kSplitGrids[] = {2, 4, 8};
+// columns_split with the ordered finishes (twopass, lastblock) also in fewer, taller row slices: one
+// block per SM of 512 or 1024 threads, two of 1024, and u8 rows in flight. Those finishes fold every
+// slice's partials of a column in order, so their cost grows with the slices, the struct
+// accumulators' (argmax, var, logsumexp: 16-byte partials, twice the registers) most. On an H100 at
+// 2^24 float32 elements of 64, 256 and 1024 columns (two rounds) those ops took 37.5-38.4 us in them
+// against 38.2-39.8 us in the slices of before. Only the ops without an atomic finish sweep them
+// (unswept): sum's twopass took 33.7-34.9 us there, its atomic finish 32.5.
+constexpr int kColumnsSplitBlocks[] = {256, 512, 1024};
+constexpr int kColumnsSplitGrids[] = {1, 2, 4, 8};
 constexpr int kBinnedWidths[] = {1, 8, 32}; // 1: a thread per segment of a mean length near 1
 constexpr int kBinnedGrids[] = {4, 8};
 constexpr int kMergeBlocks[] = {128, 256};
@@ -271,18 +280,39 @@ std::vector<Config> segmented_space(const Variant& v) {
   // Each finish the variant takes over the same points, the first (atomic) ones ahead. The flat
   // carry's ordered finish adds v2: it is the load-balanced offsets mapping of the struct
   // accumulators, and 8-byte elements take no v4.
+  // columns_split with an ordered finish adds one block of 512 or 1024 threads per SM, two of 1024
+  // (kColumnsSplitGrids; 1024 with v1 and v2: 1024 x v4 struct accumulators exceed the shared
+  // memory) and u8; with the atomic finish it keeps kSplitBlocks, kSplitGrids and u1-u4.
+  const bool columns_split = split && v.problem == Problem::columns;
+  auto kept = [&](Finish f, int b, int u, int x, int g) {
+    if (!columns_split) return true;
+    if (f == Finish::atomic) return b <= 512 && g >= 2 && u <= 4;
+    return b == 1024 ? g <= 2 && x <= 2 : (g >= 2 || b == 512); // 1024 x v4: too many accumulators
+  };
   std::vector<Config> out;
   for (Finish f : v.finishes)
-    for (int b : blocks)
+    for (int b : columns_split ? std::span<const int>(kColumnsSplitBlocks) : blocks)
       for (int w : widths)
         for (int u : unrolls)
           for (int x : is_flat_carry(v) && f == Finish::twopass ? std::span<const int>(kSplitVecs) : vecs)
-            for (int g : grids) {
+            for (int g : columns_split ? std::span<const int>(kColumnsSplitGrids) : grids) {
+              if (!kept(f, b, u, x, g)) continue;
               Config c{std::string(v.name), b, u, x, g, v.tails.front(), f};
               c.width = w;
               out.push_back(c);
             }
   return out;
+}
+
+std::optional<std::string> unswept(const Config& c, const Target& t) {
+  const Variant* v = find_variant(c.variant);
+  if (!v || v->problem != Problem::columns || !takes(*v, P_GRID) || c.finish == Finish::atomic) return std::nullopt;
+  if (c.block <= 512 && c.grid >= 2 && c.unroll <= 4) return std::nullopt; // the atomic finish's space
+  Config atomic = c;
+  atomic.finish = Finish::atomic;
+  if (invalid_reason(atomic, t)) return std::nullopt;
+  return (t.user ? std::string("the reduction") : std::string(name(t.op))) +
+         " finishes atomically: the ordered finish's taller row slices serve the ops that cannot";
 }
 
 std::optional<std::string> segmented_invalid(const Config& c, const Target& t) {

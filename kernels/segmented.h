@@ -22,6 +22,11 @@ std::optional<std::string> segmented_invalid(const Config& c, const Target& t);
 /// same work with fewer idle lanes, or far sooner), or nullopt. Not a validity rule: the
 /// configuration is right. `longest`: the longest segment of an offsets problem (0: unknown).
 std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t longest = 0);
+/// Why the sweep leaves `c` out for `t`'s op though it is valid, or nullopt: columns_split's
+/// ordered finish in taller row slices (one block of 512 or 1024 threads per SM, two of 1024, or
+/// u8; kernels/segmented.cpp) serves the ops that cannot finish atomically (argmax, var,
+/// logsumexp, non-additive user reductions); an op that can takes the atomic finish's space.
+std::optional<std::string> unswept(const Config& c, const Target& t);
 /// Why `c` does not suit an offsets call whose mean segment length is not known (a lookup by the
 /// segment count alone), or nullopt: segments_staged is measured at means of a few elements only
 /// and takes 2x the flat mappings' time at a mean of 16 (kernels/segmented.cpp).

@@ -433,6 +433,54 @@ TEST_CASE("segmented: every configuration of the sweep compiles for sm_90", "[se
   CHECK(failed == 0);
 }
 
+TEST_CASE("segmented: columns_split's ordered finish also runs in taller slices swept for ops without an atomic finish",
+          "[segmented]") {
+  const Variant& v = *find_variant("columns_split");
+  const std::vector<Config> all = space(v);
+  auto in_space = [&](const char* key) { return std::find(all.begin(), all.end(), cfg(key)) != all.end(); };
+  // The ordered finish: one block per SM of 512 or 1024 threads, two of 1024, u8.
+  CHECK(in_space("columns_split.b512.u8.v2.g1.twopass"));
+  CHECK(in_space("columns_split.b1024.u4.v1.g1.twopass"));
+  CHECK(in_space("columns_split.b1024.u8.v1.g2.twopass"));
+  CHECK(in_space("columns_split.b256.u8.v2.g2.lastblock"));
+  CHECK_FALSE(in_space("columns_split.b256.u4.v2.g1.twopass")); // 256 threads an SM
+  CHECK_FALSE(in_space("columns_split.b1024.u4.v1.g4.twopass"));
+  // The atomic finish keeps its space.
+  CHECK(in_space("columns_split.b512.u4.v1.g4.atomic"));
+  CHECK_FALSE(in_space("columns_split.b512.u8.v1.g2.atomic"));
+  CHECK_FALSE(in_space("columns_split.b1024.u4.v1.g1.atomic"));
+  CHECK_FALSE(in_space("columns_split.b512.u4.v1.g1.atomic"));
+  // Each one valid for argmax; 1024 x v4 x 16-byte accumulators exceed the shared memory.
+  CHECK_FALSE(invalid_reason(cfg("columns_split.b1024.u8.v1.g1.twopass"), sm90(Problem::columns, DType::f32, Op::argmax)));
+  CHECK(invalid_reason(cfg("columns_split.b1024.u4.v4.g1.twopass"), sm90(Problem::columns, DType::f32, Op::argmax)));
+  // Swept for the ops that cannot finish atomically; sum, min and max keep the atomic's slices.
+  const Config tall = cfg("columns_split_streaming.b512.u8.v2.g1.twopass");
+  for (Op op : {Op::argmax, Op::argmin, Op::var, Op::std_, Op::logsumexp}) CHECK_FALSE(unswept(tall, sm90(Problem::columns, DType::f32, op)));
+  for (Op op : {Op::sum, Op::min, Op::max}) CHECK_THAT(*unswept(tall, sm90(Problem::columns, DType::f32, op)), Catch::Contains("finishes atomically"));
+  CHECK_FALSE(unswept(cfg("columns_split.b512.u4.v1.g2.twopass"), sm90(Problem::columns)));
+  CHECK_FALSE(unswept(cfg("rows_split.b512.u4.v4.g2.atomic"), sm90(Problem::rows)));
+  // The sweep's jobs: argmax takes the taller slices, sum does not; an explicit key is measured.
+  SweepOptions o;
+  o.problem = Problem::columns;
+  o.dtypes = {DType::f32};
+  o.variants = {"columns_split"};
+  std::vector<Skip> skipped;
+  auto jobs_of = [&](Op op) {
+    o.ops = {op};
+    skipped.clear();
+    return sweep_jobs(o, 90, 1024, 132, &skipped);
+  };
+  auto has = [](const std::vector<CompileJob>& js, const Config& c) {
+    return std::any_of(js.begin(), js.end(), [&](const CompileJob& j) { return j.config == c; });
+  };
+  const Config plain_tall = cfg("columns_split.b512.u8.v2.g1.twopass");
+  CHECK(has(jobs_of(Op::argmax), plain_tall));
+  CHECK_FALSE(has(jobs_of(Op::sum), plain_tall));
+  CHECK(std::any_of(skipped.begin(), skipped.end(), [](const Skip& k) { return k.key == "columns_split.b512.u8.v2.g1.twopass"; }));
+  o.keys = {"columns_split.b512.u8.v2.g1.twopass"};
+  CHECK(has(jobs_of(Op::sum), plain_tall));
+}
+
 TEST_CASE("segmented: the default sweep covers every variant of its problem, --variants narrows it",
           "[segmented]") {
   SweepOptions o;

@@ -2,6 +2,7 @@
 #include "tuner/sweep.h"
 
 #include "kernels/runner.h"
+#include "kernels/segmented.h"
 #include "tuner/eta.h"
 #include "tuner/hold.h"
 #include "tuner/input_ahead.h"
@@ -54,41 +55,6 @@ std::string host_name() {
 
 using Job = CompileJob;
 
-// The valid (configuration, dtype, op) of a sweep; invalid points go to `skipped` with their reason.
-// A bf16 or f16 configuration that cannot write the element type but can write the float32
-// accumulator (an atomic finish of a sum) is measured that way: the store keeps it beside the
-// others, and only lookups for a float32 result take it (runtime/lookup.cpp re-validates).
-std::vector<Job> valid_jobs(const SweepOptions& o, int cc, int max_block, int sm_count,
-                            std::vector<Skip>* skipped) {
-  std::vector<Job> jobs;
-  const std::vector<Config> configs = selected_configs(o);
-  for (DType d : o.dtypes)
-    for (Op op : o.ops) {
-      Target t{d, op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
-      t.user = o.user.get();
-      for (const Config& c : configs) {
-        if (auto why = invalid_reason(c, t)) {
-          if (valid_wide_only(c, t))
-            jobs.push_back({c, d, op, true});
-          else if (skipped)
-            skipped->push_back({key(c), std::string(name(d)), std::string(name(op)), 0, *why});
-        } else {
-          jobs.push_back({c, d, op, false, o.user});
-        }
-      }
-    }
-  if (o.requirements) {
-    // Only what the call may run (first-use tuning): the lookup's own rule.
-    std::erase_if(jobs, [&](const Job& j) {
-      Target t{j.dtype, j.op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
-      t.wide_result = o.requirements->wide_result;
-      t.user = o.user.get();
-      return config_unusable(j.config, t, *o.requirements).has_value();
-    });
-  }
-  return jobs;
-}
-
 } // namespace
 
 std::vector<Config> selected_configs(const SweepOptions& o) {
@@ -114,11 +80,44 @@ std::vector<Config> selected_configs(const SweepOptions& o) {
   return out;
 }
 
+std::vector<CompileJob> sweep_jobs(const SweepOptions& o, int cc, int max_block, int sm_count,
+                                   std::vector<Skip>* skipped) {
+  std::vector<CompileJob> jobs;
+  const std::vector<Config> configs = selected_configs(o);
+  for (DType d : o.dtypes)
+    for (Op op : o.ops) {
+      Target t{d, op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
+      t.user = o.user.get();
+      for (const Config& c : configs) {
+        if (auto why = invalid_reason(c, t)) {
+          if (valid_wide_only(c, t))
+            jobs.push_back({c, d, op, true});
+          else if (skipped)
+            skipped->push_back({key(c), std::string(name(d)), std::string(name(op)), 0, *why});
+        } else if (auto left = o.keys.empty() ? unswept(c, t) : std::nullopt) {
+          if (skipped) skipped->push_back({key(c), std::string(name(d)), std::string(name(op)), 0, *left});
+        } else {
+          jobs.push_back({c, d, op, false, o.user});
+        }
+      }
+    }
+  if (o.requirements) {
+    // Only what the call may run (first-use tuning): the lookup's own rule.
+    std::erase_if(jobs, [&](const Job& j) {
+      Target t{j.dtype, j.op, cc, max_block, sm_count, o.allow_unsafe, o.problem};
+      t.wide_result = o.requirements->wide_result;
+      t.user = o.user.get();
+      return config_unusable(j.config, t, *o.requirements).has_value();
+    });
+  }
+  return jobs;
+}
+
 std::optional<std::string> refused_key(const SweepOptions& o, int cc, int max_block, int sm_count) {
   if (o.keys.empty()) return std::nullopt;
-  // The sweep's own rule: a key runs where valid_jobs makes a job of it.
+  // The sweep's own rule: a key runs where sweep_jobs makes a job of it.
   std::vector<Skip> skipped;
-  const std::vector<Job> jobs = valid_jobs(o, cc, max_block, sm_count, &skipped);
+  const std::vector<Job> jobs = sweep_jobs(o, cc, max_block, sm_count, &skipped);
   for (const std::string& k : o.keys) {
     const std::optional<Config> c = parse_key(k);
     if (!c) continue; // parse_tune refused it already
@@ -187,7 +186,7 @@ std::size_t precompile(const SweepOptions& o, int cc, int max_block, int sm_coun
   Nvrtc nvrtc(o.nvrtc_path);
   CompileCache cache(o.cache_dir.empty() ? CompileCache::default_dir() : std::filesystem::path(o.cache_dir));
   KernelLoader loader(nvrtc, cache, nvrtc.target_for(cc));
-  compile_all(loader, valid_jobs(o, cc, max_block, sm_count, nullptr), 0,
+  compile_all(loader, sweep_jobs(o, cc, max_block, sm_count, nullptr), 0,
               [&](std::size_t done, std::size_t total) {
                 if (progress) {
                   const double el = seconds_since(t0);
@@ -238,7 +237,7 @@ SweepResult sweep(const SweepOptions& o, const std::function<void(const Progress
   if (o.user) store.add_reduction({o.user->hash, o.user->description.canonical(), to_text(o.user->description), {}});
   res.times.setup_s = seconds_since(t_start);
 
-  std::vector<Job> jobs = valid_jobs(o, info.cc(), info.max_threads_per_block, info.sm_count, &res.skipped);
+  std::vector<Job> jobs = sweep_jobs(o, info.cc(), info.max_threads_per_block, info.sm_count, &res.skipped);
 
   // Compile every distinct source in parallel (into the disk cache); lazily: each when measured.
   const auto t_compile = Clock::now();

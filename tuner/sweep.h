@@ -177,6 +177,16 @@ SweepResult sweep(const SweepOptions& options, const std::function<void(const Pr
 /// default every variant of its problem).
 std::vector<Config> selected_configs(const SweepOptions& o);
 
+/// The (configuration, dtype, op) a sweep compiles and measures on a GPU of compute capability
+/// `cc`: those selected_configs gives that are valid there, and without explicit keys not unswept
+/// (kernels/segmented.h); the others go to `skipped` (if given) with the reason. A bf16 or f16
+/// configuration that cannot write the element type but can write the float32 accumulator (an
+/// atomic finish of a sum) is measured that way: the store keeps it beside the others, and only
+/// lookups for a float32 result take it (runtime/lookup.cpp re-validates).
+struct CompileJob; // kernels/runner.h
+std::vector<CompileJob> sweep_jobs(const SweepOptions& o, int cc, int max_block, int sm_count,
+                                   std::vector<Skip>* skipped = nullptr);
+
 /// Why an explicit key of `o` (--keys) cannot run on a GPU of compute capability `cc`: it is invalid
 /// there for every dtype and op of the sweep (the first key that is, with the first dtype's reason),
 /// or nullopt. Such a key would be skipped without a measurement.
