@@ -11,11 +11,4 @@ StoreRows::StoreRows(const db::Store& store) : devices_(store.devices()) {
   }
 }
 
-std::vector<db::Measurement> StoreRows::measurements(const std::string& device_uuid,
-                                                     const db::MeasurementFilter& f) const {
-  std::vector<db::Measurement> out;
-  each(device_uuid, f, [&](const db::Measurement& m) { out.push_back(m); });
-  return out;
-}
-
 } // namespace reduce_tune

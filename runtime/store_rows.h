@@ -23,10 +23,9 @@ public:
 
   /// As db::Store::devices.
   const std::vector<db::DeviceRecord>& devices() const { return devices_; }
-  /// As db::Store::measurements (the same rows in the same order) for a filter of a built-in op
-  /// or none; std::invalid_argument for a user reduction's op, whose rows are not held.
-  std::vector<db::Measurement> measurements(const std::string& device_uuid, const db::MeasurementFilter& f) const;
-  /// f(m) for each of those rows, held here (not copied), in the same order.
+  /// f(m) for each of the rows db::Store::measurements gives for a filter of a built-in op or none,
+  /// held here (not copied), in the same order; std::invalid_argument for a user reduction's op,
+  /// whose rows are not held.
   template <typename F> void each(const std::string& device_uuid, const db::MeasurementFilter& f, F&& fn) const {
     if (f.op && !f.op->builtin()) throw std::invalid_argument("StoreRows: a user reduction's rows are not held");
     const auto rows = rows_.find(device_uuid);

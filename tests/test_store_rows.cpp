@@ -32,7 +32,17 @@ DeviceKey gpu(const std::string& uuid, const std::string& model, int major, int 
 
 TEST_CASE("store rows: the same rows as the store's queries, in its order", "[lookup][store_rows]") {
   const db::Store store(RT_TEST_SHIPPED_FILE, db::Store::Mode::read_only);
-  const StoreRows rows(store);
+  const StoreRows store_rows(store);
+  // The rows each() passes, copied, as the store's query returns them.
+  struct Copies {
+    const StoreRows& held;
+    std::vector<db::Measurement> measurements(const std::string& uuid, const db::MeasurementFilter& f) const {
+      std::vector<db::Measurement> out;
+      held.each(uuid, f, [&](const db::Measurement& m) { out.push_back(m); });
+      return out;
+    }
+    const std::vector<db::DeviceRecord>& devices() const { return held.devices(); }
+  } rows{store_rows};
   REQUIRE(rows.devices().size() == store.devices().size());
   std::size_t seen = 0;
   for (const db::DeviceRecord& d : store.devices()) {
