@@ -172,6 +172,9 @@ constexpr int kSplitGrids[] = {2, 4, 8};
 // (unswept): sum's twopass took 33.7-34.9 us there, its atomic finish 32.5.
 constexpr int kColumnsSplitBlocks[] = {256, 512, 1024};
 constexpr int kColumnsSplitGrids[] = {1, 2, 4, 8};
+// Whether a columns_split point lies outside the atomic finish's space (kSplitBlocks, kSplitGrids,
+// u1-u4): in the taller row slices only the ordered finish takes.
+constexpr bool taller_slices(int block, int unroll, int grid) { return block > 512 || grid < 2 || unroll > 4; }
 constexpr int kBinnedWidths[] = {1, 8, 32}; // 1: a thread per segment of a mean length near 1
 constexpr int kBinnedGrids[] = {4, 8};
 constexpr int kMergeBlocks[] = {128, 256};
@@ -286,7 +289,7 @@ std::vector<Config> segmented_space(const Variant& v) {
   const bool columns_split = split && v.problem == Problem::columns;
   auto kept = [&](Finish f, int b, int u, int x, int g) {
     if (!columns_split) return true;
-    if (f == Finish::atomic) return b <= 512 && g >= 2 && u <= 4;
+    if (f == Finish::atomic) return !taller_slices(b, u, g);
     return b == 1024 ? g <= 2 && x <= 2 : (g >= 2 || b == 512); // 1024 x v4: too many accumulators
   };
   std::vector<Config> out;
@@ -307,7 +310,7 @@ std::vector<Config> segmented_space(const Variant& v) {
 std::optional<std::string> unswept(const Config& c, const Target& t) {
   const Variant* v = find_variant(c.variant);
   if (!v || v->problem != Problem::columns || !takes(*v, P_GRID) || c.finish == Finish::atomic) return std::nullopt;
-  if (c.block <= 512 && c.grid >= 2 && c.unroll <= 4) return std::nullopt; // the atomic finish's space
+  if (!taller_slices(c.block, c.unroll, c.grid)) return std::nullopt;
   Config atomic = c;
   atomic.finish = Finish::atomic;
   if (invalid_reason(atomic, t)) return std::nullopt;
