@@ -15,8 +15,9 @@ reduce_tune.sum(x, out=o, stream=s) (the general path: protocols, plan, stream c
 reduce_tune against torch.sum at 2^10 float32 elements, whole (a vector) and dim=-1 (a 32 x 32
 matrix), measured side by side (the two alternate within each trial), with their ratio (the
 package's aim: at most 0.8), and where the package's time goes: the C++ call in a C++ loop, the
-same call from Python (the eager path's entry and nanobind's), the eager path itself (the public
-function's frame aside), a torch result tensor (as the package makes it, and two other ways), the
+same call from Python (the entries that take a result and that make a pooled one, and nanobind's),
+a pooled result alone, the eager path itself (the public function's frame aside), a torch result
+tensor (as the package makes results too large to pool, and two other ways), the
 driver queries the call path may make, one call at a time on an idle GPU (the host's own cost,
 which back-to-back calls hide where the GPU is the slower), and how many warm calls took the
 library's full path.
@@ -224,11 +225,19 @@ def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
     o = torch.empty((), device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
     xp, op_ = x.data_ptr(), o.data_ptr()
+    rt.sum(x)
+    plan = _torch_fast._plans.get((op_sum, x.dtype, x.shape, None, False, dev))
+    pool = plan[8] if plan else None
     parts = {"C++ reduce_async (C++ loop; the warm path)": None,
              "_ext.hot from Python (the eager torch call's entry, METH_FASTCALL)":
                  lambda: _ext.hot(0, dev, f32, op_sum, xp, 1 << 10, 0, op_, stream),
              "_ext.reduce from Python (the same call through nanobind's dispatch)":
                  lambda: _ext.reduce(dev, f32, op_sum, xp, 1 << 10, op_, stream),
+             "_ext.hot_pooled from Python (the same call into a new pooled result, the eager "
+             "path's entry)": (lambda: _ext.hot_pooled(0, dev, f32, op_sum, xp, 1 << 10, 0, pool, stream))
+             if pool is not None else None,
+             "ResultPool.take (a pooled result alone: torch's DLPack import)":
+                 (lambda: pool.take(stream)) if pool is not None else None,
              "_torch_fast.fast (the eager path, without the public function's frame)":
                  lambda: _torch_fast.fast(op_sum, x, None, None, False),
              "torch.empty_like(o) (the result tensor, made as the package makes it)":
@@ -257,6 +266,8 @@ def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
             times[k][0].append(a if t % 2 == 0 else b)
             times[k][1].append(b if t % 2 == 0 else a)
         for k, fn in parts.items():
+            if fn is None and not k.startswith("C++"):
+                continue  # (no pooled results: an old torch)
             ptimes[k].append(_ext.time_calls(dev, f32, op_sum, x.data_ptr(), 1 << 10, o.data_ptr(), stream,
                                              K)[0] if fn is None else enqueue_us(fn))
     print(f"\n### Host time per call, reduce_tune against torch.sum (float32, 2^10 elements, {K} "
@@ -268,7 +279,8 @@ def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
         print(f"| {k} | {rm:.2f} | {tm:.2f} | {rm / tm:.2f} |")
     print("\nWhere reduce_tune.sum(x)'s time goes (the same loop, per call):\n")
     for k, v in ptimes.items():
-        print(f"- {k}: {statistics.median(v):.2f} us")
+        if v:
+            print(f"- {k}: {statistics.median(v):.2f} us")
     # The driver's answers that the warm path no longer asks for (the pointers) or still does.
     q = [_ext.time_queries(dev, xp, stream, K) for _ in range(trials)]
     print("\nDriver queries, per query (C++ loop): a pointer's attributes (twice per call where the "
@@ -306,7 +318,8 @@ def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
     after = _ext.stats()
     print(f"- {K} calls of reduce_tune.sum(x) after the first: "
           f"{after['cold_calls'] - before['cold_calls']} took the library's full path, "
-          f"{after['pointer_queries'] - before['pointer_queries']} pointer queries")
+          f"{after['pointer_queries'] - before['pointer_queries']} pointer queries, "
+          f"{after['result_blocks'] - before['result_blocks']} blocks of results allocated")
     failed = 0
     r, rr = rt.sum(x), rt.sum(m, -1)
     if abs(r.item() - x.double().sum().item()) > 1e-6 * x.abs().sum().item() + 1e-6 or \

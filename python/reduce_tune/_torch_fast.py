@@ -20,6 +20,7 @@ result tensor (``torch.empty_like`` of a kept tensor of the result's dtype, devi
 ``Tensor.new_empty(shape)`` parses more and costs 0.5 us more, and tensors made 32 at a time by one
 torch call cost as much each); and the reads of the tensor's attributes and the checks above.
 """
+import functools
 from typing import Any, Dict, Optional, Tuple
 
 import torch
@@ -38,6 +39,9 @@ _stream_of = torch._C._cuda_getCurrentRawStream
 _capturing = torch._C._cuda_isCurrentStreamCapturing
 _empty_like = torch.empty_like
 _hot = _ext.hot
+_hot_pooled = _ext.hot_pooled
+#: torch's DLPack import of a capsule (what torch.from_dlpack calls); None: no pooled results.
+_import = getattr(torch._C, "_from_dlpack", None)
 _ARRAY, _ROWS, _COLUMNS = 0, 1, 2  #: _ext.hot's kinds
 
 #: torch dtype -> the library's DType value, for the dtypes the library reduces.
@@ -54,11 +58,19 @@ RESULTS: Dict[Tuple[int, Any], Tuple[int, Any]] = {
 TEMPLATE_MAX = 4096  #: results of at most this many elements are made like a kept tensor
 PLAN_KEYS = 256  #: plans kept at most; then the cache starts over
 _TEMPLATE_KEYS = 64  #: kept tensors (dtype, device, shape) at most; then that cache starts over
+POOLED_BYTES = 256  #: results of at most this many bytes come from a ResultPool
+BLOCK_BYTES = 4096  #: a ResultPool's blocks hold at most this many bytes, and 64 results
+#: torch dtype -> its DLPack (type code, bits), for the result dtypes a ResultPool makes.
+DLPACK: Dict[Any, Tuple[int, int]] = {
+    getattr(torch, name): code for name, code in (
+        ("float32", (2, 32)), ("float64", (2, 64)), ("float16", (2, 16)), ("bfloat16", (4, 16)),
+        ("int32", (0, 32)), ("int64", (0, 64)), ("uint32", (1, 32)), ("bool", (6, 8)))
+    if getattr(torch, name, None) is not None}
 
 #: A plan: (kind, the library's DType value of x, a, b, results, kept tensor or None, the result's
-#: torch dtype, its shape), the arguments of _ext.hot and of the result; a plain tuple, unpacked
-#: at once.
-Plan = Tuple[int, int, int, int, int, Optional[Tensor], Any, Tuple[int, ...]]
+#: torch dtype, its shape, the ResultPool of its results or None), the arguments of _ext.hot and
+#: of the result; a plain tuple, unpacked at once.
+Plan = Tuple[int, int, int, int, int, Optional[Tensor], Any, Tuple[int, ...], Any]
 #: (Op value, dtype, shape, dim, keepdim, device) -> its plan, or None: the general route's.
 _plans: Dict[Tuple[Any, ...], Optional[Plan]] = {}
 _templates: Dict[Tuple[Any, int, Any], Tensor] = {}
@@ -103,7 +115,7 @@ def plan(opv: int, x: Tensor, dim: Optional[int], keepdim: Any, dev: int,
     if keepdim:
         rshape = (1,) * nd if d is None else tuple(1 if i == d else k for i, k in enumerate(shape))
     dt, rdt = rt
-    t = None
+    t = pool = None
     if keep and count <= TEMPLATE_MAX:
         key = (rdt, dev, rshape)
         t = _templates.get(key)
@@ -111,7 +123,21 @@ def plan(opv: int, x: Tensor, dim: Optional[int], keepdim: Any, dev: int,
             if len(_templates) >= _TEMPLATE_KEYS:
                 _templates.clear()
             t = _templates[key] = x.new_empty(rshape, dtype=rdt)
-    return (kind, dt, a, b, count, t, rdt, rshape)
+        pool = _pool(t, dev, count)
+    return (kind, dt, a, b, count, t, rdt, rshape, pool)
+
+
+def _pool(t: Tensor, dev: int, count: int) -> Any:
+    """A ResultPool of results like t (GPU `dev`), where they are small enough: blocks of
+    BLOCK_BYTES at most (64 results at most), results 16 bytes apart at least."""
+    code = DLPACK.get(t.dtype)
+    size = count * t.element_size()
+    if _import is None or code is None or size > POOLED_BYTES:
+        return None
+    stride = (size + 15) // 16 * 16
+    per_block = max(1, min(64, BLOCK_BYTES // stride))
+    allocate = functools.partial(torch.empty, per_block * stride, dtype=torch.uint8, device=t.device)
+    return _ext.ResultPool(2, dev, code[0], code[1], list(t.shape), per_block, allocate, _import)
 
 
 def _planned(opv: int, x: Tensor, dim: Optional[int], keepdim: Any, dev: int) -> Optional[Plan]:
@@ -148,8 +174,12 @@ def fast(opv: int, x: Tensor, dim: Optional[int], out: Any, keepdim: Any = False
             return None
     except RuntimeError:  # a layout other than strided (sparse, ...)
         return None
-    kind, dt, a, b, count, t, rdt, rshape = p
+    kind, dt, a, b, count, t, rdt, rshape, pool = p
     if out is None:
+        if pool is not None:
+            o = _hot_pooled(kind, dev, dt, opv, x.data_ptr(), a, b, pool, _stream_of(dev))
+            if o is not None:  # (None: the stream is being captured; the result is torch's)
+                return o
         o = _empty_like(t) if t is not None else x.new_empty(rshape, dtype=rdt)
     # out= as it is: a plain contiguous tensor of the result's dtype and size on x's GPU (else
     # the general route checks it, and says what is wrong).

@@ -1,35 +1,13 @@
 // DLPack capsules read in place (the ABI of dlpack.h, versions 0.x and 1.x): the package's view of
 // an array that offers __dlpack__ and no other protocol it reads.
 #include "python/src/ext.h"
+#include "python/src/dlpack.h"
 
 #include <cstdint>
 
 namespace reduce_tune::pyext {
 
-namespace {
-
-struct DLDevice { std::int32_t device_type, device_id; };
-struct DLDataType { std::uint8_t code, bits; std::uint16_t lanes; };
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  std::int32_t ndim;
-  DLDataType dtype;
-  std::int64_t* shape;
-  std::int64_t* strides;
-  std::uint64_t byte_offset;
-};
-struct DLManagedTensor { DLTensor dl_tensor; void* manager_ctx; void (*deleter)(DLManagedTensor*); };
-struct DLPackVersion { std::uint32_t major, minor; };
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensorVersioned*);
-  std::uint64_t flags;
-  DLTensor dl_tensor;
-};
-
-} // namespace
+using namespace dlpack;
 
 /// What a DLPack capsule describes: (data pointer incl. byte offset, shape, strides in elements or
 /// None for compact row-major, (type code, bits, lanes), (device type, device id)). The capsule is

@@ -128,11 +128,13 @@ NB_MODULE(_ext, m) {
     d["stream_waits"] = g_stats.stream_waits.load();
     d["pointer_queries"] = g_stats.pointer_queries.load() + detail::counters.pointer_queries.load();
     d["cold_calls"] = detail::counters.cold_calls.load();
+    d["result_blocks"] = g_stats.result_blocks.load();
     return d;
   }, "Counts since import: Reducers created, SQLite statements of the library's connections "
      "(store lookups), allocations and stream waits of the extension, pointer queries of the "
-     "extension and the library, and asynchronous calls that took the library's full path (not "
-     "the same call again on the same thread on pointers it checked before).");
+     "extension and the library, asynchronous calls that took the library's full path (not "
+     "the same call again on the same thread on pointers it checked before), and blocks of "
+     "results the eager torch call had torch allocate (ResultPool).");
   m.def("gpu_available", [] {
     std::string why;
     const bool ok = gpu_available(&why);
@@ -213,6 +215,7 @@ NB_MODULE(_ext, m) {
   }, "device"_a, "dtype"_a, "d_x"_a, "d_y"_a, "rows"_a, "cols"_a, "d_out"_a, "stream"_a,
      "row_stride"_a, "Reducer::dot_columns: one dot product per column.");
   add_hot(m);
+  bind_results(m);
   m.def("reduce_segments", [](int dev, int dtype, int op, Ptr in, Ptr offsets, std::uint64_t segments,
                               Ptr out, Ptr stream, std::uint64_t elements) {
     Reducer& r = reducer(dev);

@@ -37,7 +37,7 @@ using Ptr = std::uintptr_t;
 /// package does none of these.
 struct Stats {
   std::atomic<std::uint64_t> reducers{0}, store_statements{0}, allocations{0}, stream_waits{0},
-      pointer_queries{0};
+      pointer_queries{0}, result_blocks{0};
 };
 extern Stats g_stats;
 
@@ -153,6 +153,45 @@ nb::dict choice_dict(const Choice& c);
 
 /// Adds `hot`, the METH_FASTCALL entry of the eager torch call, to the module.
 void add_hot(nb::module_& m);
+
+// ---- the eager torch call's small results (results.cpp) -------------------------------------
+
+constexpr std::size_t kResultMaxDims = 8;
+
+/// The eager torch call's results of one kind (DLPack dtype code and bits, shape, device): tensors of
+/// their own carved from blocks of `per_block` results that `allocate()` makes (a torch tensor of
+/// per_block * stride() bytes, made on the current stream), handed to torch by `import_(capsule)`
+/// (torch's DLPack import). One block at a time per stream; a block is released to torch when its
+/// last result is gone. Used with the GIL held.
+class ResultPool {
+public:
+  ResultPool(int device_type, int device, int code, int bits, std::vector<std::int64_t> shape,
+             std::size_t per_block, nb::object allocate, nb::object import_);
+  ~ResultPool();
+  ResultPool(const ResultPool&) = delete;
+  ResultPool& operator=(const ResultPool&) = delete;
+  /// A new result tensor whose memory was allocated on `stream`, its data pointer in *data; nullptr
+  /// with the Python error set where torch failed.
+  PyObject* take(std::uintptr_t stream, std::uintptr_t* data);
+  /// Bytes from one result to the next in a block (its size rounded up to 16).
+  std::size_t stride() const { return stride_; }
+  std::size_t per_block() const { return per_block_; }
+  std::size_t blocks() const;
+
+private:
+  struct Current {
+    std::uintptr_t stream;
+    void* block;
+  };
+  int device_type_, device_, code_, bits_;
+  std::vector<std::int64_t> shape_;
+  std::size_t per_block_, stride_ = 0;
+  nb::object allocate_, import_;
+  std::vector<Current> current_;
+};
+
+/// Defines ResultPool on the module.
+void bind_results(nb::module_& m);
 
 // ---- user reductions (user.cpp) ---------------------------------------------------------------
 

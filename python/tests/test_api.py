@@ -84,7 +84,7 @@ def test_public_api():
 
 def test_stubs_match_the_extension():
     stub = (Path(_ext.__file__).parent / "_ext.pyi").read_text()
-    declared = set(re.findall(r"^def (\w+)\(", stub, re.M))
+    declared = set(re.findall(r"^(?:def|class) (\w+)\b", stub, re.M))
     actual = {n for n in dir(_ext) if not n.startswith("_") and callable(getattr(_ext, n))}
     assert declared == actual
     assert (Path(_ext.__file__).parent / "py.typed").exists()

@@ -1,8 +1,8 @@
 """The eager call on a torch tensor after its first call (reduce_tune._torch_fast): it looks nothing
-up in the tuning store, creates no Reducer, allocates nothing but its result, waits on nothing,
-asks the driver about no pointer and takes the library's warm path (no full-path call: _ext.stats()
-counts both), and its results are tensors of their own, equal to the general route's. Skipped
-without a GPU or torch."""
+up in the tuning store, creates no Reducer, allocates nothing but its result (a small result: a
+block of them now and then, results.cpp), waits on nothing, asks the driver about no pointer and
+takes the library's warm path (no full-path call: _ext.stats() counts both), and its results are
+tensors of their own, equal to the general route's. Skipped without a GPU or torch."""
 from __future__ import annotations
 
 import pytest
@@ -17,6 +17,17 @@ def _allocations(torch):
     return torch.cuda.memory_stats()["allocation.all.allocated"]
 
 
+def _calls_stats():
+    """_ext.stats() less the result blocks (the counters a warm call must leave alone)."""
+    s = _ext.stats()
+    return {k: v for k, v in s.items() if k != "result_blocks"}, s["result_blocks"]
+
+
+def _blocks(calls, per_block, left):
+    """Blocks a pool makes for `calls` results with `left` results of its block still free."""
+    return max(0, -(-(calls - left) // per_block))
+
+
 def test_a_warm_call_looks_nothing_up_and_allocates_only_its_result(torch):
     x = torch.rand(1 << 10, device="cuda")
     m = torch.rand(32, 32, device="cuda")
@@ -26,22 +37,26 @@ def test_a_warm_call_looks_nothing_up_and_allocates_only_its_result(torch):
     for c in calls:  # the first calls: the Reducer, the lookups, the compiles, the scratch
         c()
     torch.cuda.synchronize()
-    before, allocated = _ext.stats(), _allocations(torch)
+    (before, blocks), allocated = _calls_stats(), _allocations(torch)
     for _ in range(20):
         for c in calls[:3]:
             c()
     torch.cuda.synchronize()
     # No store statement, Reducer, allocation, wait, pointer query (the extension's or the
     # library's) or call that took the library's full path.
-    assert _ext.stats() == before
+    assert _calls_stats() == (before, blocks)
     assert _allocations(torch) == allocated  # out=: not one tensor made either
     k = 200
     for _ in range(k):
         calls[3]()
         calls[4]()
     torch.cuda.synchronize()
-    assert _ext.stats() == before
-    assert _allocations(torch) - allocated == 2 * k  # the results, one tensor each
+    after, new_blocks = _calls_stats()
+    assert after == before
+    # The results: from blocks of 64 (0-d float32, 16 bytes apart) and 32 (32 float32 results),
+    # whose first call took one result each; one torch allocation a block.
+    assert new_blocks - blocks == _blocks(k, 64, 63) + _blocks(k, 32, 31)
+    assert _allocations(torch) - allocated == new_blocks - blocks
     assert o.item() == pytest.approx(x.double().sum().item(), rel=1e-5)
     assert torch.allclose(orow, m.amax(-1)) and torch.allclose(ocol, m.amin(0))
 
@@ -89,8 +104,10 @@ def test_results_on_other_streams_and_in_graph_capture(torch):
     with torch.cuda.stream(side):
         r = [rt.sum(x) for _ in range(3)]
         g = torch.cuda.CUDAGraph()
+        blocks = _ext.stats()["result_blocks"]
         with torch.cuda.graph(g):
-            captured = rt.sum(x)  # made in the graph's memory pool
+            captured = rt.sum(x)  # made in the graph's memory pool, not a pooled result
+        assert _ext.stats()["result_blocks"] == blocks
         x.fill_(2)
         g.replay()
     side.synchronize()
@@ -108,14 +125,18 @@ def test_every_op_and_keepdim_is_warm_after_its_first_call(torch):
     for c in calls:
         c()
     torch.cuda.synchronize()
-    before, allocated = _ext.stats(), _allocations(torch)
-    k = 20
+    (before, blocks), allocated = _calls_stats(), _allocations(torch)
+    k = 40
     for _ in range(k):
         for c in calls:
             c()
     torch.cuda.synchronize()
-    assert _ext.stats() == before
-    assert _allocations(torch) - allocated == k * len(calls)
+    after, new_blocks = _calls_stats()
+    assert after == before
+    # Pooled results (at most 32 of 8 bytes in any of these): each pool makes a block at most
+    # every 16 of its calls, one torch allocation a block.
+    assert 0 < new_blocks - blocks <= len(calls) * _blocks(k, 16, 0)
+    assert _allocations(torch) - allocated == new_blocks - blocks
     assert torch.equal(rt.argmax(m, -1), m.argmax(-1)) and torch.equal(rt.argmin(m, 0, True),
                                                                         m.argmin(0, keepdim=True))
     torch.testing.assert_close(rt.var(m, -1, keepdim=True), m.var(-1, keepdim=True))
@@ -132,3 +153,24 @@ def test_the_idle_timing_runs_the_call(torch):
                               torch.cuda.current_stream().cuda_stream, 20)
     assert 0 < us < 1e5
     assert o.item() == pytest.approx(x.double().sum().item(), rel=1e-5)
+
+
+def test_pooled_results_keep_their_values_and_go_back_to_torch(torch):
+    """A result kept while hundreds more are made and dropped keeps its value (its block is not
+    reused while it lives); once every result is gone, torch has its memory back but the blocks
+    the pools still hand out."""
+    x = torch.rand(1 << 10, device="cuda")
+    m = torch.rand(32, 32, device="cuda")
+    rt.sum(x), rt.sum(m, -1)
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    kept, kept_rows = rt.sum(x), rt.sum(m, -1)
+    for _ in range(500):
+        rt.sum(x * 0 + 1)  # other values into the later results
+        rt.sum(m, -1)
+    torch.cuda.synchronize()
+    assert kept.item() == pytest.approx(x.double().sum().item(), rel=1e-5)
+    assert torch.allclose(kept_rows, m.sum(-1), rtol=1e-5, atol=1e-5)
+    del kept, kept_rows
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() - base <= 2 * 4096

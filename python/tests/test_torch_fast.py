@@ -25,6 +25,8 @@ def gpu0(monkeypatch):
     calls = []
     monkeypatch.setattr(torch.Tensor, "get_device", lambda self: 0)
     monkeypatch.setattr(_torch_fast, "_hot", lambda *a: calls.append(a))
+    # A pooled result is made on a GPU only: here, as while a stream is captured, torch's.
+    monkeypatch.setattr(_torch_fast, "_hot_pooled", lambda *a: None)
     monkeypatch.setattr(_torch_fast, "_stream_of", lambda dev: STREAM + dev)
     monkeypatch.setattr(_torch_fast, "_capturing", lambda: False)
     monkeypatch.setattr(_torch_fast, "_plans", {})
