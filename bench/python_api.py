@@ -214,7 +214,7 @@ def main():
     return 1 if failed else 0
 
 
-def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
+def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=15):
     """reduce_tune.sum against torch.sum at 2^10 elements, host time per call (enqueue, K
     back-to-back calls), side by side; returns the number of failed result checks."""
     from reduce_tune import _torch_fast
@@ -272,11 +272,12 @@ def host_vs_torch(torch, rt, _ext, dev, f32, op_sum, K, trials=7):
                                              K)[0] if fn is None else enqueue_us(fn))
     print(f"\n### Host time per call, reduce_tune against torch.sum (float32, 2^10 elements, {K} "
           f"back-to-back calls, median of {trials} trials, side by side)\n")
-    print("| call | reduce_tune us | torch.sum us | rt/torch |")
-    print("|---|---:|---:|---:|")
+    print("| call | reduce_tune us | torch.sum us | rt/torch | rt/torch of each trial, min - max |")
+    print("|---|---:|---:|---:|---:|")
     for k, (r, t) in times.items():
         rm, tm = statistics.median(r), statistics.median(t)
-        print(f"| {k} | {rm:.2f} | {tm:.2f} | {rm / tm:.2f} |")
+        each = [a / b for a, b in zip(r, t)]
+        print(f"| {k} | {rm:.2f} | {tm:.2f} | {rm / tm:.2f} | {min(each):.2f} - {max(each):.2f} |")
     print("\nWhere reduce_tune.sum(x)'s time goes (the same loop, per call):\n")
     for k, v in ptimes.items():
         if v:
