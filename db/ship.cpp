@@ -19,10 +19,71 @@ std::size_t count(sqlite3* db, const char* sql) {
   return q.step() ? std::size_t(q.i64(0)) : 0;
 }
 
+/// Fills the table chosen(id) with the measurement each point's best row names, runs taken in the
+/// order they started: each run's fastest replaces the choice of the runs before it where that run
+/// measured the chosen configuration more than `margin` (a fraction) slower than its own fastest;
+/// where it has no time of the choice (it did not measure it, or a shipped store kept only the
+/// fastest), where it is faster than the choice's own time. Measurements are already the model's
+/// (device_uuid "model:NAME").
+void choose_by_runs(sqlite3* d, double margin) {
+  exec(d, "CREATE TEMP TABLE chosen (id INTEGER PRIMARY KEY)");
+  Stmt q(d, "SELECT m.id, m.device_uuid, m.dtype, m.op, m.problem, m.count, m.n, m.run_id, m.key, "
+            "m.median_us FROM measurements m JOIN runs r ON r.id = m.run_id ORDER BY m.device_uuid, "
+            "m.dtype, m.op, m.problem, m.count, m.n, r.started, r.id, m.median_us, m.id");
+  Stmt add(d, "INSERT INTO chosen (id) VALUES (?1)");
+  struct Pick {
+    std::int64_t id = -1;
+    std::string key;
+    double us = 0; ///< its own time, in its run
+  };
+  std::string point, key_of_point;
+  Pick choice;               // the choice of the runs before this one
+  Pick run_best;             // this run's fastest
+  double chosen_us = -1;     // this run's time of the choice (-1: none)
+  std::int64_t run = -1;
+  auto close_run = [&] {
+    if (run_best.id < 0) return;
+    // This run's time of the choice where it has one (the two measured side by side), else the
+    // choice's own (the faster of the two, as without a margin).
+    const bool replace = choice.id < 0 || (chosen_us >= 0 ? run_best.us < chosen_us * (1 - margin)
+                                                          : run_best.us < choice.us);
+    if (replace) choice = run_best;
+    run_best = {};
+  };
+  auto close_point = [&] {
+    close_run();
+    if (choice.id >= 0) {
+      add.bind(1, choice.id);
+      add.step();
+      add.reset();
+    }
+    choice = {};
+    run = -1;
+  };
+  while (q.step()) {
+    const std::string p = q.text(1) + '|' + q.text(2) + '|' + q.text(3) + '|' + q.text(4) + '|' +
+                          std::to_string(q.i64(5)) + '|' + std::to_string(q.i64(6));
+    if (p != point) {
+      if (!point.empty()) close_point();
+      point = p;
+    }
+    if (q.i64(7) != run) {
+      close_run();
+      run = q.i64(7);
+      run_best = {q.i64(0), q.text(8), q.real(9)};
+      chosen_us = -1;
+    }
+    if (choice.id >= 0 && chosen_us < 0 && q.text(8) == choice.key) chosen_us = q.real(9);
+  }
+  if (!point.empty()) close_point();
+}
+
 } // namespace
 
-ShipStats write_shipped(const std::string& store_path, const std::string& out_path, int keep) {
+ShipStats write_shipped(const std::string& store_path, const std::string& out_path, int keep,
+                        double supersede) {
   if (keep < 1) throw StoreError("reduce-tune ship: keep at least 1 configuration per point");
+  if (!(supersede < 1)) throw StoreError("reduce-tune ship: a margin to supersede is below 100 %");
   if (std::error_code ec; !std::filesystem::is_regular_file(store_path, ec))
     throw StoreError("reduce-tune ship: " + store_path + ": no such file");
   // Opening it as a Store checks it (a reduce-tune store this build reads, in a trusted place)
@@ -54,16 +115,24 @@ ShipStats write_shipped(const std::string& store_path, const std::string& out_pa
     // One description of each model: the one added last.
     exec(d, "DELETE FROM devices WHERE rowid NOT IN (SELECT max(rowid) FROM devices GROUP BY name)");
     exec(d, "UPDATE devices SET uuid = 'model:' || name, host = ''");
+    const bool by_runs = supersede >= 0;
+    if (by_runs) choose_by_runs(d, supersede);
     const std::string trim =
         "DELETE FROM measurements WHERE id NOT IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY "
         "device_uuid, dtype, op, problem, count, n ORDER BY median_us, id) AS r FROM measurements) WHERE r <= " +
-        std::to_string(keep) + ")";
+        std::to_string(keep) + ")" + (by_runs ? " AND id NOT IN (SELECT id FROM chosen)" : "");
     exec(d, trim.c_str());
     exec(d, "DELETE FROM runs WHERE id NOT IN (SELECT DISTINCT run_id FROM measurements)");
-    exec(d, "INSERT INTO best (device_uuid, dtype, op, problem, count, n, measurement_id) "
-            "SELECT device_uuid, dtype, op, problem, count, n, id FROM (SELECT *, row_number() OVER "
-            "(PARTITION BY device_uuid, dtype, op, problem, count, n ORDER BY median_us, id) AS r "
-            "FROM measurements) WHERE r = 1");
+    if (by_runs)
+      exec(d, "INSERT INTO best (device_uuid, dtype, op, problem, count, n, measurement_id) "
+              "SELECT device_uuid, dtype, op, problem, count, n, id FROM measurements WHERE id IN "
+              "(SELECT id FROM chosen)");
+    else
+      exec(d, "INSERT INTO best (device_uuid, dtype, op, problem, count, n, measurement_id) "
+              "SELECT device_uuid, dtype, op, problem, count, n, id FROM (SELECT *, row_number() OVER "
+              "(PARTITION BY device_uuid, dtype, op, problem, count, n ORDER BY median_us, id) AS r "
+              "FROM measurements) WHERE r = 1");
+    if (by_runs) exec(d, "DROP TABLE chosen");
     exec(d, "COMMIT");
     exec(d, "PRAGMA foreign_keys = ON");
     {

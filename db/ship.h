@@ -22,6 +22,16 @@ struct ShipStats {
 /// shape); rollback journal, vacuumed, so the library can embed or read it in place. Provenance
 /// (models, drivers, tool and NVRTC versions, dates, commands) stays in the devices and runs
 /// tables. Replaces `out_path` atomically. Throws StoreError.
-ShipStats write_shipped(const std::string& store_path, const std::string& out_path, int keep = 8);
+///
+/// A point's best row: its fastest measurement of any run (`supersede` < 0), or, with `supersede`
+/// a fraction >= 0, the choice of its runs in the order they started: a later run's fastest
+/// replaces the choice of the runs before it where that run measured the chosen configuration
+/// more than `supersede` slower than its own fastest (where it has no time of the choice: where it
+/// is faster than the choice's own time). So a later sweep (a newer catalogue, driver or host)
+/// that measured a shipped choice beside its own best replaces it only where it found that choice
+/// clearly slower, and its noise does not replace a choice it measured as fast. The chosen
+/// measurement is kept beside the `keep` fastest.
+ShipStats write_shipped(const std::string& store_path, const std::string& out_path, int keep = 8,
+                        double supersede = -1);
 
 } // namespace reduce_tune::db

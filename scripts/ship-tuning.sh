@@ -3,7 +3,10 @@
 # `reduce-tune tune` on the GPUs it is for: merged, then (`reduce-tune ship`, db/ship.h) stripped of
 # what identifies a machine (host names, GPU UUIDs: a device becomes "model:<GPU name>"), of failed
 # checks, and of all but the 8 fastest configurations of each (GPU model, dtype, op, problem,
-# shape). Provenance (GPU
+# shape). A point's row is chosen run by run in the order they ran (`--supersede 5`): a later sweep
+# replaces it where it measured it more than 5 % slower than its own best, so the tuning of
+# before can be one of the stores and a new sweep changes only what it found clearly slower.
+# Provenance (GPU
 # model, driver, tool and NVRTC versions, dates, commands without their file paths) stays in the devices and runs tables
 # and is listed in share/reduce-tune/PROVENANCE.md, whose notes below its tables are kept.
 # Usage: scripts/ship-tuning.sh STORE.db...   (needs build/reduce-tune and the sqlite3 shell)
@@ -14,7 +17,7 @@ out=share/reduce-tune/tuning.db
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for s in "$@"; do build/reduce-tune merge --db "$tmp/all.db" "$s" >/dev/null; done
-build/reduce-tune ship --db "$tmp/all.db" --out "$tmp/shipped.db" >/dev/null
+build/reduce-tune ship --db "$tmp/all.db" --out "$tmp/shipped.db" --supersede 5 >/dev/null
 # A run's command as the user would type it: no build folder before the program, no store or cache
 # path of the machine that ran it.
 sqlite3 -separator $'\t' "$tmp/shipped.db" "SELECT id, options FROM runs" | while IFS=$'\t' read -r id opts; do

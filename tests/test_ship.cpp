@@ -94,3 +94,49 @@ TEST_CASE("ship: refuses a missing store and keep below 1, writing nothing", "[s
   CHECK_THROWS(db::write_shipped(t.file("s.db"), t.file("out.db"), 0));
   CHECK_FALSE(std::filesystem::exists(t.file("out.db")));
 }
+
+TEST_CASE("ship: with a margin, a later run replaces a point's choice only where it measured it slower by more", "[ship]") {
+  TempDir t;
+  const std::string from = t.file("fleet.db"), out = t.file("tuning.db");
+  const Shape a{1, 1u << 20}, b{1, 1u << 22}, c{1, 1u << 24};
+  {
+    db::Store s(from);
+    // The first sweep's choices: X at a and b, P at c.
+    tune(s, "GPU-aaaa", "node1", {row("x.b256", 10.0, true, a), row("y.b256", 10.4, true, a),
+                                  row("x.b256", 20.0, true, b), row("p.b256", 30.0, true, c)});
+    // A later sweep (another day: its times run higher): at a it measured X 3 % slower than Y,
+    // within the margin; at b 10 % slower than Z; at c it did not measure P, and its best is
+    // slower than P's own time.
+    tune(s, "GPU-aaaa", "node1", {row("x.b256", 10.3, true, a), row("y.b256", 10.0, true, a),
+                                  row("x.b256", 22.0, true, b), row("z.b256", 20.0, true, b),
+                                  row("q.b256", 31.0, true, c), row("r.b256", 32.0, true, c)});
+  }
+  const auto best_key = [&](const std::string& file, Shape s) {
+    db::Store shipped(file, db::Store::Mode::read_only);
+    const auto r = shipped.best("model:NVIDIA H100 80GB HBM3", DType::f32, Op::sum, Problem::array, s);
+    REQUIRE(r);
+    return r->m.key;
+  };
+  SECTION("5 %") {
+    db::write_shipped(from, out, 1, 0.05);
+    CHECK(best_key(out, a) == "x.b256"); // kept: 3 % is noise
+    CHECK(best_key(out, b) == "z.b256"); // replaced: measured side by side, 10 % slower
+    CHECK(best_key(out, c) == "p.b256"); // kept: no time of P in the later run, which is slower
+    // The choice's measurement is kept beside the fastest (keep 1: y at a is the fastest).
+    db::Store shipped(out, db::Store::Mode::read_only);
+    CHECK(shipped.measurements("model:NVIDIA H100 80GB HBM3").size() == 4);
+  }
+  SECTION("0 %: any run's faster best replaces the choice it measured") {
+    db::write_shipped(from, out, 1, 0.0);
+    CHECK(best_key(out, a) == "y.b256");
+    CHECK(best_key(out, b) == "z.b256");
+    CHECK(best_key(out, c) == "p.b256");
+  }
+  SECTION("no margin: the fastest of any run") {
+    db::write_shipped(from, out, 1);
+    CHECK(best_key(out, a) == "x.b256"); // 10.0 of the first run against 10.0 of the second: the first
+    CHECK(best_key(out, b) == "x.b256"); // 20.0 of the first run
+    CHECK(best_key(out, c) == "p.b256");
+  }
+  CHECK_THROWS_WITH(db::write_shipped(from, out, 1, 1.0), Catch::Contains("below 100"));
+}

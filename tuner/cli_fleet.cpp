@@ -455,17 +455,23 @@ int cmd_ship(const std::vector<std::string>& args) {
   po::options_description desc("reduce-tune ship options: the shipped-tuning form of a store");
   std::string db_path, out;
   int keep = 8;
+  double supersede = -1;
   desc.add_options()
     ("help,h", "this help")
     ("db", po::value(&db_path), "the store (default $REDUCE_TUNE_DB or the XDG data dir)")
     ("out", po::value(&out), "the file to write (replaced)")
-    ("keep", po::value(&keep)->default_value(keep), "the fastest configurations kept per GPU model and point");
+    ("keep", po::value(&keep)->default_value(keep), "the fastest configurations kept per GPU model and point")
+    ("supersede", po::value(&supersede), "PERCENT: a point's best is chosen run by run in the order "
+     "they started, a later run's fastest replacing the choice before it where that run measured "
+     "the choice more than PERCENT slower than its own fastest (default: the fastest of any run)");
   auto vm = cli::parse(args, desc);
   if (cli::help_asked(vm, desc)) return 0;
   if (out.empty()) throw Usage("ship needs --out FILE");
   if (keep < 1) throw Usage("--keep must be at least 1");
+  if (vm.count("supersede") && !(supersede >= 0 && supersede < 100))
+    throw Usage("--supersede takes a percentage from 0 to below 100");
   const std::string from = db_path.empty() ? db::default_store_path() : db_path;
-  const db::ShipStats s = db::write_shipped(from, out, keep);
+  const db::ShipStats s = db::write_shipped(from, out, keep, vm.count("supersede") ? supersede / 100 : -1);
   std::printf("%s: %zu GPU models, %zu runs, %zu measurements, %zu best rows (from %s)\n", out.c_str(), s.models,
               s.runs, s.measurements, s.best, from.c_str());
   return 0;
