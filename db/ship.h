@@ -30,7 +30,10 @@ struct ShipStats {
 /// is faster than the choice's own time). So a later sweep (a newer catalogue, driver or host)
 /// that measured a shipped choice beside its own best replaces it only where it found that choice
 /// clearly slower, and its noise does not replace a choice it measured as fast. The chosen
-/// measurement is kept beside the `keep` fastest.
+/// measurement is kept beside the `keep` fastest, with each replacing run's measurement of what
+/// it replaced; measurements faster than a point's choice (other runs', within the margin) are
+/// not shipped, so the choice is the fastest of what is: a merge of the result, or shipping it
+/// again without `supersede`, keeps every best row.
 ShipStats write_shipped(const std::string& store_path, const std::string& out_path, int keep = 8,
                         double supersede = -1);
 

@@ -140,3 +140,37 @@ TEST_CASE("ship: with a margin, a later run replaces a point's choice only where
   }
   CHECK_THROWS_WITH(db::write_shipped(from, out, 1, 1.0), Catch::Contains("below 100"));
 }
+
+TEST_CASE("ship: what supersede ships keeps its best rows when merged or shipped again", "[ship]") {
+  TempDir t;
+  const std::string from = t.file("fleet.db"), out = t.file("tuning.db"), again = t.file("again.db");
+  const Shape a{1, 1u << 20}, b{1, 1u << 22};
+  {
+    db::Store s(from);
+    tune(s, "GPU-aaaa", "node1", {row("x.b256", 10.0, true, a), row("y.b256", 10.4, true, a),
+                                  row("x.b256", 20.0, true, b), row("w.b256", 21.0, true, b)});
+    // Within the margin at a (y measured faster, not shipped); past it at b (x replaced by z).
+    tune(s, "GPU-aaaa", "node1", {row("x.b256", 10.3, true, a), row("y.b256", 9.9, true, a),
+                                  row("x.b256", 22.0, true, b), row("z.b256", 19.0, true, b)});
+  }
+  db::write_shipped(from, out, 8, 0.05);
+  const auto keys = [](const std::string& file) {
+    db::Store st(file, db::Store::Mode::read_only);
+    std::vector<std::string> k;
+    for (Shape s : {Shape{1, 1u << 20}, Shape{1, 1u << 22}})
+      k.push_back(st.best("model:NVIDIA H100 80GB HBM3", DType::f32, Op::sum, Problem::array, s)->m.key);
+    return k;
+  };
+  CHECK(keys(out) == std::vector<std::string>{"x.b256", "z.b256"});
+  {
+    db::Store st(out, db::Store::Mode::read_only);
+    for (const auto& m : st.measurements("model:NVIDIA H100 80GB HBM3"))
+X
+  }
+  db::write_shipped(out, again, 8);
+  CHECK(keys(again) == keys(out));
+  { db::Store merged(t.file("merged.db")); merged.merge_from(out); }
+  CHECK(keys(t.file("merged.db")) == keys(out));
+  db::write_shipped(out, again, 8, 0.05);
+  CHECK(keys(again) == keys(out));
+}
