@@ -165,7 +165,7 @@ TEST_CASE("ship: what supersede ships keeps its best rows when merged or shipped
   {
     db::Store st(out, db::Store::Mode::read_only);
     for (const auto& m : st.measurements("model:NVIDIA H100 80GB HBM3"))
-X
+      if (m.n == a.length) CHECK(m.median_us >= 10.0); // y's 9.9, faster than the choice (x, 10.0): not shipped
   }
   db::write_shipped(out, again, 8);
   CHECK(keys(again) == keys(out));
