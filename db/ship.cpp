@@ -92,7 +92,7 @@ void choose_by_runs(sqlite3* d, double margin) {
 ShipStats write_shipped(const std::string& store_path, const std::string& out_path, int keep,
                         double supersede) {
   if (keep < 1) throw StoreError("reduce-tune ship: keep at least 1 configuration per point");
-  if (!(supersede < 1)) throw StoreError("reduce-tune ship: a margin to supersede is below 100 %");
+  if (!(supersede < 1)) throw StoreError("reduce-tune ship: the margin to supersede must be below 100 %");
   if (std::error_code ec; !std::filesystem::is_regular_file(store_path, ec))
     throw StoreError("reduce-tune ship: " + store_path + ": no such file");
   // Opening it as a Store checks it (a reduce-tune store this build reads, in a trusted place)

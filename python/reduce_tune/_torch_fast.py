@@ -132,16 +132,13 @@ def plan(opv: int, x: Tensor, dim: Optional[int], keepdim: Any, dev: int,
 
 
 def _pool(t: Tensor, dev: int, count: int) -> Any:
-    """A ResultPool of results like t (GPU `dev`), where they are small enough: blocks of
-    BLOCK_BYTES at most (64 results at most), results 16 bytes apart at least."""
+    """A ResultPool of results like t (GPU `dev`), where they are small enough (the pool spaces
+    them and sizes its blocks: at most BLOCK_BYTES)."""
     code = DLPACK.get(t.dtype)
-    size = count * t.element_size()
-    if _import is None or code is None or size > POOLED_BYTES:
+    if _import is None or code is None or count * t.element_size() > POOLED_BYTES:
         return None
-    stride = (size + 15) // 16 * 16
-    per_block = max(1, min(64, BLOCK_BYTES // stride))
-    allocate = functools.partial(torch.empty, per_block * stride, dtype=torch.uint8, device=t.device)
-    return _ext.ResultPool(2, dev, code[0], code[1], list(t.shape), per_block, allocate, _import)
+    allocate = functools.partial(torch.empty, dtype=torch.uint8, device=t.device)
+    return _ext.ResultPool(2, dev, code[0], code[1], list(t.shape), BLOCK_BYTES, allocate, _import)
 
 
 def _planned(opv: int, x: Tensor, dim: Optional[int], keepdim: Any, dev: int) -> Optional[Plan]:

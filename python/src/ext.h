@@ -159,24 +159,26 @@ void add_hot(nb::module_& m);
 constexpr std::size_t kResultMaxDims = 8;
 
 /// The eager torch call's results of one kind (DLPack dtype code and bits, shape, device): tensors of
-/// their own carved from blocks of `per_block` results that `allocate()` makes (a torch tensor of
-/// per_block * stride() bytes, made on the current stream), handed to torch by `import_(capsule)`
-/// (torch's DLPack import). One block at a time per stream; a block is released to torch when its
-/// last result is gone. Used with the GIL held.
+/// their own carved from blocks that `allocate(nbytes)` makes (a torch tensor of nbytes, made on
+/// the current stream), handed to torch by `import_(capsule)` (torch's DLPack import). Results lie
+/// stride() bytes apart (their size rounded up to 16), as many to a block as fit in `block_bytes`
+/// (one at least, kResultsPerBlock at most). One block at a time per stream; a block is released
+/// to torch when its last result is gone. Used with the GIL held.
 class ResultPool {
 public:
+  static constexpr std::size_t kResultsPerBlock = 64;
   ResultPool(int device_type, int device, int code, int bits, std::vector<std::int64_t> shape,
-             std::size_t per_block, nb::object allocate, nb::object import_);
+             std::size_t block_bytes, nb::object allocate, nb::object import_);
   ~ResultPool();
   ResultPool(const ResultPool&) = delete;
   ResultPool& operator=(const ResultPool&) = delete;
   /// A new result tensor whose memory was allocated on `stream`, its data pointer in *data; nullptr
   /// with the Python error set where torch failed.
   PyObject* take(std::uintptr_t stream, std::uintptr_t* data);
-  /// Bytes from one result to the next in a block (its size rounded up to 16).
   std::size_t stride() const { return stride_; }
   std::size_t per_block() const { return per_block_; }
-  std::size_t blocks() const;
+  /// The streams it holds a block for.
+  std::size_t streams() const { return current_.size(); }
 
 private:
   struct Current {
@@ -185,7 +187,7 @@ private:
   };
   int device_type_, device_, code_, bits_;
   std::vector<std::int64_t> shape_;
-  std::size_t per_block_, stride_ = 0;
+  std::size_t stride_ = 0, per_block_ = 0;
   nb::object allocate_, import_;
   std::vector<Current> current_;
 };

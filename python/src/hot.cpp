@@ -11,30 +11,46 @@ WarmCalls g_warm;
 
 namespace {
 
-/// The library call of _ext.hot's nine ints: Py_None, or nullptr with the Python error set.
-PyObject* run_hot(long long kind, long long dev, long long dtype, long long op, unsigned long long in,
-                  unsigned long long a, unsigned long long b, unsigned long long out,
-                  unsigned long long stream) {
-  if (kind < 0 || kind > 2 || dev < 0 || dev > 0xffff || dtype < 0 || dtype > 0xff || op < 0 ||
-      op > 0xff) {
+/// The arguments _ext.hot and _ext.hot_pooled share (all but the 8th, the result or its pool),
+/// converted; a failed conversion leaves the Python error set (PyErr_Occurred).
+struct HotArgs {
+  long long kind, dev, dtype, op;
+  unsigned long long in, a, b, stream;
+  explicit HotArgs(PyObject* const* args)
+      : kind(PyLong_AsLongLong(args[0])), dev(PyLong_AsLongLong(args[1])),
+        dtype(PyLong_AsLongLong(args[2])), op(PyLong_AsLongLong(args[3])),
+        in(PyLong_AsUnsignedLongLong(args[4])), a(PyLong_AsUnsignedLongLong(args[5])),
+        b(PyLong_AsUnsignedLongLong(args[6])), stream(PyLong_AsUnsignedLongLong(args[8])) {}
+  /// Whether kind, device, dtype and op are in range; else ValueError is set.
+  bool in_range() const {
+    if (kind >= 0 && kind <= 2 && dev >= 0 && dev <= 0xffff && dtype >= 0 && dtype <= 0xff &&
+        op >= 0 && op <= 0xff)
+      return true;
     PyErr_SetString(PyExc_ValueError, "reduce_tune._ext.hot: kind, device, dtype or op out of range");
-    return nullptr;
+    return false;
   }
+};
+
+/// The library call of _ext.hot's arguments (in range) into `out`: Py_None, or nullptr with the
+/// Python error set.
+PyObject* run_hot(const HotArgs& h, unsigned long long out) {
+  const int kind = int(h.kind), dev = int(h.dev), dtype = int(h.dtype), op = int(h.op);
+  const unsigned long long in = h.in, a = h.a, b = h.b, stream = h.stream;
   try {
-    Reducer& r = reducer(int(dev));
-    const DType dt = to_dtype(int(dtype));
-    const Op o = to_op(int(op));
+    Reducer& r = reducer(dev);
+    const DType dt = to_dtype(dtype);
+    const Op o = to_op(op);
     if (kind == kArray) {
       const DType rdt = result_dtype(o, dt);
-      g_warm.run(WarmCalls::key(kArray, int(dev), int(dtype), int(op), a, 0, int(rdt)), [&] {
+      g_warm.run(WarmCalls::key(kArray, dev, dtype, op, a, 0, int(rdt)), [&] {
         r.reduce_async(dt, o, in_ptr(in), a, out_ptr(out), rdt, to_stream(stream));
       });
     } else if (kind == kRows) {
-      g_warm.run(WarmCalls::key(kRows, int(dev), int(dtype), int(op), a, b, 0), [&] {
+      g_warm.run(WarmCalls::key(kRows, dev, dtype, op, a, b, 0), [&] {
         r.reduce_rows(dt, o, in_ptr(in), a, b, out_ptr(out), to_stream(stream), b);
       });
     } else {
-      g_warm.run(WarmCalls::key(kColumns, int(dev), int(dtype), int(op), a, b, 0), [&] {
+      g_warm.run(WarmCalls::key(kColumns, dev, dtype, op, a, b, 0), [&] {
         r.reduce_columns(dt, o, in_ptr(in), a, b, out_ptr(out), to_stream(stream), b);
       });
     }
@@ -61,15 +77,11 @@ PyObject* hot(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                                      "d_in, a, b, d_out, stream");
     return nullptr;
   }
-  const long long kind = PyLong_AsLongLong(args[0]), dev = PyLong_AsLongLong(args[1]),
-                  dtype = PyLong_AsLongLong(args[2]), op = PyLong_AsLongLong(args[3]);
-  const unsigned long long in = PyLong_AsUnsignedLongLong(args[4]),
-                           a = PyLong_AsUnsignedLongLong(args[5]),
-                           b = PyLong_AsUnsignedLongLong(args[6]),
-                           out = PyLong_AsUnsignedLongLong(args[7]),
-                           stream = PyLong_AsUnsignedLongLong(args[8]);
+  const HotArgs h(args);
+  const unsigned long long out = PyLong_AsUnsignedLongLong(args[7]);
   if (PyErr_Occurred()) return nullptr; // a conversion failed: TypeError or OverflowError set
-  return run_hot(kind, dev, dtype, op, in, a, b, out, stream);
+  if (!h.in_range()) return nullptr;
+  return run_hot(h, out);
 }
 
 /// _ext.hot_pooled(kind, device, dtype, op, d_in, a, b, pool, stream): the call of hot with its
@@ -87,23 +99,18 @@ PyObject* hot_pooled(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   ResultPool& pool = *nb::inst_ptr<ResultPool>(nb::handle(args[7]));
-  const long long kind = PyLong_AsLongLong(args[0]), dev = PyLong_AsLongLong(args[1]),
-                  dtype = PyLong_AsLongLong(args[2]), op = PyLong_AsLongLong(args[3]);
-  const unsigned long long in = PyLong_AsUnsignedLongLong(args[4]),
-                           a = PyLong_AsUnsignedLongLong(args[5]),
-                           b = PyLong_AsUnsignedLongLong(args[6]),
-                           stream = PyLong_AsUnsignedLongLong(args[8]);
-  if (PyErr_Occurred()) return nullptr;
+  const HotArgs h(args);
+  if (PyErr_Occurred() || !h.in_range()) return nullptr;
   try {
-    if (stream_capturing(int(dev), Ptr(stream))) Py_RETURN_NONE;
+    if (stream_capturing(int(h.dev), Ptr(h.stream))) Py_RETURN_NONE;
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
     return nullptr;
   }
   std::uintptr_t out = 0;
-  PyObject* result = pool.take(stream, &out);
+  PyObject* result = pool.take(h.stream, &out);
   if (!result) return nullptr;
-  PyObject* done = run_hot(kind, dev, dtype, op, in, a, b, out, stream);
+  PyObject* done = run_hot(h, out);
   if (!done) {
     Py_DECREF(result);
     return nullptr;

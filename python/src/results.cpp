@@ -11,6 +11,7 @@
 
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <vector>
@@ -62,19 +63,22 @@ void capsule_destructor(PyObject* capsule) {
 
 } // namespace
 
-ResultPool::ResultPool(int device_type, int device, int code, int bits, std::vector<std::int64_t> shape,
-                       std::size_t per_block, nb::object allocate, nb::object import)
-    : device_type_(device_type), device_(device), code_(code), bits_(bits), shape_(std::move(shape)), per_block_(per_block),
+ResultPool::ResultPool(int device_type, int device, int code, int bits,
+                       std::vector<std::int64_t> shape, std::size_t block_bytes, nb::object allocate,
+                       nb::object import)
+    : device_type_(device_type), device_(device), code_(code), bits_(bits), shape_(std::move(shape)),
       allocate_(std::move(allocate)), import_(std::move(import)) {
   if (shape_.size() > kResultMaxDims)
     throw nb::value_error("reduce_tune: a pooled result has at most 8 dimensions");
-  if (bits <= 0 || bits % 8 != 0 || per_block == 0)
-    throw nb::value_error("reduce_tune: a pooled result needs whole bytes and a block of >= 1 result");
+  if (bits <= 0 || bits % 8 != 0 || block_bytes == 0)
+    throw nb::value_error("reduce_tune: a pooled result needs elements of whole bytes and a block "
+                          "size above 0");
   std::size_t elements = 1;
   for (std::int64_t d : shape_) elements *= std::size_t(d);
   // Each result on a 16-byte boundary, as an allocation of its own would be (a kernel may store
   // vectors of results).
   stride_ = (elements * std::size_t(bits / 8) + 15) / 16 * 16;
+  per_block_ = std::clamp<std::size_t>(block_bytes / stride_, 1, kResultsPerBlock);
 }
 
 ResultPool::~ResultPool() {
@@ -88,7 +92,7 @@ PyObject* ResultPool::take(std::uintptr_t stream, std::uintptr_t* data) {
   Block* block = cur ? static_cast<Block*>(cur->block) : nullptr;
   if (!block || block->next == block->chunks.size()) {
     // A new block, allocated by torch on the current stream (the caller's `stream`).
-    PyObject* owner = PyObject_CallNoArgs(allocate_.ptr());
+    PyObject* owner = PyObject_CallFunction(allocate_.ptr(), "n", Py_ssize_t(per_block_ * stride_));
     if (!owner) return nullptr;
     PyObject* ptr = PyObject_CallMethod(owner, "data_ptr", nullptr);
     if (!ptr) {
@@ -150,16 +154,14 @@ PyObject* ResultPool::take(std::uintptr_t stream, std::uintptr_t* data) {
   return tensor;
 }
 
-std::size_t ResultPool::blocks() const { return current_.size(); }
-
 void bind_results(nb::module_& m) {
   using namespace nb::literals;
   nb::class_<ResultPool>(m, "ResultPool",
                          "The eager torch call's results of one kind (dtype, shape, GPU): tensors "
-                         "of their own from blocks of `per_block` results that `allocate()` makes "
-                         "(torch.empty on the current stream), handed over by `import_(capsule)` "
-                         "(torch's DLPack import). A block per stream. device_type: DLPack's "
-                         "(2: CUDA; 1: the CPU, for tests).")
+                         "of their own from blocks of at most `block_bytes` (64 results at most) "
+                         "that `allocate(nbytes)` makes (torch.empty on the current stream), handed "
+                         "over by `import_(capsule)` (torch's DLPack import). A block per stream. "
+                         "device_type: DLPack's (2: CUDA; 1: the CPU, for tests).")
       .def("take", [](ResultPool& p, std::uintptr_t stream) {
         std::uintptr_t data = 0;
         PyObject* t = p.take(stream, &data);
@@ -169,10 +171,11 @@ void bind_results(nb::module_& m) {
                      "them through hot_pooled).")
       .def(nb::init<int, int, int, int, std::vector<std::int64_t>, std::size_t, nb::object,
                     nb::object>(),
-           "device_type"_a, "device"_a, "code"_a, "bits"_a, "shape"_a, "per_block"_a, "allocate"_a, "import_"_a)
+           "device_type"_a, "device"_a, "code"_a, "bits"_a, "shape"_a, "block_bytes"_a, "allocate"_a,
+           "import_"_a)
       .def_prop_ro("stride", &ResultPool::stride, "bytes between two results of a block")
       .def_prop_ro("per_block", &ResultPool::per_block, "results a block holds")
-      .def_prop_ro("streams", &ResultPool::blocks, "the streams it holds a block for");
+      .def_prop_ro("streams", &ResultPool::streams, "the streams it holds a block for");
 }
 
 } // namespace reduce_tune::pyext

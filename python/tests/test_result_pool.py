@@ -25,14 +25,16 @@ SUM = _dtypes.OPS["sum"]
 
 
 class Blocks:
-    """allocate() for a pool: torch tensors of `size` bytes, each watched by a weak reference."""
+    """allocate(nbytes) for a pool: torch tensors of the bytes asked for, each watched by a weak
+    reference; the sizes asked for in `sizes`."""
 
-    def __init__(self, size):
-        self.size, self.made = size, []
+    def __init__(self):
+        self.made, self.sizes = [], []
 
-    def __call__(self):
-        t = torch.empty(self.size, dtype=torch.uint8)
+    def __call__(self, nbytes):
+        t = torch.empty(nbytes, dtype=torch.uint8)
         self.made.append(weakref.ref(t))
+        self.sizes.append(nbytes)
         return t
 
     def alive(self):
@@ -41,12 +43,14 @@ class Blocks:
 
 
 def pool(code=FLOAT32, shape=(), per_block=4):
+    """A pool whose blocks hold `per_block` results (its block_bytes: per_block times the 16-byte
+    multiple a result takes), and its allocate()."""
     size = 1
     for d in shape:
         size *= d
     stride = (size * code[1] // 8 + 15) // 16 * 16
-    blocks = Blocks(per_block * stride)
-    return _ext.ResultPool(CPU, 0, code[0], code[1], list(shape), per_block, blocks,
+    blocks = Blocks()
+    return _ext.ResultPool(CPU, 0, code[0], code[1], list(shape), per_block * stride, blocks,
                            torch._C._from_dlpack), blocks
 
 
@@ -55,7 +59,7 @@ def test_results_are_tensors_of_their_own_carved_16_bytes_apart():
     before = _ext.stats()["result_blocks"]
     rs = [p.take(7) for _ in range(10)]
     assert _ext.stats()["result_blocks"] - before == 3 and len(blocks.made) == 3  # 4 a block
-    assert p.stride == 16 and p.streams == 1
+    assert p.stride == 16 and p.per_block == 4 and p.streams == 1 and blocks.sizes == [64] * 3
     for i, r in enumerate(rs):
         assert r.shape == () and r.dtype == torch.float32 and r.is_contiguous()
         assert r._base is None and r.untyped_storage().nbytes() == 4
@@ -81,6 +85,11 @@ def test_shapes_and_dtypes():
     for bad in (dict(code=(2, 12)), dict(shape=(1,) * 9), dict(per_block=0)):
         with pytest.raises(ValueError):
             pool(**bad)
+    # A block of results larger than block_bytes holds one; of tiny ones, 64 at most.
+    one = _ext.ResultPool(CPU, 0, 2, 32, [100], 64, Blocks(), torch._C._from_dlpack)
+    assert (one.stride, one.per_block) == (400, 1)
+    many = _ext.ResultPool(CPU, 0, 2, 32, [], 1 << 20, Blocks(), torch._C._from_dlpack)
+    assert (many.stride, many.per_block) == (16, 64)
 
 
 def test_a_block_per_stream():
