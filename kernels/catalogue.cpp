@@ -193,6 +193,8 @@ void register_variants(std::span<const ExtraVariant> extra) {
 
 bool atomic_post_pass(Op op, DType dtype, Problem problem) {
   const OpTraits& traits = describe(op).traits;
+  // argmax and argmin: their ordered keys, combined by atomicMax in the columns' workspace.
+  if (traits.atomic == OpAtomic::key) return problem == Problem::columns && keyed_atomic(op, dtype);
   if (problem == Problem::array || traits.atomic == OpAtomic::none || traits.compound) return false;
   const DType acc = accumulator_dtype(op, dtype), result = result_dtype(op, dtype);
   // Those that combine into the result directly: a plain post-map into a result of the
@@ -315,6 +317,11 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (op.traits.two_inputs && v.one_input)
     return op_name + " reads two inputs; " + std::string(v.name) +
            " stages one input's elements in shared memory";
+  if (atomic && !post_pass && !t.user && op.traits.atomic == OpAtomic::key)
+    return op_name + " has no atomic combine here: its ordered 64-bit key (a 32-bit value and a 32-bit "
+           "index) serves the columns problem's atomic finish only, for float32, int32, uint32, bf16 and f16";
+  if (atomic && post_pass && !t.user && op.traits.atomic == OpAtomic::key && t.cc < 35)
+    return "the 64-bit atomicMax of " + op_name + "'s keys needs sm_35";
   if (atomic && !post_pass) {
     if (t.user && t.user->not_additive)
       return op_name + " has no atomic combine: " + *t.user->not_additive;
@@ -387,7 +394,8 @@ bool deterministic(const Config& c, DType dtype) {
 }
 
 bool deterministic(const Config& c, const Target& t) {
-  if (!t.user) return deterministic(c, t.dtype);
+  // A keyed combine (argmax, argmin) compares keys: the same whatever the order.
+  if (!t.user) return deterministic(c, t.dtype) || describe(t.op).traits.atomic == OpAtomic::key;
   const std::optional<DType> acc = t.user->accumulator_dtype(t.dtype); // only additive ones have atomics
   return !(acc && is_float(*acc) && atomic_finish(c.finish));
 }
@@ -504,7 +512,7 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   const bool atomic_post = c.finish == Finish::atomic && atomic_post_pass(op, dtype, v.problem);
   std::string post_atomic; // its atomic, which op_source declares not
   if (!traits.plain_post) {
-    static constexpr const char* kAtomic[] = {"", "ADD", "MIN", "MAX"};
+    static constexpr const char* kAtomic[] = {"", "ADD", "MIN", "MAX", "KEY"};
     post_atomic = "#define RT_ATOMIC_" + std::string(kAtomic[static_cast<int>(traits.atomic)]) + " 1\n";
   }
   return render_with(c, dtype, name(op), op_source(op, dtype, wide_result), atomic_post, post_atomic);

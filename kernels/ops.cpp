@@ -23,9 +23,9 @@ constexpr OpTraits kAny{OpAtomic::max, true, true, false, true, true};
 constexpr OpTraits kAll{OpAtomic::min, true, true, false, true, true};
 
 // Compound accumulators (a struct): no atomic, redux, host or in-place path; argmax and argmin
-// also have no result for nothing.
+// also have no result for nothing, and an atomic through their ordered key (keyed_atomic).
 constexpr OpTraits kCompound{OpAtomic::none, false, false, false, false, false, true, false};
-constexpr OpTraits kArg{OpAtomic::none, false, false, false, false, false, true, true};
+constexpr OpTraits kArg{OpAtomic::key, false, false, false, false, false, true, true};
 // A mapped sum of two inputs (dot): as kMappedSum, reading x[i] and y[i].
 constexpr OpTraits kTwoInputSum{OpAtomic::add, true, true, false, true, false, false, false, true};
 
@@ -196,6 +196,38 @@ std::string scalar_result(DType result, const char* v) {
   return is_half(result) ? std::string("rt_narrow(") + v + ")" : std::string("R(") + v + ")";
 }
 
+// argmax's and argmin's ordered key (OpAtomic::key) for a 32-bit value W: rt_key(a) is above
+// rt_key(b) exactly where rt_combine(b, a) takes a, so atomicMax of keys combines as rt_combine.
+// High word: the value's order, reversed for argmin; -0.0 as +0.0 (they tie, as the combine's ==);
+// a NaN the largest word (it wins, either way). Low word: 2^32 - 1 - index, the smaller index the
+// larger; the identity's index (INT64_MAX) gives 0, which no index reaches (kKeyedMaxLength), so
+// rt_unkey gives the identity's index back. rt_unkey(rt_key(a)) has a's index and an equal value
+// (a NaN: some NaN).
+std::string key_source(DType acc, bool max) {
+  std::string order; // u: the value's bits, increasing with the value
+  if (acc == DType::f32)
+    order = "unsigned u = __float_as_uint(a.v == 0.0f ? 0.0f : a.v); u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);";
+  else if (acc == DType::i32)
+    order = "unsigned u = unsigned(a.v) ^ 0x80000000u;";
+  else
+    order = "unsigned u = a.v;";
+  if (!max) order += " u = ~u;";
+  if (acc == DType::f32) order += " if (a.v != a.v) u = 0xffffffffu;";
+  std::string s = fn("unsigned long long rt_key(A a)",
+          order + " return (unsigned long long)u << 32 | (0xffffffffu - unsigned(a.i));");
+  std::string value = max ? "unsigned u = unsigned(k >> 32);" : "unsigned u = ~unsigned(k >> 32);";
+  if (acc == DType::f32)
+    value += std::string(" a.v = __uint_as_float((u & 0x80000000u) ? (u ^ 0x80000000u) : ~u);");
+  else if (acc == DType::i32)
+    value += " a.v = int(u ^ 0x80000000u);";
+  else
+    value += " a.v = u;";
+  s += fn("A rt_unkey(unsigned long long k)",
+          "A a; " + value + " const unsigned low = unsigned(k); a.i = low ? (long long)(0xffffffffu - low) : "
+          "9223372036854775807ll; return a;");
+  return s;
+}
+
 // The struct, its typedefs and its functions: argmax/argmin, logsumexp, var/std. W is the type of
 // the float fields (the value for argmax).
 std::string compound_source(Op op, DType dtype, DType acc, DType result) {
@@ -235,6 +267,7 @@ std::string compound_source(Op op, DType dtype, DType acc, DType result) {
                 (is_float(acc) ? std::string("a.v == a.v && ") : std::string()) + "(" + x_better +
                 " || a.i == 9223372036854775807ll); a.v = take ? x : a.v; a.i = take ? (long long)i : a.i; return a;");
     s += fn("R rt_post(A a, rt_size count)", "return count ? a.i : -1ll;");
+    if (keyed_atomic(op, dtype)) s += key_source(acc, max);
     return s;
   }
   const bool f64 = acc == DType::f64;
@@ -334,6 +367,11 @@ DType accumulator_dtype(Op op, DType dtype) {
   }
 }
 
+bool keyed_atomic(Op op, DType dtype) {
+  return describe(op).traits.atomic == OpAtomic::key && !op_unsupported(op, dtype) &&
+         size_of(accumulator_dtype(op, dtype)) == 4;
+}
+
 std::size_t accumulator_bytes(Op op, DType dtype) {
   const std::size_t w = size_of(accumulator_dtype(op, dtype));
   if (op == Op::argmax || op == Op::argmin) return 16; // {value, int64 index}, 8-byte aligned
@@ -374,7 +412,7 @@ std::string op_source(Op op, DType dtype, bool wide_result) {
   if (is_half(result)) s += "#define RT_HALF_RESULT 1\n";
   if (d.traits.two_inputs) s += "#define RT_TWO_INPUTS 1\n";
   s += "#define RT_ACC_" + std::string(text_of(acc).suffix) + " 1\n";
-  static constexpr const char* kAtomic[] = {nullptr, "ADD", "MIN", "MAX"};
+  static constexpr const char* kAtomic[] = {nullptr, "ADD", "MIN", "MAX", nullptr};
   // An op whose post-map is not the plain conversion uses its atomic only in the segmented post
   // pass, whose renders declare it (kernels/catalogue.cpp, render): its other sources stay as
   // they were, and so do their entries in the compile cache.

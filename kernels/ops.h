@@ -9,6 +9,7 @@
 #include "reduce_tune/config.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,9 +20,11 @@ namespace reduce_tune {
 /// The atomic an op's accumulator combines with in memory: the atomic and first-block finishes,
 /// the shared-memory atomics of atomic_shared and the segmented variants that combine into their
 /// results (with plain_post false or a result of another type than the accumulator, only the
-/// segmented ones, through a post pass: atomic_post_pass, kernels/catalogue.h). `none`: no such
-/// finish or variant for the op.
-enum class OpAtomic { none, add, min, max };
+/// segmented ones, through a post pass: atomic_post_pass, kernels/catalogue.h). `key`: a struct
+/// accumulator with an ordered 64-bit key (argmax and argmin of 32-bit values: keyed_atomic) that
+/// atomicMax combines, in the columns problem's atomic finish alone. `none`: no such finish or
+/// variant for the op.
+enum class OpAtomic { none, add, min, max, key };
 
 /// What the catalogue and the launch path need to know of an op, beyond its source.
 struct OpTraits {
@@ -77,6 +80,14 @@ std::optional<std::string> op_unsupported(Op op, DType dtype);
 /// compound accumulator (OpTraits::compound) the type of its floating-point fields, or of
 /// argmax's value (the index is int64).
 DType accumulator_dtype(Op op, DType dtype);
+/// Whether the op combines through its accumulator's ordered 64-bit key (OpAtomic::key) for
+/// elements of `dtype`: the value's order in the high 32 bits, the index's reverse in the low, so
+/// the accumulator's value must fit 32 bits (float32, int32, uint32; bf16 and f16 as float32) and
+/// the index 32 bits (kKeyedMaxLength).
+bool keyed_atomic(Op op, DType dtype);
+/// The longest segment the keyed atomic finish indexes: indices 0 .. 2^32 - 2 (the index word of
+/// the identity's key is the one left).
+inline constexpr std::uint64_t kKeyedMaxLength = 0xffffffffull;
 /// Bytes of one accumulator: partials, shared memory.
 std::size_t accumulator_bytes(Op op, DType dtype);
 /// The dtype of the result. `wide_result`: the float32 accumulator of a bf16 or f16 reduction.
@@ -85,7 +96,8 @@ DType result_dtype(Op op, DType dtype, bool wide_result = false);
 /// The op's CUDA source for elements of `dtype`: A, R, rt_identity(), rt_map(x, i) (two-input ops:
 /// rt_map2(x, y, i)), rt_combine(a, b), for argmax, argmin, logsumexp, var and std rt_fold(a, x, i)
 /// (with RT_FOLD; templates/common.cuh),
-/// rt_post(a, count) and the trait macros templates/common.cuh reads (RT_ATOMIC_*, RT_REDUX_*,
+/// rt_post(a, count), for a keyed op (keyed_atomic) rt_key(a) and rt_unkey(k), and the trait
+/// macros templates/common.cuh reads (RT_ATOMIC_*, RT_REDUX_*,
 /// RT_ACC_*, RT_HALF_RESULT, RT_WIDE_RESULT, RT_TWO_INPUTS). Rendered after templates/element.cuh.
 std::string op_source(Op op, DType dtype, bool wide_result = false);
 

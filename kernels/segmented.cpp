@@ -6,6 +6,7 @@
 #include "kernels/catalogue.h"
 #include "kernels/segmented.h"
 #include "kernels/segmented_geometry.h"
+#include "kernels/ops.h"
 
 #include <algorithm>
 
@@ -342,6 +343,14 @@ std::optional<std::string> segmented_invalid(const Config& c, const Target& t) {
     return "a tile of " + std::to_string(items) + " items (" + std::to_string(bytes) +
            " bytes of shared memory) exceeds " + std::to_string(kMergeTileItems) + " items or " +
            std::to_string(kMergeTileBytes) + " bytes";
+  return std::nullopt;
+}
+
+std::optional<std::string> shape_invalid(const Config& c, const Target& t, Shape shape) {
+  if (c.finish == Finish::atomic && !t.user && t.problem == Problem::columns &&
+      describe(t.op).traits.atomic == OpAtomic::key && shape.length > kKeyedMaxLength)
+    return std::string(name(t.op)) + "'s atomic finish indexes rows in 32 bits: " +
+           std::to_string(shape.length) + " rows exceed " + std::to_string(kKeyedMaxLength);
   return std::nullopt;
 }
 

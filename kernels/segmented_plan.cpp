@@ -4,6 +4,7 @@
 // kernels/segmented.cpp's.
 #include "kernels/catalogue.h"
 #include "kernels/ops.h"
+#include "kernels/segmented.h"
 #include "kernels/segmented_geometry.h"
 #include "kernels/user_op.h"
 
@@ -91,6 +92,7 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   const std::uint64_t acc_bytes = accumulator_bytes(t);
   const std::uint64_t results = std::max<std::uint64_t>(shape.count, 1);
   if (t.problem == Problem::columns) {
+    if (auto why = shape_invalid(c, t, shape)) throw std::invalid_argument(key(c) + ": " + *why);
     const std::uint64_t tx = tile_width(c, shape.count);
     const std::uint64_t stripes = stripe_count(tx, c.vec, shape.count);
     const std::uint64_t slices = row_slices(c, t, shape, stripes);

@@ -47,6 +47,7 @@ bool serves(const Config& c, const Target& t, const Requirements& req, Shape at)
   if (req.device_result && c.finish == Finish::host) return false;
   if (!req.allow_in_place && find_variant(c.variant)->in_place) return false;
   if (t.problem == Problem::segments && at.length == 0 && needs_mean(c)) return false;
+  if (shape_invalid(c, t, at)) return false;
   return true;
 }
 

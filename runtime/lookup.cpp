@@ -136,6 +136,7 @@ std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target
       Config c;
       std::optional<std::string> why = unusable(*r.m, t, req, &c);
       if (!why && t.problem == Problem::segments && at.length == 0) why = needs_mean(c);
+      if (!why) why = shape_invalid(c, t, at);
       if (why) {
         passed.add(r.m->key, *why);
         continue;
@@ -146,12 +147,14 @@ std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target
 }
 
 /// Whether op b's configurations serve op a (the related grade): accumulators of one size that
-/// combine alike (both a struct or neither; both with an atomic finish or neither: min takes
-/// sum's rows, count_nonzero never logsumexp's).
+/// combine alike (both a struct or neither; both with a scalar atomic finish or neither: min takes
+/// sum's rows, count_nonzero never logsumexp's; argmax's keyed atomic is a struct's, and var may
+/// take its rows, whose keyed finishes the lookup then passes over as invalid for var).
 bool alike(Op a, Op b, DType dtype) {
   const OpTraits &x = describe(a).traits, &y = describe(b).traits;
+  const auto scalar_atomic = [](const OpTraits& o) { return o.atomic != OpAtomic::none && o.atomic != OpAtomic::key; };
   return accumulator_bytes(a, dtype) == accumulator_bytes(b, dtype) && x.compound == y.compound &&
-         (x.atomic == OpAtomic::none) == (y.atomic == OpAtomic::none);
+         scalar_atomic(x) == scalar_atomic(y);
 }
 
 /// Whether the shipped rows of `d` are this GPU's own (the shipped grade): the same model name

@@ -5,7 +5,7 @@
 // rt_combine(a, b),
 // rt_post(a, count) (an accumulator of `count` elements as the result) and its traits:
 // RT_ATOMIC_ADD / RT_ATOMIC_MIN / RT_ATOMIC_MAX (the atomic its accumulator combines with, none
-// for the others), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
+// for the others; RT_ATOMIC_KEY: atomicMax of its ordered keys, rt_key, in a segmented post pass), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
 // RT_ACC_I32 / _U32 / _I64 / _F32 / _F64 (its scalar accumulator's type). Every kernel has the
 // same signature:
 //   rt_reduce(in, work, partials, out, n, counter)   (ops of two inputs: then in2, below)
@@ -247,7 +247,9 @@ __device__ __forceinline__ void rt_atomic_combine(A* addr, A v) {
 // kernels/catalogue.cpp); a result of the accumulator's own type (float32 for a wide result) is
 // combined as it.
 __device__ __forceinline__ void rt_atomic_out(R* addr, A v) {
-#if defined(RT_HALF_RESULT)
+#if defined(RT_ATOMIC_KEY) // the workspace of keys (templates/segmented/post.cuh)
+  atomicMax(addr, rt_key(v));
+#elif defined(RT_HALF_RESULT)
   unsigned short old = *reinterpret_cast<volatile unsigned short*>(addr), assumed;
   do {
     assumed = old;

@@ -7,8 +7,17 @@
 #undef R
 #undef rt_post
 #undef RT_HALF_RESULT // the accumulators are combined as themselves; the post-map rounds once
+#if defined(RT_ATOMIC_KEY)
+// A keyed op's atomic finish (argmax, argmin: OpAtomic::key) combines the accumulators' ordered
+// keys (the op's rt_key), which atomicMax takes: the workspace holds keys.
+typedef unsigned long long R;
+__device__ __forceinline__ R rt_post(A a, rt_size) { return rt_key(a); }
+__device__ __forceinline__ A rt_slot(R k) { return rt_unkey(k); }
+#else
 typedef A R;
 __device__ __forceinline__ R rt_post(A a, rt_size) { return a; }
+__device__ __forceinline__ A rt_slot(R a) { return a; }
+#endif
 
 // result[i] = the op's post-map of acc[i] and the count of segment i (rows: their length;
 // columns: the rows; offsets segments: from the offsets, an empty one for decreasing offsets).
@@ -17,7 +26,7 @@ __device__ __forceinline__ R rt_post(A a, rt_size) { return a; }
 // The ordered finish (RT_FINISH_TWOPASS) combines each result's partials first: its templates
 // define their own rt_segmented_post (templates/segmented/segmented.cuh, rt_group_ordered).
 #if !defined(RT_FINISH_TWOPASS)
-extern "C" __global__ void rt_segmented_post(const A* acc, rt_result_type* result,
+extern "C" __global__ void rt_segmented_post(const R* acc, rt_result_type* result,
                                              const long long* __restrict__ offsets, rt_size count,
                                              rt_size length) {
   // Launched programmatically on sm_90+: until the kernel before it has completed (common.cuh's
@@ -33,7 +42,7 @@ extern "C" __global__ void rt_segmented_post(const A* acc, rt_result_type* resul
 #else
     const rt_size n = length;
 #endif
-    const A a = acc[i];
+    const A a = rt_slot(acc[i]);
     result[i] = rt_result_post(a, n);
   }
 }
