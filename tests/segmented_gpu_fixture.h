@@ -253,6 +253,15 @@ inline void check_reducer_calls(Reducer& r, const cuda::DeviceInfo& info, const 
   }
 }
 
+/// A columns problem: `cols` columns of `rows` rows, the rows `stride` elements apart.
+inline Segmentation column_layout(std::uint64_t cols, std::uint64_t rows, std::uint64_t stride) {
+  Segmentation s;
+  s.problem = Problem::columns;
+  s.shape = {cols, rows};
+  s.stride = stride;
+  return s;
+}
+
 /// check_reducer_calls for each call, on the input of seed 9.
 inline void check_reducer_cases(Reducer& r, const cuda::DeviceInfo& info,
                                 const std::vector<StoredCall>& calls, InputOf input,
@@ -261,6 +270,18 @@ inline void check_reducer_cases(Reducer& r, const cuda::DeviceInfo& info,
     INFO(c.key << " " << name(c.d) << " " << name(c.op));
     check_reducer_calls(r, info, c.key, c.op, input(c.d, c.seg, 9), c.seg, stream);
   }
+}
+
+/// check_reducer_cases through a Reducer of GPU 0 whose store (a temporary one) holds a row for
+/// each call; the driver must capture streams (the test says why it skips where it cannot).
+inline void check_stored_calls(const std::vector<StoredCall>& calls, InputOf input) {
+  if (!graphs_or_skip()) return;
+  const cuda::Context ctx(0);
+  const cuda::DeviceInfo info = cuda::device_info(0);
+  const TempDir dir;
+  Reducer r(0, stored_options(dir, info, calls));
+  const cuda::Stream stream;
+  check_reducer_cases(r, info, calls, input, stream);
 }
 
 /// float32 elements, three in four of them zero, so that the first non-zero one of a result is

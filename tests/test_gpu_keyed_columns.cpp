@@ -28,16 +28,9 @@ using namespace reduce_tune;
 using reduce_tune::testing::cfg;
 using testing::Gpu;
 using testing::gpu;
+using testing::column_layout;
 
 namespace {
-
-Segmentation columns(std::uint64_t cols, std::uint64_t rows, std::uint64_t stride) {
-  Segmentation s;
-  s.problem = Problem::columns;
-  s.shape = {cols, rows};
-  s.stride = stride;
-  return s;
-}
 
 template <typename T> void put(HostArray& a, std::uint64_t i, T v) { std::memcpy(&a.bytes[i * sizeof(T)], &v, sizeof(T)); }
 
@@ -83,10 +76,10 @@ struct Case {
 
 std::vector<Case> cases() {
   return {
-      {"256 columns, hundreds of row slices", columns(256, 20011, 256), "columns_split.b256.u4.v4.g4.atomic"},
-      {"33 columns (scalar loads)", columns(33, 10003, 33), "columns_split.b512.u1.v2.g8.atomic"},
-      {"3000 columns", columns(3000, 2001, 3000), "columns_split.b256.u2.v1.g2.atomic"},
-      {"1000 columns of 37 rows, evict-first", columns(1000, 37, 1003), "columns_split_streaming.b256.u4.v2.g2.atomic"},
+      {"256 columns, hundreds of row slices", column_layout(256, 20011, 256), "columns_split.b256.u4.v4.g4.atomic"},
+      {"33 columns (scalar loads)", column_layout(33, 10003, 33), "columns_split.b512.u1.v2.g8.atomic"},
+      {"3000 columns", column_layout(3000, 2001, 3000), "columns_split.b256.u2.v1.g2.atomic"},
+      {"1000 columns of 37 rows, evict-first", column_layout(1000, 37, 1003), "columns_split_streaming.b256.u4.v2.g2.atomic"},
   };
 }
 
@@ -120,23 +113,18 @@ TEST_CASE("keyed columns: the launch captured in a graph replays right on new da
           "[gpu][keyed_columns][graphs]") {
   testing::check_captured_cases(
       {
-          {"columns_split.b256.u4.v4.g4.atomic", Op::argmax, DType::f32, columns(256, 20011, 256)},
-          {"columns_split.b256.u2.v1.g2.atomic", Op::argmin, DType::bf16, columns(3000, 2001, 3000)},
+          {"columns_split.b256.u4.v4.g4.atomic", Op::argmax, DType::f32, column_layout(256, 20011, 256)},
+          {"columns_split.b256.u2.v1.g2.atomic", Op::argmin, DType::bf16, column_layout(3000, 2001, 3000)},
       },
       tied_input);
 }
 
 TEST_CASE("keyed columns: the Reducer's calls through it, eager, warm and captured",
           "[gpu][keyed_columns][graphs][reducer]") {
-  if (!testing::graphs_or_skip()) return;
-  const cuda::Context ctx(0);
-  const cuda::DeviceInfo info = cuda::device_info(0);
-  const testing::TempDir dir;
-  const std::vector<testing::StoredCall> calls = {
-      {"columns_split.b256.u4.v4.g4.atomic", Op::argmax, DType::f32, columns(256, 20011, 256), {256, 20011}},
-      {"columns_split.b512.u1.v2.g8.atomic", Op::argmin, DType::i32, columns(33, 10003, 33), {33, 10003}},
-  };
-  Reducer r(0, testing::stored_options(dir, info, calls));
-  const cuda::Stream stream;
-  testing::check_reducer_cases(r, info, calls, tied_input, stream);
+  testing::check_stored_calls(
+      {
+          {"columns_split.b256.u4.v4.g4.atomic", Op::argmax, DType::f32, column_layout(256, 20011, 256), {256, 20011}},
+          {"columns_split.b512.u1.v2.g8.atomic", Op::argmin, DType::i32, column_layout(33, 10003, 33), {33, 10003}},
+      },
+      tied_input);
 }

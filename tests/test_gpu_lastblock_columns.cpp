@@ -28,18 +28,12 @@ using namespace reduce_tune;
 using reduce_tune::testing::cfg;
 using testing::Gpu;
 using testing::gpu;
+using testing::column_layout;
 using testing::upload;
 using testing::first_nonzero_value;
 
 namespace {
 
-Segmentation columns(std::uint64_t cols, std::uint64_t rows, std::uint64_t stride) {
-  Segmentation s;
-  s.problem = Problem::columns;
-  s.shape = {cols, rows};
-  s.stride = stride;
-  return s;
-}
 
 HostArray input_for(DType d, const Segmentation& seg, std::uint64_t seed) {
   return make_input(d, seg.input_elements(), seed);
@@ -55,15 +49,15 @@ struct Case {
 std::vector<Case> cases() {
   return {
       // One stripe of 256 columns (64 threads of 4), 500 or more row slices: groups of about 23.
-      {"256 columns", columns(256, 20011, 256), "columns_split.b256.u2.v4.g4.lastblock", 33},
+      {"256 columns", column_layout(256, 20011, 256), "columns_split.b256.u2.v4.g4.lastblock", 33},
       // 33 columns in a stripe 64 wide, hundreds of slices.
-      {"33 columns", columns(33, 10003, 33), "columns_split.b512.u1.v2.g8.lastblock", 33},
+      {"33 columns", column_layout(33, 10003, 33), "columns_split.b512.u1.v2.g8.lastblock", 33},
       // 12 stripes of 256 columns, the last of 184; 44 or more slices.
-      {"3000 columns", columns(3000, 2001, 3000), "columns_split.b256.u1.v1.g4.lastblock", 33},
+      {"3000 columns", column_layout(3000, 2001, 3000), "columns_split.b256.u1.v1.g4.lastblock", 33},
       // 4 stripes, 10 slices of 4 rows: groups of 4, 4 and 2.
-      {"1000 columns of 37 rows", columns(1000, 37, 1003), "columns_split_streaming.b256.u4.v1.g2.lastblock", 10},
+      {"1000 columns of 37 rows", column_layout(1000, 37, 1003), "columns_split_streaming.b256.u4.v1.g2.lastblock", 10},
       // A single slice: each block writes its columns.
-      {"3001 columns of 4 rows", columns(3001, 4, 3005), "columns_split.b256.u4.v1.g2.lastblock", 1},
+      {"3001 columns of 4 rows", column_layout(3001, 4, 3005), "columns_split.b256.u4.v1.g2.lastblock", 1},
   };
 }
 
@@ -164,28 +158,23 @@ TEST_CASE("columns lastblock: the launch captured in a graph replays right on ne
           "[gpu][lastblock_columns][graphs]") {
   testing::check_captured_cases(
       {
-          {"columns_split.b256.u2.v4.g4.lastblock", Op::argmax, DType::f32, columns(256, 20011, 256)},
-          {"columns_split.b512.u1.v2.g8.lastblock", Op::var, DType::f32, columns(33, 10003, 33)},
-          {"columns_split.b256.u1.v1.g4.lastblock", Op::logsumexp, DType::f32, columns(3000, 2001, 3000)},
+          {"columns_split.b256.u2.v4.g4.lastblock", Op::argmax, DType::f32, column_layout(256, 20011, 256)},
+          {"columns_split.b512.u1.v2.g8.lastblock", Op::var, DType::f32, column_layout(33, 10003, 33)},
+          {"columns_split.b256.u1.v1.g4.lastblock", Op::logsumexp, DType::f32, column_layout(3000, 2001, 3000)},
       },
       input_for);
 }
 
 TEST_CASE("columns lastblock: the Reducer's calls through it, eager, warm and captured",
           "[gpu][lastblock_columns][graphs][reducer]") {
-  if (!testing::graphs_or_skip()) return;
-  const cuda::Context ctx(0);
-  const cuda::DeviceInfo info = cuda::device_info(0);
-  const testing::TempDir dir;
-  const std::vector<testing::StoredCall> calls = {
-      {"columns_split.b256.u2.v4.g4.lastblock", Op::argmax, DType::f32, columns(256, 20011, 256),
-       {256, 20011}},
-      {"columns_split.b512.u1.v2.g8.lastblock", Op::logsumexp, DType::f32, columns(33, 10003, 33),
-       {33, 10003}},
-      {"columns_split.b256.u1.v1.g4.lastblock", Op::var, DType::f32, columns(3000, 2001, 3000),
-       {3000, 2001}},
-  };
-  Reducer r(0, testing::stored_options(dir, info, calls));
-  const cuda::Stream stream;
-  testing::check_reducer_cases(r, info, calls, input_for, stream);
+  testing::check_stored_calls(
+      {
+          {"columns_split.b256.u2.v4.g4.lastblock", Op::argmax, DType::f32, column_layout(256, 20011, 256),
+           {256, 20011}},
+          {"columns_split.b512.u1.v2.g8.lastblock", Op::logsumexp, DType::f32, column_layout(33, 10003, 33),
+           {33, 10003}},
+          {"columns_split.b256.u1.v1.g4.lastblock", Op::var, DType::f32, column_layout(3000, 2001, 3000),
+           {3000, 2001}},
+      },
+      input_for);
 }

@@ -28,6 +28,7 @@ using namespace reduce_tune;
 using reduce_tune::testing::cfg;
 using testing::Gpu;
 using testing::gpu;
+using testing::column_layout;
 using testing::upload;
 using testing::first_nonzero_value;
 
@@ -58,13 +59,6 @@ struct Case {
   Segmentation seg;
 };
 
-Segmentation columns(std::uint64_t cols, std::uint64_t rows, std::uint64_t stride) {
-  Segmentation s;
-  s.problem = Problem::columns;
-  s.shape = {cols, rows};
-  s.stride = stride;
-  return s;
-}
 
 Segmentation segments(std::vector<std::int64_t> offsets) {
   Segmentation s;
@@ -78,9 +72,9 @@ Segmentation segments(std::vector<std::int64_t> offsets) {
 std::vector<Case> cases() {
   return {
       // 256 columns: few stripes, hundreds of row slices a column.
-      {"256 columns", columns(256, 20011, 256)},
-      {"33 columns", columns(33, 10003, 33)},
-      {"3001 columns of 17 rows", columns(3001, 17, 3005)},
+      {"256 columns", column_layout(256, 20011, 256)},
+      {"33 columns", column_layout(33, 10003, 33)},
+      {"3001 columns of 17 rows", column_layout(3001, 17, 3005)},
       {"skewed offsets", segments(skewed_offsets(4096, 4096 * 128 + 5, 44))},
       {"a segment across many blocks", segments(with_huge(3000, 1 << 20, 5))},
       {"a single huge segment", segments({3, 3 + (std::int64_t(1) << 22) + 7})},
@@ -176,8 +170,8 @@ TEST_CASE("ordered finish: the launches captured in a graph replay right on new 
           "[gpu][ordered_finish][graphs]") {
   testing::check_captured_cases(
       {
-          {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, columns(256, 20011, 256)},
-          {"columns_split.b512.u1.v2.g8.twopass", Op::var, DType::f32, columns(33, 10003, 33)},
+          {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, column_layout(256, 20011, 256)},
+          {"columns_split.b512.u1.v2.g8.twopass", Op::var, DType::f32, column_layout(33, 10003, 33)},
           {"segments_flat_carry.b128.u4.v4.g8.twopass", Op::logsumexp, DType::f32,
            segments(with_huge(3000, 1 << 20, 8))},
           {"segments_flat_carry.b256.u2.v4.g32.twopass", Op::argmax, DType::f32,
@@ -194,9 +188,9 @@ TEST_CASE("ordered finish: the Reducer's calls through it, eager and captured",
   const testing::TempDir dir;
   const Segmentation skewed = segments(skewed_offsets(3000, 3000 * 200, 46));
   const std::vector<testing::StoredCall> calls = {
-      {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, columns(256, 20011, 256),
+      {"columns_split.b256.u2.v4.g4.twopass", Op::argmax, DType::f32, column_layout(256, 20011, 256),
        {256, 20011}},
-      {"columns_split.b256.u4.v2.g4.twopass", Op::logsumexp, DType::f32, columns(33, 10003, 33),
+      {"columns_split.b256.u4.v2.g4.twopass", Op::logsumexp, DType::f32, column_layout(33, 10003, 33),
        {33, 10003}},
       {"segments_flat_carry.b128.u4.v4.g8.twopass", Op::var, DType::f32, skewed, {3000, 200}},
   };
@@ -207,7 +201,7 @@ TEST_CASE("ordered finish: the Reducer's calls through it, eager and captured",
   // A non-commutative user reduction on skewed offsets and on columns: the lookup's answer
   // (sum's, which reorders) gives way to a configuration that keeps the order.
   const Reduction fnz = first_nonzero_value();
-  for (const Segmentation& seg : {skewed, columns(256, 4099, 256)}) {
+  for (const Segmentation& seg : {skewed, column_layout(256, 4099, 256)}) {
     INFO(name(seg.problem));
     const HostArray data = testing::sparse_input(seg.input_elements(), 21);
     const cuda::Buffer in = upload(data.bytes.data(), data.bytes.size());

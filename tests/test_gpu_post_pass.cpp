@@ -142,21 +142,16 @@ TEST_CASE("post pass: the launches captured in a graph replay right on new data"
 
 TEST_CASE("post pass: the Reducer's calls through it, eager and captured",
           "[gpu][post_pass][graphs][reducer]") {
-  if (!testing::graphs_or_skip()) return;
-  const cuda::Context ctx(0);
-  const cuda::DeviceInfo info = cuda::device_info(0);
-  const testing::TempDir dir;
-  const std::vector<testing::StoredCall> calls = {
-      {"columns_split.b256.u2.v4.g4.atomic", Op::mean, DType::f32,
-       segmentation({Problem::columns, {256, 4099}, 256}), {256, 4099}},
-      {"columns_split.b256.u2.v2.g4.atomic", Op::any, DType::f32,
-       segmentation({Problem::columns, {33, 10003}, 33}), {33, 10003}},
-      {"rows_split.b256.u2.v4.g4.atomic", Op::norm2, DType::f32,
-       segmentation({Problem::rows, {7, 70001}, 70001}), {7, 70001}},
-      {"segments_split.b256.u2.v4.g4.atomic", Op::all, DType::f32,
-       segmentation({Problem::segments, {3000, 0}, 0}), {3000, 200}},
-  };
-  Reducer r(0, testing::stored_options(dir, info, calls));
-  const cuda::Stream stream;
-  testing::check_reducer_cases(r, info, calls, input_for, stream);
+  testing::check_stored_calls(
+      {
+          {"columns_split.b256.u2.v4.g4.atomic", Op::mean, DType::f32,
+           segmentation({Problem::columns, {256, 4099}, 256}), {256, 4099}},
+          {"columns_split.b256.u2.v2.g4.atomic", Op::any, DType::f32,
+           segmentation({Problem::columns, {33, 10003}, 33}), {33, 10003}},
+          {"rows_split.b256.u2.v4.g4.atomic", Op::norm2, DType::f32,
+           segmentation({Problem::rows, {7, 70001}, 70001}), {7, 70001}},
+          {"segments_split.b256.u2.v4.g4.atomic", Op::all, DType::f32,
+           segmentation({Problem::segments, {3000, 0}, 0}), {3000, 200}},
+      },
+      input_for);
 }

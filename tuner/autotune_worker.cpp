@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -166,8 +167,12 @@ public:
       if (tuned()) {
         say("done\ttuned\t" + ms_text(t0) + "\t" + std::to_string(measured) + "\t");
       } else {
+        // Why: the first check that failed, else the first configuration left out.
         std::string why = "no configuration this call may run passed its check";
-        if (!res.skipped.empty()) why += " (" + res.skipped.front().reason + ")";
+        const auto failed = std::find_if(res.measurements.begin(), res.measurements.end(),
+                                         [](const db::Measurement& m) { return !m.valid; });
+        if (failed != res.measurements.end()) why += " (" + failed->key + ": " + failed->error + ")";
+        else if (!res.skipped.empty()) why += " (" + res.skipped.front().reason + ")";
         say("done\tfailed\t" + ms_text(t0) + "\t" + std::to_string(measured) + "\t" + one_field(why));
       }
       return true;
