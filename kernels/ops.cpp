@@ -214,7 +214,7 @@ std::string key_source(DType acc, bool max) {
   if (!max) order += " u = ~u;";
   if (acc == DType::f32) order += " if (a.v != a.v) u = 0xffffffffu;";
   std::string s = fn("unsigned long long rt_key(A a)",
-          order + " return (unsigned long long)u << 32 | (0xffffffffu - unsigned(a.i));");
+                     order + " return (unsigned long long)u << 32 | (0xffffffffu - unsigned(a.i));");
   std::string value = max ? "unsigned u = unsigned(k >> 32);" : "unsigned u = ~unsigned(k >> 32);";
   if (acc == DType::f32)
     value += std::string(" a.v = __uint_as_float((u & 0x80000000u) ? (u ^ 0x80000000u) : ~u);");

@@ -5,7 +5,8 @@
 // rt_combine(a, b),
 // rt_post(a, count) (an accumulator of `count` elements as the result) and its traits:
 // RT_ATOMIC_ADD / RT_ATOMIC_MIN / RT_ATOMIC_MAX (the atomic its accumulator combines with, none
-// for the others; RT_ATOMIC_KEY: atomicMax of its ordered keys, rt_key, in a segmented post pass), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
+// for the others; RT_ATOMIC_KEY: atomicMax of its ordered keys, rt_key, in a segmented post
+// pass), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
 // RT_ACC_I32 / _U32 / _I64 / _F32 / _F64 (its scalar accumulator's type). Every kernel has the
 // same signature:
 //   rt_reduce(in, work, partials, out, n, counter)   (ops of two inputs: then in2, below)
