@@ -320,8 +320,6 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (atomic && !post_pass && !t.user && op.traits.atomic == OpAtomic::key)
     return op_name + " has no atomic combine here: its ordered 64-bit key (a 32-bit value and a 32-bit "
            "index) serves the columns problem's atomic finish only, for float32, int32, uint32, bf16 and f16";
-  if (atomic && post_pass && !t.user && op.traits.atomic == OpAtomic::key && t.cc < 35)
-    return "the 64-bit atomicMax of " + op_name + "'s keys needs sm_35";
   if (atomic && !post_pass) {
     if (t.user && t.user->not_additive)
       return op_name + " has no atomic combine: " + *t.user->not_additive;
@@ -348,7 +346,9 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
     return "the 16-bit atomicCAS of " + std::string(name(t.dtype)) + " min/max needs sm_70";
   if (atomic && acc == DType::f64 && op.traits.atomic == OpAtomic::add && t.cc < 60)
     return "double-precision atomicAdd needs sm_60";
-  if (atomic && acc == DType::i64 && op.traits.atomic != OpAtomic::add && t.cc < 35)
+  // 64-bit min/max: of int64 accumulators, and of argmax's and argmin's keys.
+  if (atomic && t.cc < 35 &&
+      ((acc == DType::i64 && op.traits.atomic != OpAtomic::add) || op.traits.atomic == OpAtomic::key))
     return "64-bit atomicMin/atomicMax need sm_35";
   if (v.problem != Problem::array) return segmented_invalid(c, t);
   return std::nullopt;

@@ -59,7 +59,6 @@ struct Case {
   Segmentation seg;
 };
 
-
 Segmentation segments(std::vector<std::int64_t> offsets) {
   Segmentation s;
   s.problem = Problem::segments;

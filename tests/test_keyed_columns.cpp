@@ -40,6 +40,7 @@ TEST_CASE("keyed columns: argmax and argmin of 32-bit values finish atomically, 
       CHECK_FALSE(invalid_reason(cfg(kKeyed), columns_target(d, op)));
       CHECK_FALSE(invalid_reason(cfg("columns_split_streaming.b512.u2.v2.g8.atomic"), columns_target(d, op)));
       CHECK(deterministic(cfg(kKeyed), columns_target(d, op)));
+      CHECK_THAT(invalid_reason(cfg(kKeyed), sm(30, d, op, Problem::columns)).value_or(""), Catch::Contains("sm_35"));
       // Not the other problems: their mappings index elements otherwise (the flat one in the input).
       for (Problem p : {Problem::array, Problem::rows, Problem::segments}) CHECK_FALSE(atomic_post_pass(op, d, p));
       CHECK_THAT(invalid_reason(cfg("rows_split.b256.u2.v4.g4.atomic"), sm(90, d, op, Problem::rows)).value_or(""),
