@@ -193,8 +193,10 @@ void register_variants(std::span<const ExtraVariant> extra) {
 
 bool atomic_post_pass(Op op, DType dtype, Problem problem) {
   const OpTraits& traits = describe(op).traits;
-  // argmax and argmin: their ordered keys, combined by atomicMax in the columns' workspace.
+  // argmax and argmin: their ordered keys, combined by atomicMax in the columns' workspace; var
+  // and std: their float64 sums about each column's first element, by atomicAdd.
   if (traits.atomic == OpAtomic::key) return problem == Problem::columns && keyed_atomic(op, dtype);
+  if (traits.atomic == OpAtomic::shifted) return problem == Problem::columns && shifted_atomic(op, dtype);
   if (problem == Problem::array || traits.atomic == OpAtomic::none || traits.compound) return false;
   const DType acc = accumulator_dtype(op, dtype), result = result_dtype(op, dtype);
   // Those that combine into the result directly: a plain post-map into a result of the
@@ -320,6 +322,9 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (atomic && !post_pass && !t.user && op.traits.atomic == OpAtomic::key)
     return op_name + " has no atomic combine here: its ordered 64-bit key (a 32-bit value and a 32-bit "
            "index) serves the columns problem's atomic finish only, for float32, int32, uint32, bf16 and f16";
+  if (atomic && !post_pass && !t.user && op.traits.atomic == OpAtomic::shifted)
+    return op_name + " has no atomic combine here: its float64 sums about a column's first element "
+           "serve the columns problem's atomic finish only, for float32, bf16 and f16";
   if (atomic && !post_pass) {
     if (t.user && t.user->not_additive)
       return op_name + " has no atomic combine: " + *t.user->not_additive;
@@ -344,7 +349,8 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
            "float32 and rounds once";
   if (is_half(result) && atomic && !post_pass && t.cc < 70)
     return "the 16-bit atomicCAS of " + std::string(name(t.dtype)) + " min/max needs sm_70";
-  if (atomic && acc == DType::f64 && op.traits.atomic == OpAtomic::add && t.cc < 60)
+  if (atomic && t.cc < 60 &&
+      ((acc == DType::f64 && op.traits.atomic == OpAtomic::add) || op.traits.atomic == OpAtomic::shifted))
     return "double-precision atomicAdd needs sm_60";
   // 64-bit min/max: of int64 accumulators, and of argmax's and argmin's keys.
   if (atomic && t.cc < 35 &&
@@ -512,7 +518,7 @@ std::string render(const Config& c, DType dtype, Op op, bool wide_result) {
   const bool atomic_post = c.finish == Finish::atomic && atomic_post_pass(op, dtype, v.problem);
   std::string post_atomic; // its atomic, which op_source declares not
   if (!traits.plain_post) {
-    static constexpr const char* kAtomic[] = {"", "ADD", "MIN", "MAX", "KEY"};
+    static constexpr const char* kAtomic[] = {"", "ADD", "MIN", "MAX", "KEY", "SHIFTED"};
     post_atomic = "#define RT_ATOMIC_" + std::string(kAtomic[static_cast<int>(traits.atomic)]) + " 1\n";
   }
   return render_with(c, dtype, name(op), op_source(op, dtype, wide_result), atomic_post, post_atomic);

@@ -23,9 +23,11 @@ constexpr OpTraits kAny{OpAtomic::max, true, true, false, true, true};
 constexpr OpTraits kAll{OpAtomic::min, true, true, false, true, true};
 
 // Compound accumulators (a struct): no atomic, redux, host or in-place path; argmax and argmin
-// also have no result for nothing, and an atomic through their ordered key (keyed_atomic).
+// also have no result for nothing, and an atomic through their ordered key (keyed_atomic); var and
+// std one through float64 sums about a shift (shifted_atomic).
 constexpr OpTraits kCompound{OpAtomic::none, false, false, false, false, false, true, false};
 constexpr OpTraits kArg{OpAtomic::key, false, false, false, false, false, true, true};
+constexpr OpTraits kMoments{OpAtomic::shifted, false, false, false, false, false, true, false};
 // A mapped sum of two inputs (dot): as kMappedSum, reading x[i] and y[i].
 constexpr OpTraits kTwoInputSum{OpAtomic::add, true, true, false, true, false, false, false, true};
 
@@ -51,11 +53,11 @@ constexpr std::array<OpDescription, 18> kOps{{
      "log(sum(exp(x))) in one pass, a running maximum and a rescaled sum (floats; empty: -inf)",
      kCompound, Op::logsumexp},
     {Op::var, "var", "the variance with correction 1, over n - 1 (integers: float64; n <= 1: NaN)",
-     kCompound, Op::var},
-    {Op::std_, "std", "the square root of var (integers: float64; n <= 1: NaN)", kCompound, Op::var},
+     kMoments, Op::var},
+    {Op::std_, "std", "the square root of var (integers: float64; n <= 1: NaN)", kMoments, Op::var},
     {Op::var_population, "var_population",
-     "the variance with correction 0, over n (integers: float64; empty: NaN)", kCompound, Op::var},
-    {Op::std_population, "std_population", "the square root of var_population", kCompound, Op::var},
+     "the variance with correction 0, over n (integers: float64; empty: NaN)", kMoments, Op::var},
+    {Op::std_population, "std_population", "the square root of var_population", kMoments, Op::var},
     {Op::dot, "dot",
      "the sum of x[i] * y[i] over two inputs of one shape (integers wrap; bf16 and f16 in float32)",
      kTwoInputSum, Op::dot},
@@ -228,6 +230,25 @@ std::string key_source(DType acc, bool max) {
   return s;
 }
 
+// var's and std's float64 sums about a shift (OpAtomic::shifted), for the float32 fields W of its
+// accumulator: rt_shift(a, k) gives a's elements' deviations from k summed, n (mean - k), and
+// their squares summed, M2 + n (mean - k)^2; sums of partials about one k add, and rt_unshift
+// takes a column's back to its count and M2 = s2 - s1^2 / n (the mean is left shifted: the post-map
+// reads n and M2 alone). With k an element of the column, s1^2 / n is at most n M2 (no element lies
+// further than sqrt(M2) from the mean), so the cancellation errs by about n 2^-53 of M2. A partial
+// of nothing is zeros, whatever k (an infinite one too); M2's rounding below 0 is taken to 0 (a
+// NaN stays).
+std::string shifted_source(const std::string& W) {
+  std::string s = "struct rt_sums { double s1; double s2; };\n";
+  s += fn("rt_sums rt_shift(A a, double k)",
+          "rt_sums s; s.s1 = 0.0; s.s2 = 0.0; if (a.n == 0) return s; const double n = double(a.n), "
+          "d = double(a.mean) - k; s.s1 = n * d; s.s2 = double(a.m2) + n * d * d; return s;");
+  s += fn("A rt_unshift(rt_sums s, rt_size count)",
+          "A a; a.n = (long long)count; const double n = count ? double(count) : 1.0, m2 = s.s2 - s.s1 * (s.s1 / n); "
+          "a.mean = " + W + "(s.s1 / n); a.m2 = " + W + "(m2 < 0.0 ? 0.0 : m2); return a;");
+  return s;
+}
+
 // The struct, its typedefs and its functions: argmax/argmin, logsumexp, var/std. W is the type of
 // the float fields (the value for argmax).
 std::string compound_source(Op op, DType dtype, DType acc, DType result) {
@@ -322,6 +343,7 @@ std::string compound_source(Op op, DType dtype, DType acc, DType result) {
   s += fn("A rt_fold(A a, T e, rt_size)",
           "const " + W + " x = " + W + "(rt_widen(e)); a.n += 1; " + rcp + " const " + W +
               " d = x - a.mean; a.mean = a.mean + d * q; a.m2 = a.m2 + d * (x - a.mean); return a;");
+  if (shifted_atomic(op, dtype)) s += shifted_source(W);
   const bool root = op == Op::std_ || op == Op::std_population;
   std::string post = "const " + W + " c = " + W + "(a.n) - " + W + "(" + std::to_string(correction(op)) +
                      "); " + W + " v = a.m2 / (c > " + W + "(0) ? c : " + W + "(0));";
@@ -372,6 +394,11 @@ bool keyed_atomic(Op op, DType dtype) {
          size_of(accumulator_dtype(op, dtype)) == 4;
 }
 
+bool shifted_atomic(Op op, DType dtype) {
+  return describe(op).traits.atomic == OpAtomic::shifted && !op_unsupported(op, dtype) &&
+         accumulator_dtype(op, dtype) == DType::f32;
+}
+
 std::size_t accumulator_bytes(Op op, DType dtype) {
   const std::size_t w = size_of(accumulator_dtype(op, dtype));
   if (op == Op::argmax || op == Op::argmin) return 16; // {value, int64 index}, 8-byte aligned
@@ -412,7 +439,7 @@ std::string op_source(Op op, DType dtype, bool wide_result) {
   if (is_half(result)) s += "#define RT_HALF_RESULT 1\n";
   if (d.traits.two_inputs) s += "#define RT_TWO_INPUTS 1\n";
   s += "#define RT_ACC_" + std::string(text_of(acc).suffix) + " 1\n";
-  static constexpr const char* kAtomic[] = {nullptr, "ADD", "MIN", "MAX", nullptr};
+  static constexpr const char* kAtomic[] = {nullptr, "ADD", "MIN", "MAX", nullptr, nullptr};
   // An op whose post-map is not the plain conversion uses its atomic only in the segmented post
   // pass, whose renders declare it (kernels/catalogue.cpp, render): its other sources stay as
   // they were, and so do their entries in the compile cache.

@@ -22,9 +22,11 @@ namespace reduce_tune {
 /// results (with plain_post false or a result of another type than the accumulator, only the
 /// segmented ones, through a post pass: atomic_post_pass, kernels/catalogue.h). `key`: a struct
 /// accumulator with an ordered 64-bit key (argmax and argmin of 32-bit values: keyed_atomic) that
-/// atomicMax combines, in the columns problem's atomic finish alone. `none`: no such finish or
-/// variant for the op.
-enum class OpAtomic { none, add, min, max, key };
+/// atomicMax combines, in the columns problem's atomic finish alone. `shifted`: var's count, mean
+/// and M2 as two float64 sums about a shift, the column's first element (float32 fields:
+/// shifted_atomic), that atomicAdd combines field by field, in the columns problem's atomic finish
+/// alone. `none`: no such finish or variant for the op.
+enum class OpAtomic { none, add, min, max, key, shifted };
 
 /// What the catalogue and the launch path need to know of an op, beyond its source.
 struct OpTraits {
@@ -88,6 +90,11 @@ bool keyed_atomic(Op op, DType dtype);
 /// The longest segment the keyed atomic finish indexes: indices 0 .. 2^32 - 2 (the index word of
 /// the identity's key is the one left).
 inline constexpr std::uint64_t kKeyedMaxLength = 0xffffffffull;
+/// Whether the op combines through float64 sums about a shift (OpAtomic::shifted) for elements of
+/// `dtype`: the sums of the deviations from the column's first element and of their squares, which
+/// give M2 back within about rows * 2^-53 of it; for float32 fields (float32, bf16 and f16
+/// elements), whose own rounding is far coarser.
+bool shifted_atomic(Op op, DType dtype);
 /// Bytes of one accumulator: partials, shared memory.
 std::size_t accumulator_bytes(Op op, DType dtype);
 /// The dtype of the result. `wide_result`: the float32 accumulator of a bf16 or f16 reduction.
@@ -96,7 +103,8 @@ DType result_dtype(Op op, DType dtype, bool wide_result = false);
 /// The op's CUDA source for elements of `dtype`: A, R, rt_identity(), rt_map(x, i) (two-input ops:
 /// rt_map2(x, y, i)), rt_combine(a, b), for argmax, argmin, logsumexp, var and std rt_fold(a, x, i)
 /// (with RT_FOLD; templates/common.cuh),
-/// rt_post(a, count), for a keyed op (keyed_atomic) rt_key(a) and rt_unkey(k), and the trait
+/// rt_post(a, count), for a keyed op (keyed_atomic) rt_key(a) and rt_unkey(k), for a shifted one
+/// (shifted_atomic) rt_sums, rt_shift(a, k) and rt_unshift(s, count), and the trait
 /// macros templates/common.cuh reads (RT_ATOMIC_*, RT_REDUX_*,
 /// RT_ACC_*, RT_HALF_RESULT, RT_WIDE_RESULT, RT_TWO_INPUTS). Rendered after templates/element.cuh.
 std::string op_source(Op op, DType dtype, bool wide_result = false);

@@ -28,9 +28,10 @@ std::optional<std::string> shape_invalid(const Config& c, const Target& t, Shape
 std::optional<std::string> pointless(const Config& c, Shape shape, std::uint64_t longest = 0);
 /// Why the sweep leaves `c` out for `t`'s op though it is valid, or nullopt: columns_split's
 /// ordered finish in taller row slices (one block of 512 or 1024 threads per SM, two of 1024, or
-/// u8; kernels/segmented.cpp) serves the ops that cannot finish atomically (var, logsumexp,
-/// argmax and argmin of 64-bit values, non-additive user reductions); an op that can takes the
-/// atomic finish's space.
+/// u8; kernels/segmented.cpp) serves the ops that cannot finish atomically (logsumexp, argmax and
+/// argmin of 64-bit values, var of float64 fields, non-additive user reductions) and var, whose
+/// float64 atomics are measured beside it; another op that can takes the atomic finish's space.
+/// The atomic finish's u8 (kernels/segmented.cpp) serves argmax's keys and var's shifted sums alone.
 std::optional<std::string> unswept(const Config& c, const Target& t);
 /// Why `c` does not suit an offsets call whose mean segment length is not known (a lookup by the
 /// segment count alone), or nullopt: segments_staged is measured at means of a few elements only

@@ -82,10 +82,11 @@ SegmentedPlan segmented_plan(const Config& c, const Target& t, Shape shape) {
   p.smem_bytes = unsigned(std::uint64_t(c.block) * c.vec * accumulator_bytes(t));
   p.fill = c.finish == Finish::atomic && !lists_chunks(v);
   // The post pass: accumulators in a workspace unless they have the result's type (then the
-  // results are they).
+  // results are they); a struct's (var's float64 sums) never.
   p.post = c.finish == Finish::atomic && atomic_post_pass(t);
   const bool in_results = t.user ? t.user->accumulator_dtype(t.dtype) == t.user->result_dtype(t.dtype)
-                                 : accumulator_dtype(t.op, t.dtype) == result_dtype(t.op, t.dtype);
+                                 : !describe(t.op).traits.compound &&
+                                       accumulator_dtype(t.op, t.dtype) == result_dtype(t.op, t.dtype);
   if (p.post && !in_results) p.post_bytes = std::max<std::uint64_t>(shape.count, 1) * accumulator_bytes(t);
   // The ordered finish: partials in the workspace, always a post pass (and no fill).
   const bool ordered = c.finish == Finish::twopass;

@@ -148,11 +148,14 @@ std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target
 
 /// Whether op b's configurations serve op a (the related grade): accumulators of one size that
 /// combine alike (both a struct or neither; both with a scalar atomic finish or neither: min takes
-/// sum's rows, count_nonzero never logsumexp's; argmax's keyed atomic is a struct's, and var may
-/// take its rows, whose keyed finishes the lookup then passes over as invalid for var).
+/// sum's rows, count_nonzero never logsumexp's; argmax's keyed atomic and var's shifted one are a
+/// struct's, and each may take the other's rows, whose atomic finishes the lookup passes over
+/// where they are invalid for it).
 bool alike(Op a, Op b, DType dtype) {
   const OpTraits &x = describe(a).traits, &y = describe(b).traits;
-  const auto scalar_atomic = [](const OpTraits& o) { return o.atomic != OpAtomic::none && o.atomic != OpAtomic::key; };
+  const auto scalar_atomic = [](const OpTraits& o) {
+    return o.atomic == OpAtomic::add || o.atomic == OpAtomic::min || o.atomic == OpAtomic::max;
+  };
   return accumulator_bytes(a, dtype) == accumulator_bytes(b, dtype) && x.compound == y.compound &&
          scalar_atomic(x) == scalar_atomic(y);
 }

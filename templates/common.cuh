@@ -6,7 +6,8 @@
 // rt_post(a, count) (an accumulator of `count` elements as the result) and its traits:
 // RT_ATOMIC_ADD / RT_ATOMIC_MIN / RT_ATOMIC_MAX (the atomic its accumulator combines with, none
 // for the others; RT_ATOMIC_KEY: atomicMax of its ordered keys, rt_key, in a segmented post
-// pass), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
+// pass; RT_ATOMIC_SHIFTED: atomicAdd of its float64 sums about a shift, rt_shift, in the columns'
+// post pass), RT_REDUX_ADD / _MIN / _MAX (the __reduce_*_sync of its combine) and
 // RT_ACC_I32 / _U32 / _I64 / _F32 / _F64 (its scalar accumulator's type). Every kernel has the
 // same signature:
 //   rt_reduce(in, work, partials, out, n, counter)   (ops of two inputs: then in2, below)
@@ -250,6 +251,8 @@ __device__ __forceinline__ void rt_atomic_combine(A* addr, A v) {
 __device__ __forceinline__ void rt_atomic_out(R* addr, A v) {
 #if defined(RT_ATOMIC_KEY) // the workspace of keys (templates/segmented/post.cuh)
   atomicMax(addr, rt_key(v));
+#elif defined(RT_ATOMIC_SHIFTED) // the columns' alone, with the column's shift: rt_atomic_shifted
+  __trap();
 #elif defined(RT_HALF_RESULT)
   unsigned short old = *reinterpret_cast<volatile unsigned short*>(addr), assumed;
   do {
@@ -264,6 +267,18 @@ __device__ __forceinline__ void rt_atomic_out(R* addr, A v) {
   else __trap();
 #endif
 }
+
+#if defined(RT_ATOMIC_SHIFTED)
+// A shifted op's atomic finish (var, std; templates/segmented/post.cuh): the partial's float64 sums
+// about `shift`, its column's first element (rt_shift), added field by field. A partial of no
+// elements, or of elements all equal to the shift, adds nothing.
+__device__ __forceinline__ void rt_atomic_shifted(R* addr, A v, double shift) {
+  const R s = rt_shift(v, shift);
+  if (s.s1 == 0.0 && s.s2 == 0.0) return;
+  atomicAdd(&addr->s1, s.s1);
+  atomicAdd(&addr->s2, s.s2);
+}
+#endif
 
 // ---- programmatic dependent launch (sm_90+) ------------------------------------------------
 

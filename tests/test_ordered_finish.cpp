@@ -51,12 +51,12 @@ TEST_CASE("ordered finish: valid for every op and dtype, the atomic one only whe
       CHECK_FALSE(invalid_reason(cfg(kColumns), sm(52, d, o.op, Problem::columns)));
       CHECK(deterministic(cfg(kColumns), d));
     }
-  // The struct accumulators still have no atomic finish (argmax's keyed one on the columns aside:
-  // test_keyed_columns.cpp).
-  for (Op op : {Op::var, Op::logsumexp}) {
-    CHECK(invalid_reason(cfg("columns_split.b256.u2.v2.g4.atomic"), sm(90, DType::f32, op, Problem::columns)));
+  // The struct accumulators still have no atomic finish (argmax's keyed one and var's shifted one
+  // on the columns aside: test_keyed_columns.cpp, test_shifted_columns.cpp).
+  CHECK(invalid_reason(cfg("columns_split.b256.u2.v2.g4.atomic"), sm(90, DType::f32, Op::logsumexp, Problem::columns)));
+  CHECK(invalid_reason(cfg("columns_split.b256.u2.v2.g4.atomic"), sm(90, DType::f64, Op::var, Problem::columns)));
+  for (Op op : {Op::var, Op::logsumexp})
     CHECK(invalid_reason(cfg("segments_flat_carry.b128.u4.v2.g8.atomic"), sm(90, DType::f32, op, Problem::segments)));
-  }
   // Only the split columns and the flat mapping with the carry take it.
   for (const char* k : {"rows_split.b256.u2.v4.g4.twopass", "segments_flat.b256.u4.v4.g8.twopass",
                         "segments_split.b256.u2.v4.g4.twopass"}) {

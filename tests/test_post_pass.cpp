@@ -51,9 +51,11 @@ TEST_CASE("post pass: the ops with an atomic that cannot combine into their resu
     CHECK_FALSE(atomic_post_pass(Op::sum, DType::f32, p));
     CHECK_FALSE(atomic_post_pass(Op::count_nonzero, DType::f16, p)); // int64 into int64
     CHECK_FALSE(atomic_post_pass(Op::max, DType::bf16, p));          // exact: the 16-bit CAS
-    // Compound accumulators: none but argmax's and argmin's keys on the columns.
+    // Compound accumulators: none but argmax's and argmin's keys and var's and std's shifted sums
+    // on the columns.
     for (Op op : kCompound)
-      CHECK(atomic_post_pass(op, DType::f32, p) == (p == Problem::columns && keyed_atomic(op, DType::f32)));
+      CHECK(atomic_post_pass(op, DType::f32, p) ==
+            (p == Problem::columns && (keyed_atomic(op, DType::f32) || shifted_atomic(op, DType::f32))));
   }
   for (Op op : kPostOps) CHECK_FALSE(atomic_post_pass(op, DType::f32, Problem::array));
 }
@@ -68,10 +70,11 @@ TEST_CASE("post pass: the validity rules admit the atomic mappings for mean, nor
     }
     INFO(k);
     CHECK(reason(k, sm(90, DType::i32, Op::all, p)).empty());
-    // Compound accumulators still have no atomic, but argmax's and argmin's keys on the columns
-    // (test_keyed_columns.cpp).
+    // Compound accumulators still have no atomic, but argmax's and argmin's keys and var's and
+    // std's shifted sums on the columns (test_keyed_columns.cpp, test_shifted_columns.cpp).
     for (Op op : kCompound)
-      if (p == Problem::columns && keyed_atomic(op, DType::f32)) CHECK(reason(k, sm(90, DType::f32, op, p)).empty());
+      if (p == Problem::columns && (keyed_atomic(op, DType::f32) || shifted_atomic(op, DType::f32)))
+        CHECK(reason(k, sm(90, DType::f32, op, p)).empty());
       else CHECK_THAT(reason(k, sm(90, DType::f32, op, p)), Catch::Contains("no atomic combine"));
   }
   // Integer means add float64 accumulators: sm_60's atomicAdd.

@@ -419,6 +419,8 @@ TEST_CASE("segmented: every configuration of the sweep compiles for sm_90", "[se
         // The ordered finishes of an evict-first twin differ from its plain twin's by the loads
         // alone, which the atomic points compile already.
         if ((c.finish == Finish::twopass || c.finish == Finish::lastblock) && v.evict_first) continue;
+        // The atomic finish's u8 points likewise (swept for the struct accumulators alone).
+        if (c.finish == Finish::atomic && c.unroll == 8 && v.evict_first) continue;
         if (!invalid_reason(c, sm90(p, DType::i32))) jobs.push_back({c, DType::i32, Op::sum});
         // The atomic finishes' compare-and-swap path: float64 max.
         if (c.finish == Finish::atomic && !invalid_reason(c, sm90(p, DType::f64, Op::max)))
@@ -445,11 +447,22 @@ TEST_CASE("segmented: columns_split's ordered finish also runs in taller slices 
   CHECK(in_space("columns_split.b256.u8.v2.g2.lastblock"));
   CHECK_FALSE(in_space("columns_split.b256.u4.v2.g1.twopass")); // 256 threads an SM
   CHECK_FALSE(in_space("columns_split.b1024.u4.v1.g4.twopass"));
-  // The atomic finish keeps its space.
+  // The atomic finish keeps its space and adds u8, in one block of 512 per SM too.
   CHECK(in_space("columns_split.b512.u4.v1.g4.atomic"));
-  CHECK_FALSE(in_space("columns_split.b512.u8.v1.g2.atomic"));
+  CHECK(in_space("columns_split.b512.u8.v1.g2.atomic"));
+  CHECK(in_space("columns_split.b512.u8.v2.g1.atomic"));
+  CHECK(in_space("columns_split.b256.u8.v4.g8.atomic"));
+  CHECK_FALSE(in_space("columns_split.b256.u8.v1.g1.atomic"));
+  CHECK_FALSE(in_space("columns_split.b1024.u8.v1.g2.atomic"));
   CHECK_FALSE(in_space("columns_split.b1024.u4.v1.g1.atomic"));
   CHECK_FALSE(in_space("columns_split.b512.u4.v1.g1.atomic"));
+  // Its u8 is swept for the struct accumulators' atomics alone (argmax's keys, var's sums).
+  for (Op op : {Op::argmax, Op::argmin, Op::var, Op::std_})
+    CHECK_FALSE(unswept(cfg("columns_split.b512.u8.v1.g2.atomic"), sm90(Problem::columns, DType::f32, op)));
+  for (Op op : {Op::sum, Op::min, Op::mean, Op::count_nonzero})
+    CHECK_THAT(unswept(cfg("columns_split.b512.u8.v1.g2.atomic"), sm90(Problem::columns, DType::f32, op)).value_or(""),
+               Catch::Contains("struct accumulators"));
+  CHECK_FALSE(unswept(cfg("columns_split.b512.u4.v1.g2.atomic"), sm90(Problem::columns, DType::f32, Op::sum)));
   // Each one valid for argmax; 1024 x v4 x 16-byte accumulators exceed the shared memory.
   CHECK_FALSE(invalid_reason(cfg("columns_split.b1024.u8.v1.g1.twopass"), sm90(Problem::columns, DType::f32, Op::argmax)));
   CHECK(invalid_reason(cfg("columns_split.b1024.u4.v4.g1.twopass"), sm90(Problem::columns, DType::f32, Op::argmax)));

@@ -347,7 +347,10 @@ extern "C" __global__ void __launch_bounds__(RT_BLOCK) rt_segmented(RT_SEGMENTED
 #pragma unroll
   for (int e = 0; e < RT_VEC; ++e) {
     if (c0 + e >= count) break;
-#if defined(RT_FINISH_ATOMIC)
+#if defined(RT_FINISH_ATOMIC) && defined(RT_ATOMIC_SHIFTED)
+    // Sums about the column's first element, which every slice's block reads alike.
+    rt_atomic_shifted(out + c0 + e, acc[e], double(rt_widen(in[c0 + e])));
+#elif defined(RT_FINISH_ATOMIC)
     rt_atomic_out(out + c0 + e, acc[e]);
 #elif defined(RT_FINISH_TWOPASS)
     out[(c0 + e) * ysplit + by] = acc[e];

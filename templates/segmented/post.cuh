@@ -12,11 +12,19 @@
 // keys (the op's rt_key), which atomicMax takes: the workspace holds keys.
 typedef unsigned long long R;
 __device__ __forceinline__ R rt_post(A a, rt_size) { return rt_key(a); }
-__device__ __forceinline__ A rt_slot(R k) { return rt_unkey(k); }
+__device__ __forceinline__ A rt_slot(R k, rt_size) { return rt_unkey(k); }
+#elif defined(RT_ATOMIC_SHIFTED)
+// A shifted op's atomic finish (var, std: OpAtomic::shifted) adds the accumulators' float64 sums
+// about their column's first element (the op's rt_shift; the columns template gives it,
+// rt_atomic_shifted): the workspace holds sums, which the post pass takes back to an accumulator
+// of the column's rows. rt_post gives an accumulator's sums about 0 (the fill's zeros).
+typedef rt_sums R;
+__device__ __forceinline__ R rt_post(A a, rt_size) { return rt_shift(a, 0.0); }
+__device__ __forceinline__ A rt_slot(R s, rt_size n) { return rt_unshift(s, n); }
 #else
 typedef A R;
 __device__ __forceinline__ R rt_post(A a, rt_size) { return a; }
-__device__ __forceinline__ A rt_slot(R a) { return a; }
+__device__ __forceinline__ A rt_slot(R a, rt_size) { return a; }
 #endif
 
 // result[i] = the op's post-map of acc[i] and the count of segment i (rows: their length;
@@ -42,7 +50,7 @@ extern "C" __global__ void rt_segmented_post(const R* acc, rt_result_type* resul
 #else
     const rt_size n = length;
 #endif
-    const A a = rt_slot(acc[i]);
+    const A a = rt_slot(acc[i], n);
     result[i] = rt_result_post(a, n);
   }
 }
