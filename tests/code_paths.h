@@ -1,7 +1,8 @@
 // Which configurations an NVRTC test compiles. A configuration's source differs from its siblings'
 // by template parameters; the code a compile can fail on is chosen by the variant, tail, finish,
-// vector width, lanes per segment and unroll, and by the block only where it is a single warp or the
-// largest block (their own reduction steps). So a test compiles one configuration of each such code
+// vector width and lanes per segment, by the unroll only as 1 or more (no template tests its value
+// but `RT_UNROLL > 1`; the others are loop bounds and array sizes), and by the block only where it
+// is a single warp or the largest block (their own reduction steps). So a test compiles one configuration of each such code
 // path and spends its time on the dtypes and ops instead. The sum's every configuration is compiled
 // for sm_75 and sm_90 by the catalogue's own tests; REDUCE_TUNE_COMPILE_ALL=1 makes these tests
 // compile every configuration too.
@@ -27,7 +28,8 @@ public:
   /// REDUCE_TUNE_COMPILE_ALL=1).
   bool first(const Config& c) {
     const int block_class = c.block <= 32 ? 0 : c.block >= 1024 ? 2 : 1;
-    return seen_.insert({c.variant, c.tail, c.finish, c.vec, c.width, c.unroll, block_class}).second || every_;
+    const int unroll_class = c.unroll > 1;
+    return seen_.insert({c.variant, c.tail, c.finish, c.vec, c.width, unroll_class, block_class}).second || every_;
   }
 
 private:

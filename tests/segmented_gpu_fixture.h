@@ -105,6 +105,38 @@ inline std::size_t check_configs(Gpu& g, const std::vector<Config>& configs, con
   return checked;
 }
 
+/// A columns layout, the configuration that reduces it and what the case shows.
+struct ColumnsCase {
+  const char* what;
+  Segmentation seg;
+  const char* key;
+};
+
+/// Each case's configuration, for each op of `ops` and dtype of `dtypes` on the GPU's target, over
+/// input(d, seg, seed + its column count), launched twice with one workspace as check_configs does:
+/// the columns' atomic finish with its post pass (a fill, then results from a workspace).
+inline void check_atomic_post_columns(const std::vector<ColumnsCase>& cases, std::initializer_list<Op> ops,
+                                      std::initializer_list<DType> dtypes, InputOf input, std::uint64_t seed) {
+  Gpu& g = gpu();
+  std::size_t checked = 0;
+  for (const ColumnsCase& cs : cases)
+    for (Op op : ops)
+      for (DType d : dtypes) {
+        Target t = g.target(d, op);
+        t.problem = Problem::columns;
+        const Config c = cfg(cs.key);
+        INFO(cs.what << " " << cs.key << " " << name(d) << " " << name(op));
+        REQUIRE_FALSE(invalid_reason(c, t));
+        const HostArray data = input(d, cs.seg, seed + cs.seg.shape.count);
+        checked += check_configs(g, {c}, t, cs.seg, data, op, 2, [](const SegmentedPlan& p) {
+          REQUIRE(p.fill);
+          REQUIRE(p.post);
+          REQUIRE(p.post_bytes > 0);
+        });
+      }
+  CHECK(checked > 0);
+}
+
 /// Configuration c's kernel for `op` on seg (target t) launched once into a CUDA graph captured
 /// on `stream` (its workspace reserved before: nothing may be allocated during a capture), then
 /// the graph replayed on `first`, `second` and `first` again (copied into the input it reads; the

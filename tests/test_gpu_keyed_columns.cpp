@@ -25,9 +25,6 @@
 #include <vector>
 
 using namespace reduce_tune;
-using reduce_tune::testing::cfg;
-using testing::Gpu;
-using testing::gpu;
 using testing::column_layout;
 
 namespace {
@@ -68,13 +65,7 @@ HostArray tied_input(DType d, const Segmentation& seg, std::uint64_t seed) {
   return a;
 }
 
-struct Case {
-  const char* what;
-  Segmentation seg;
-  const char* key;
-};
-
-std::vector<Case> cases() {
+std::vector<testing::ColumnsCase> cases() {
   return {
       {"256 columns, hundreds of row slices", column_layout(256, 20011, 256), "columns_split.b256.u4.v4.g4.atomic"},
       {"33 columns (scalar loads)", column_layout(33, 10003, 33), "columns_split.b512.u1.v2.g8.atomic"},
@@ -83,30 +74,12 @@ std::vector<Case> cases() {
   };
 }
 
-constexpr DType kDtypes[] = {DType::f32, DType::i32, DType::u32, DType::bf16, DType::f16};
-
 } // namespace
 
 TEST_CASE("keyed columns: argmax and argmin of ties, NaN and extremes match the CPU, twice in a row",
           "[gpu][keyed_columns][segmented]") {
-  Gpu& g = gpu();
-  std::size_t checked = 0;
-  for (const Case& cs : cases())
-    for (Op op : {Op::argmax, Op::argmin})
-      for (DType d : kDtypes) {
-        Target t = g.target(d, op);
-        t.problem = Problem::columns;
-        const Config c = cfg(cs.key);
-        INFO(cs.what << " " << cs.key << " " << name(d) << " " << name(op));
-        REQUIRE_FALSE(invalid_reason(c, t));
-        const HostArray data = tied_input(d, cs.seg, 5 + cs.seg.shape.count);
-        checked += testing::check_configs(g, {c}, t, cs.seg, data, op, 2, [](const SegmentedPlan& p) {
-          REQUIRE(p.fill);
-          REQUIRE(p.post);
-          REQUIRE(p.post_bytes > 0);
-        });
-      }
-  CHECK(checked > 0);
+  testing::check_atomic_post_columns(cases(), {Op::argmax, Op::argmin},
+                                     {DType::f32, DType::i32, DType::u32, DType::bf16, DType::f16}, tied_input, 5);
 }
 
 TEST_CASE("keyed columns: the launch captured in a graph replays right on new data",

@@ -23,9 +23,6 @@
 #include <vector>
 
 using namespace reduce_tune;
-using reduce_tune::testing::cfg;
-using testing::Gpu;
-using testing::gpu;
 using testing::column_layout;
 
 namespace {
@@ -62,13 +59,7 @@ HostArray offset_input(DType d, const Segmentation& seg, std::uint64_t seed) {
   return a;
 }
 
-struct Case {
-  const char* what;
-  Segmentation seg;
-  const char* key;
-};
-
-std::vector<Case> cases() {
+std::vector<testing::ColumnsCase> cases() {
   return {
       {"256 columns, hundreds of row slices", column_layout(256, 20011, 256), "columns_split.b256.u4.v4.g4.atomic"},
       {"33 columns (scalar loads)", column_layout(33, 10003, 33), "columns_split.b512.u1.v2.g8.atomic"},
@@ -78,31 +69,12 @@ std::vector<Case> cases() {
   };
 }
 
-constexpr DType kDtypes[] = {DType::f32, DType::bf16, DType::f16};
-constexpr Op kOps[] = {Op::var, Op::std_, Op::var_population, Op::std_population};
-
 } // namespace
 
 TEST_CASE("shifted columns: var and std of offset, special and constant columns match the CPU, twice in a row",
           "[gpu][shifted_columns][segmented]") {
-  Gpu& g = gpu();
-  std::size_t checked = 0;
-  for (const Case& cs : cases())
-    for (Op op : kOps)
-      for (DType d : kDtypes) {
-        Target t = g.target(d, op);
-        t.problem = Problem::columns;
-        const Config c = cfg(cs.key);
-        INFO(cs.what << " " << cs.key << " " << name(d) << " " << name(op));
-        REQUIRE_FALSE(invalid_reason(c, t));
-        const HostArray data = offset_input(d, cs.seg, 11 + cs.seg.shape.count);
-        checked += testing::check_configs(g, {c}, t, cs.seg, data, op, 2, [](const SegmentedPlan& p) {
-          REQUIRE(p.fill);
-          REQUIRE(p.post);
-          REQUIRE(p.post_bytes > 0);
-        });
-      }
-  CHECK(checked > 0);
+  testing::check_atomic_post_columns(cases(), {Op::var, Op::std_, Op::var_population, Op::std_population},
+                                     {DType::f32, DType::bf16, DType::f16}, offset_input, 11);
 }
 
 TEST_CASE("shifted columns: the launch captured in a graph replays right on new data",
