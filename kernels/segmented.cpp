@@ -178,9 +178,10 @@ constexpr int kColumnsSplitGrids[] = {1, 2, 4, 8};
 constexpr bool taller_slices(int block, int unroll, int grid) { return block > 512 || grid < 2 || unroll > 4; }
 // The atomic finish of the struct accumulators (argmax's keys, var's shifted sums: their fold of an
 // element is long) also takes u8, in its own blocks and grids and in one block of 512 per SM: on an
-// H200 at 2^24 float32 elements, argmax of 16-1024 columns took 27.7-28.8 us in b512.u8.v1.g2
-// against 29.3-30.9 in u4, var of 16 and 1024 columns 29.1-30.0 against 30.4-31.3 in the ordered
-// finish (two rounds). The scalar atomics' sweeps leave them out (unswept): not measured there.
+// H200 at 2^24 float32 elements of 16-1024 columns (two rounds), argmax took 27.4-28.6 us in the
+// u8 rows it was tuned to against 28.1-30.5 in the u4 rows before, var of 16 and 1024 columns
+// 29.1-30.0 in b512.u8.v1.g2 against 31.0-31.3 in the ordered finish's best. The scalar atomics'
+// sweeps leave them out (unswept): their rows were not tuned with them.
 constexpr bool struct_atomic_slices(int block, int unroll, int grid) {
   return unroll == 8 && block <= 512 && (grid >= 2 || block == 512);
 }
