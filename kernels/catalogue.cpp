@@ -195,8 +195,8 @@ bool atomic_post_pass(Op op, DType dtype, Problem problem) {
   const OpTraits& traits = describe(op).traits;
   // argmax and argmin: their ordered keys, combined by atomicMax in the columns' workspace; var
   // and std: their float64 sums about each column's first element, by atomicAdd.
-  if (traits.atomic == OpAtomic::key) return problem == Problem::columns && keyed_atomic(op, dtype);
-  if (traits.atomic == OpAtomic::shifted) return problem == Problem::columns && shifted_atomic(op, dtype);
+  if (struct_atomic(traits.atomic))
+    return problem == Problem::columns && (keyed_atomic(op, dtype) || shifted_atomic(op, dtype));
   if (problem == Problem::array || traits.atomic == OpAtomic::none || traits.compound) return false;
   const DType acc = accumulator_dtype(op, dtype), result = result_dtype(op, dtype);
   // Those that combine into the result directly: a plain post-map into a result of the
@@ -319,12 +319,13 @@ std::optional<std::string> invalid_reason(const Config& c, const Target& t) {
   if (op.traits.two_inputs && v.one_input)
     return op_name + " reads two inputs; " + std::string(v.name) +
            " stages one input's elements in shared memory";
-  if (atomic && !post_pass && !t.user && op.traits.atomic == OpAtomic::key)
-    return op_name + " has no atomic combine here: its ordered 64-bit key (a 32-bit value and a 32-bit "
-           "index) serves the columns problem's atomic finish only, for float32, int32, uint32, bf16 and f16";
-  if (atomic && !post_pass && !t.user && op.traits.atomic == OpAtomic::shifted)
-    return op_name + " has no atomic combine here: its float64 sums about a column's first element "
-           "serve the columns problem's atomic finish only, for float32, bf16 and f16";
+  if (atomic && !post_pass && !t.user && struct_atomic(op.traits.atomic))
+    return op_name + " has no atomic combine here: its " +
+           (op.traits.atomic == OpAtomic::key
+                ? "ordered 64-bit key (a 32-bit value and a 32-bit index) serves the columns problem's "
+                  "atomic finish only, for float32, int32, uint32, bf16 and f16"
+                : "float64 sums about a column's first element serve the columns problem's atomic "
+                  "finish only, for float32, bf16 and f16");
   if (atomic && !post_pass) {
     if (t.user && t.user->not_additive)
       return op_name + " has no atomic combine: " + *t.user->not_additive;

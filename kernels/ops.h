@@ -27,6 +27,9 @@ namespace reduce_tune {
 /// shifted_atomic), that atomicAdd combines field by field, in the columns problem's atomic finish
 /// alone. `none`: no such finish or variant for the op.
 enum class OpAtomic { none, add, min, max, key, shifted };
+/// Whether `a` combines a struct accumulator through a form of its own (`key`, `shifted`): the
+/// columns problem's atomic finish alone, through its post pass.
+inline bool struct_atomic(OpAtomic a) { return a == OpAtomic::key || a == OpAtomic::shifted; }
 
 /// What the catalogue and the launch path need to know of an op, beyond its source.
 struct OpTraits {

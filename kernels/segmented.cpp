@@ -323,8 +323,7 @@ std::optional<std::string> unswept(const Config& c, const Target& t) {
   if (!v || v->problem != Problem::columns || !takes(*v, P_GRID)) return std::nullopt;
   if (!taller_slices(c.block, c.unroll, c.grid)) return std::nullopt;
   if (c.finish == Finish::atomic) {
-    const OpAtomic a = t.user ? OpAtomic::add : describe(t.op).traits.atomic;
-    if (a == OpAtomic::key || a == OpAtomic::shifted) return std::nullopt;
+    if (!t.user && struct_atomic(describe(t.op).traits.atomic)) return std::nullopt;
     return "u8 in the atomic finish serves the struct accumulators' atomics (argmax's keys, var's sums)";
   }
   // var's and std's atomic finish adds two float64 sums a column and slice (OpAtomic::shifted):

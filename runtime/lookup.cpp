@@ -153,9 +153,7 @@ std::optional<Pick> pick(std::span<const Source> sources, Shape at, const Target
 /// where they are invalid for it).
 bool alike(Op a, Op b, DType dtype) {
   const OpTraits &x = describe(a).traits, &y = describe(b).traits;
-  const auto scalar_atomic = [](const OpTraits& o) {
-    return o.atomic == OpAtomic::add || o.atomic == OpAtomic::min || o.atomic == OpAtomic::max;
-  };
+  const auto scalar_atomic = [](const OpTraits& o) { return o.atomic != OpAtomic::none && !struct_atomic(o.atomic); };
   return accumulator_bytes(a, dtype) == accumulator_bytes(b, dtype) && x.compound == y.compound &&
          scalar_atomic(x) == scalar_atomic(y);
 }
