@@ -325,23 +325,27 @@ std::string compound_source(Op op, DType dtype, DType acc, DType result) {
   s += fn("A rt_identity()", "A a; a.n = 0; a.mean = " + W + "(0); a.m2 = " + W + "(0); return a;");
   s += fn("A rt_map(T x, rt_size)",
           "A a; a.n = 1; a.mean = " + W + "(rt_widen(x)); a.m2 = a.mean - a.mean; return a;");
+  // q = 1 / n of a count n (n >= 1, never subnormal): float32: rcp.approx refined by one Newton
+  // step (within an ulp of the rounded one), where rcp.rn's slow-path call kept a register
+  // spilled in the columns loop (b512.u4.v1 on sm_90: 8 bytes) and took ~20% more instructions.
+  auto reciprocal = [&](const std::string& n) {
+    return f64 ? "double q; asm(\"rcp.rn.f64 %0, %1;\" : \"=d\"(q) : \"d\"(double(" + n + ")));"
+               : "const float nf = float(" + n + "); float q; asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(q) : "
+                 "\"f\"(nf)); q = fmaf(q, fmaf(-nf, q, 1.0f), q);";
+  };
+  // The merge takes b's weight in the merged count through the same reciprocal: no division's
+  // slow-path branch in the trees and post passes that are chains of merges.
   s += fn("A rt_combine(A a, A b)",
-          "if (b.n == 0) return a; if (a.n == 0) return b; A r; r.n = a.n + b.n; const " + W + " wb = " +
-              W + "(b.n) / " + W + "(r.n); const " + W + " d = b.mean - a.mean; r.mean = a.mean + d * wb; "
+          "if (b.n == 0) return a; if (a.n == 0) return b; A r; r.n = a.n + b.n; " + reciprocal("r.n") +
+              " const " + W + " wb = " + W + "(b.n) * q; const " + W + " d = b.mean - a.mean; r.mean = a.mean + d * wb; "
               "r.m2 = a.m2 + b.m2 + d * d * " + W + "(a.n) * wb; return r;");
   // The fold of one element (rt_fold): Welford's update, with no branch and one conversion (the
-  // count's): the mean moves by d / n, d times a reciprocal of n, and M2 grows by d * (x - the new
-  // mean). From the identity it gives {1, x, x * (x - x)}: 0, NaN for an infinity, as the map's
-  // {1, x, x - x}. float32: the reciprocal is rcp.approx refined by one Newton step (within an ulp
-  // of the rounded one; n >= 1 is never subnormal), where rcp.rn's slow-path call kept a register
-  // spilled in the columns loop (b512.u4.v1 on sm_90: 8 bytes) and took ~20% more instructions.
-  const std::string rcp =
-      f64 ? "double q; asm(\"rcp.rn.f64 %0, %1;\" : \"=d\"(q) : \"d\"(double(a.n)));"
-          : "const float nf = float(a.n); float q; asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(q) : \"f\"(nf)); "
-            "q = fmaf(q, fmaf(-nf, q, 1.0f), q);";
+  // count's): the mean moves by d / n, d times the reciprocal of n above, and M2 grows by
+  // d * (x - the new mean). From the identity it gives {1, x, x * (x - x)}: 0, NaN for an
+  // infinity, as the map's {1, x, x - x}.
   s += "#define RT_FOLD 1\n";
   s += fn("A rt_fold(A a, T e, rt_size)",
-          "const " + W + " x = " + W + "(rt_widen(e)); a.n += 1; " + rcp + " const " + W +
+          "const " + W + " x = " + W + "(rt_widen(e)); a.n += 1; " + reciprocal("a.n") + " const " + W +
               " d = x - a.mean; a.mean = a.mean + d * q; a.m2 = a.m2 + d * (x - a.mean); return a;");
   if (shifted_atomic(op, dtype)) s += shifted_source(W);
   const bool root = op == Op::std_ || op == Op::std_population;

@@ -37,10 +37,10 @@ __device__ __forceinline__ void rt_fold_slices(const A* p, rt_size k0, rt_size k
                                                rt_size first, rt_size cols, Emit emit) {
   unsigned width = 1; // lanes a column: the block's threads over the stripe's columns, up to a warp
   while (width < 32 && width * 2 * cols <= RT_BLOCK && width < k1 - k0) width <<= 1;
-  const unsigned lane = threadIdx.x % width;
+  const unsigned lane = threadIdx.x & (width - 1u), shift = unsigned(__ffs(int(width)) - 1); // t / width
   // Whole warps go round together (the shuffles take every lane).
   for (rt_size t = threadIdx.x; t - (threadIdx.x & 31u) < cols * width; t += RT_BLOCK) {
-    const rt_size c = t / width;
+    const rt_size c = t >> shift;
     const A* const q = p + k0 * step + first + c;
     const A v = rt_group_ordered([=](rt_size k) { return rt_ldcg(q + k * step); },
                                  c < cols ? k1 - k0 : 0, lane, width);
@@ -370,13 +370,13 @@ extern "C" __global__ void rt_segmented_post(const A* __restrict__ acc, rt_resul
   const rt_size ysplit = aux >> 11;
   unsigned width = 1;
   while (width < 32 && width < ysplit) width <<= 1;
-  const unsigned lane = threadIdx.x % width;
+  const unsigned lane = threadIdx.x & (width - 1u), shift = unsigned(__ffs(int(width)) - 1); // t / width
   const rt_size threads = rt_size(gridDim.x) * blockDim.x;
   // Whole warps go round together (the shuffles take every lane); a lane past the columns folds
   // nothing.
   for (rt_size t = rt_size(blockIdx.x) * blockDim.x + threadIdx.x; t - (threadIdx.x & 31u) < count * width;
        t += threads) {
-    const rt_size c = t / width;
+    const rt_size c = t >> shift;
     const A* const p = acc + c * ysplit;
     const A v = rt_group_ordered([=](rt_size k) { return p[k]; }, c < count ? ysplit : 0, lane, width);
     if (c < count && lane == 0) result[c] = rt_result_post(v, length);
