@@ -120,8 +120,8 @@ __device__ __forceinline__ A rt_group_ordered(At at, rt_size n, unsigned lane, u
   // its time is the depth of its combines (var's at 256 columns x 264 slices on an H200: 9 cycles
   // an instruction, about half of them waiting on the results of the ones before). The run's
   // bounds shift by log2(width), with no 64-bit division. With the var merge's reciprocal
-  // (kernels/ops.cpp), var and std on the columns took 1.02-1.10x less time at 16 to 1024 columns
-  // of 2^24 elements on an H200, sum's ordered finish unchanged.
+  // (kernels/ops.cpp), var and std on the columns ran 1.02-1.10x as fast at 16 to 1024 columns of
+  // 2^24 elements on an H200, sum's ordered finish unchanged.
   constexpr int RT_GROUP_BATCH = 8;
   const unsigned shift = unsigned(__ffs(int(width)) - 1);
   A v = rt_identity();
